@@ -1,0 +1,35 @@
+# Set-up and entry points.  `make demo` and `make test` create .venv when it is missing.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench venv clean
+
+# Find a Python >= 3.12: versioned names on PATH first, then pyenv installs, then python3.
+find-python = $(shell bash .ci/find-python)
+
+$(STAMP): pyproject.toml
+	@PYBIN="$(find-python)"; \
+	if [ -z "$$PYBIN" ]; then \
+	  echo "error: no Python >= 3.12 found (looked for python3.13, python3.12 on PATH, pyenv versions 3.12/3.13, python3)."; \
+	  echo "       Install one (e.g. 'pyenv install 3.12') and run make again."; exit 1; fi; \
+	echo "using $$PYBIN ($$($$PYBIN --version))"; \
+	rm -rf $(VENV) && $$PYBIN -m venv $(VENV) && \
+	$(PY) -m pip install -q --upgrade pip && \
+	$(PY) -m pip install -q -e ".[test]" && touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m pymc_trees.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[bench]"
+	$(PY) benchmarks/sweep.py
+
+clean:
+	rm -rf $(VENV)

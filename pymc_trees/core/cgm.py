@@ -1,0 +1,460 @@
+"""Chipman-George-McCulloch Metropolis moves and the Bayesian backfitting sweep (bart-math 5).
+
+Leaf values are integrated out of every acceptance ratio, which therefore only needs the
+per-leaf sufficient statistics ``(W, S)``; after the structural move the leaves of the tree are
+drawn from their exact conditional.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .forest import LEAF
+from .nodes import (
+    alloc_node,
+    draw_leaf_values,
+    draw_rule,
+    free_node,
+    log_1m_psplit,
+    log_ml,
+    log_psplit,
+    node_availability,
+    partition,
+)
+
+__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "new_scratch", "cgm_sweep",
+           "forest_summary"]
+
+GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
+
+
+def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
+    """Buffers for one sweep, allocated once by the caller.
+
+    Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
+    in_sub)``; the node-sized buffers must be regrown with the forest's capacity.
+    """
+    K = capacity
+    return (
+        np.zeros(n), np.zeros(n, np.int32), np.zeros((p, max_cuts + 1), np.int32),
+        np.zeros(p, np.int32), np.zeros(p, np.int32),
+        np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
+        np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
+        np.zeros(K, np.int32), np.zeros(K, np.bool_),
+    )
+
+
+@numba.njit(cache=True)
+def _accept(rng, logr):
+    u = rng.random()
+    return logr >= 0.0 or u < math.exp(logr)
+
+
+@numba.njit(cache=True)
+def _mark_subtree(t, root, var, left, right, stack, in_sub, flag):
+    top = 0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        in_sub[k] = flag
+        if var[t, k] >= 0:
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+
+
+@numba.njit(cache=True)
+def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut, W, S,
+                 split_prior, alpha, beta, prec0, stack):
+    """log prior factors plus leaf log marginal likelihoods of the current subtree."""
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        d = depth[t, k]
+        if var[t, k] >= 0:
+            total += log_psplit(d, alpha, beta)
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
+            total += log_ml(W[k], S[k], prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def _eval_subtree(t, root, cnt, skip_root_rule, Xb, ncuts, min_leaf, split_prior, alpha, beta,
+                  prec0, var, cut, left, right, depth, r, omega, idx, hist, lo, hi, nW, nS,
+                  nwav, nnc, seg_s, seg_e, stack):
+    """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules and return the
+    log prior factors plus leaf log marginal likelihoods, or ``(-inf, False)`` when some rule is
+    no longer available (prior probability 0).  Fills the proposal buffers."""
+    total = 0.0
+    seg_s[root] = 0
+    seg_e[root] = cnt
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        s = seg_s[k]
+        e = seg_e[k]
+        d = depth[t, k]
+        wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
+        nwav[k] = wsum
+        v = var[t, k]
+        if v >= 0:
+            c = cut[t, k]
+            if c < lo[v] or c > hi[v]:
+                return -np.inf, False
+            nc = hi[v] - lo[v] + 1
+            nnc[k] = nc
+            total += log_psplit(d, alpha, beta)
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[v] / wsum) - math.log(nc)
+            mid = partition(Xb, idx, s, e, v, c)
+            kl = left[t, k]
+            kr = right[t, k]
+            seg_s[kl] = s
+            seg_e[kl] = mid
+            seg_s[kr] = mid
+            seg_e[kr] = e
+            stack[top] = kl
+            stack[top + 1] = kr
+            top += 2
+        else:
+            total += log_1m_psplit(d, alpha, beta, wsum > 0.0)
+            w = 0.0
+            sr = 0.0
+            for q in range(s, e):
+                i = idx[q]
+                w += omega[i]
+                sr += omega[i] * r[i]
+            nW[k] = w
+            nS[k] = sr
+            total += log_ml(w, sr, prec0)
+    return total, True
+
+
+@numba.njit(cache=True)
+def _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
+                    nwav, nnc, seg_s, seg_e, stack):
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        wavail[t, k] = nwav[k]
+        if var[t, k] >= 0:
+            ncut[t, k] = nnc[k]
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            W[k] = nW[k]
+            S[k] = nS[k]
+            for q in range(seg_s[k], seg_e[k]):
+                leaf_of_row[t, idx[q]] = k
+
+
+@numba.njit(cache=True)
+def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx):
+    _mark_subtree(t, root, var, left, right, stack, in_sub, True)
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        if in_sub[leaf_of_row[t, i]]:
+            idx[cnt] = i
+            cnt += 1
+    _mark_subtree(t, root, var, left, right, stack, in_sub, False)
+    return cnt
+
+
+@numba.njit(cache=True)
+def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
+          right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
+          hist, lo, hi, W, S):
+    """Returns -1 when impossible, else 1/0 for accepted/rejected."""
+    b = 0
+    w = 0
+    for k in range(n_nodes[t]):
+        vk = var[t, k]
+        if vk == LEAF and wavail[t, k] > 0.0:
+            b += 1
+        elif vk >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
+            w += 1
+    if b == 0:
+        return -1
+    pick = min(int(rng.random() * b), b - 1)
+    ell = -1
+    for k in range(n_nodes[t]):
+        if var[t, k] == LEAF and wavail[t, k] > 0.0:
+            if pick == 0:
+                ell = k
+                break
+            pick -= 1
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        if leaf_of_row[t, i] == ell:
+            idx[cnt] = i
+            cnt += 1
+    wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
+    v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
+    mid = partition(Xb, idx, 0, cnt, v, c)
+    WL = 0.0
+    SL = 0.0
+    WR = 0.0
+    SR = 0.0
+    for q in range(mid):
+        i = idx[q]
+        WL += omega[i]
+        SL += omega[i] * r[i]
+    for q in range(mid, cnt):
+        i = idx[q]
+        WR += omega[i]
+        SR += omega[i] * r[i]
+    wL = node_availability(Xb, idx, 0, mid, ncuts, min_leaf, split_prior, hist, lo, hi)
+    wR = node_availability(Xb, idx, mid, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
+    d = depth[t, ell]
+    w_new = w + 1
+    par = parent[t, ell]
+    if par >= 0:
+        sib = left[t, par] if right[t, par] == ell else right[t, par]
+        if var[t, sib] == LEAF:
+            w_new -= 1
+    logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
+            + log_psplit(d, alpha, beta) + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0) - log_1m_psplit(d, alpha, beta, True)
+            + math.log(pp * b) - math.log(pg * w_new))
+    if not _accept(rng, logr):
+        return 0
+    kl = alloc_node(t, var, n_nodes, free, n_free)
+    kr = alloc_node(t, var, n_nodes, free, n_free)
+    var[t, ell] = v
+    cut[t, ell] = c
+    ncut[t, ell] = nc
+    left[t, ell] = kl
+    right[t, ell] = kr
+    for kk in (kl, kr):
+        var[t, kk] = LEAF
+        left[t, kk] = -1
+        right[t, kk] = -1
+        parent[t, kk] = ell
+        depth[t, kk] = d + 1
+    wavail[t, kl] = wL
+    wavail[t, kr] = wR
+    W[kl] = WL
+    S[kl] = SL
+    W[kr] = WR
+    S[kr] = SR
+    for q in range(mid):
+        leaf_of_row[t, idx[q]] = kl
+    for q in range(mid, cnt):
+        leaf_of_row[t, idx[q]] = kr
+    return 1
+
+
+@numba.njit(cache=True)
+def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, depth, wavail, free, n_free,
+           n_nodes, leaf_of_row, W, S):
+    b = 0
+    w = 0
+    for k in range(n_nodes[t]):
+        vk = var[t, k]
+        if vk == LEAF and wavail[t, k] > 0.0:
+            b += 1
+        elif vk >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
+            w += 1
+    if w == 0:
+        return -1
+    pick = min(int(rng.random() * w), w - 1)
+    eta = -1
+    for k in range(n_nodes[t]):
+        if var[t, k] >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
+            if pick == 0:
+                eta = k
+                break
+            pick -= 1
+    kl = left[t, eta]
+    kr = right[t, eta]
+    d = depth[t, eta]
+    b_new = b + 1
+    if wavail[t, kl] > 0.0:
+        b_new -= 1
+    if wavail[t, kr] > 0.0:
+        b_new -= 1
+    grow_logr = (log_ml(W[kl], S[kl], prec0) + log_ml(W[kr], S[kr], prec0)
+                 - log_ml(W[kl] + W[kr], S[kl] + S[kr], prec0)
+                 + log_psplit(d, alpha, beta)
+                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
+                 - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
+                 + math.log(pp * b_new) - math.log(pg * w))
+    if not _accept(rng, -grow_logr):
+        return 0
+    n = leaf_of_row.shape[1]
+    for i in range(n):
+        lf = leaf_of_row[t, i]
+        if lf == kl or lf == kr:
+            leaf_of_row[t, i] = eta
+    W[eta] = W[kl] + W[kr]
+    S[eta] = S[kl] + S[kr]
+    var[t, eta] = LEAF
+    left[t, eta] = -1
+    right[t, eta] = -1
+    free_node(t, kl, var, free, n_free)
+    free_node(t, kr, var, free, n_free)
+    return 1
+
+
+@numba.njit(cache=True)
+def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, var,
+                    cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
+                    idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub):
+    # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
+    count = 0
+    for k in range(n_nodes[t]):
+        if var[t, k] >= 0 and (not is_swap or (k != 0 and var[t, parent[t, k]] >= 0)):
+            count += 1
+    if count == 0:
+        return -1
+    pick = min(int(rng.random() * count), count - 1)
+    chosen = -1
+    for k in range(n_nodes[t]):
+        if var[t, k] >= 0 and (not is_swap or (k != 0 and var[t, parent[t, k]] >= 0)):
+            if pick == 0:
+                chosen = k
+                break
+            pick -= 1
+    root = parent[t, chosen] if is_swap else chosen
+    kl = left[t, root]
+    kr = right[t, root]
+    v_root, c_root = var[t, root], cut[t, root]
+    v_l, c_l, v_r, c_r = var[t, kl], cut[t, kl], var[t, kr], cut[t, kr]
+    both = False
+    sib = kl
+    if is_swap:
+        sib = kr if chosen == kl else kl
+        v_s, c_s = var[t, sib], cut[t, sib]
+        both = v_s >= 0 and v_s == var[t, chosen] and c_s == cut[t, chosen]
+        if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
+            # The proposal would leave both children with the same rule; its reverse move
+            # (swap with both children) does not lead back, so the move has ratio 0.
+            return 0
+    cnt = _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+    old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
+                       split_prior, alpha, beta, prec0, stack)
+    if is_swap:
+        v_c, c_c = var[t, chosen], cut[t, chosen]
+        var[t, root] = v_c
+        cut[t, root] = c_c
+        var[t, chosen] = v_root
+        cut[t, chosen] = c_root
+        if both:
+            var[t, sib] = v_root
+            cut[t, sib] = c_root
+    else:
+        wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
+        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, wsum)
+        var[t, root] = v_new
+        cut[t, root] = c_new
+    new, valid = _eval_subtree(t, root, cnt, not is_swap, Xb, ncuts, min_leaf, split_prior,
+                               alpha, beta, prec0, var, cut, left, right, depth, r, omega, idx,
+                               hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack)
+    if valid and _accept(rng, new - old):
+        _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
+                        nwav, nnc, seg_s, seg_e, stack)
+        return 1
+    var[t, root] = v_root
+    cut[t, root] = c_root
+    var[t, kl] = v_l
+    cut[t, kl] = c_l
+    var[t, kr] = v_r
+    cut[t, kr] = c_r
+    return 0
+
+
+@numba.njit(cache=True)
+def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
+              fsum, var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free,
+              n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e,
+              stack, in_sub, proposed, accepted):
+    """One Bayesian-backfitting sweep over all trees.
+
+    Parameters
+    ----------
+    move_cp : ndarray of shape (4,)
+        Cumulative probabilities of grow, prune, change, swap.
+    z, omega : ndarray of shape (n,)
+        Pseudo-data target (offset removed) and precision of every row (bart-math 1).
+    fsum : ndarray of shape (n,)
+        Sum of all trees at the training rows, kept up to date in place.
+    proposed, accepted : ndarray of shape (4,), dtype int64
+        Incremented per move type (impossible moves are not counted as proposed).
+    """
+    m, n = leaf_of_row.shape
+    pg = move_cp[0]
+    pp = move_cp[1] - move_cp[0]
+    for t in range(m):
+        for i in range(n):
+            fsum[i] -= value[t, leaf_of_row[t, i]]
+            r[i] = z[i] - fsum[i]
+        for k in range(n_nodes[t]):
+            W[k] = 0.0
+            S[k] = 0.0
+        for i in range(n):
+            k = leaf_of_row[t, i]
+            W[k] += omega[i]
+            S[k] += omega[i] * r[i]
+        u = rng.random()
+        move = GROW
+        while move < SWAP and u >= move_cp[move]:
+            move += 1
+        if move == GROW:
+            res = _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
+                        var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
+                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S)
+        elif move == PRUNE:
+            res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, depth, wavail,
+                         free, n_free, n_nodes, leaf_of_row, W, S)
+        else:
+            res = _change_or_swap(rng, move == SWAP, t, Xb, ncuts, min_leaf, split_prior, alpha,
+                                  beta, prec0, var, cut, left, right, parent, depth, wavail, ncut,
+                                  n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
+                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub)
+        if res >= 0:
+            proposed[move] += 1
+            accepted[move] += res
+        draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
+        for i in range(n):
+            fsum[i] += value[t, leaf_of_row[t, i]]
+
+
+@numba.njit(cache=True)
+def forest_summary(var, depth, n_nodes):
+    """Mean over trees of the depth (deepest leaf) and of the number of leaves."""
+    m = var.shape[0]
+    tot_d = 0.0
+    tot_l = 0.0
+    for t in range(m):
+        dmax = 0
+        nl = 0
+        for k in range(n_nodes[t]):
+            if var[t, k] == LEAF:
+                nl += 1
+                if depth[t, k] > dmax:
+                    dmax = depth[t, k]
+        tot_d += dmax
+        tot_l += nl
+    return tot_d / m, tot_l / m

@@ -1,0 +1,109 @@
+"""Independent draws of trees from the BART prior (bart-math section 3).
+
+Trees are generated top-down, breadth-first: a node at depth d with an available rule splits
+with probability ``alpha (1 + d)^-beta``, its rule drawn from the prior; leaves get
+``Normal(0, leaf_sd^2)`` values.  The same available-cutpoint rule as the samplers is used.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .forest import FREE, LEAF, Forest
+from .nodes import draw_rule, node_availability, partition
+
+__all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
+
+
+def max_tree_nodes(n: int, min_leaf: int) -> int:
+    """Upper bound on the nodes of a tree over n rows in which every leaf keeps min_leaf rows."""
+    return max(1, 2 * (n // max(min_leaf, 1)) - 1)
+
+
+@numba.njit(cache=True)
+def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd, var, cut,
+                      left, right, parent, depth, value, wavail, ncut, n_nodes, n_free,
+                      leaf_of_row, idx, hist, lo, hi, seg_s, seg_e):
+    """Overwrite tree ``t`` with a draw from the prior; slots are filled in breadth-first order."""
+    n = Xb.shape[0]
+    for i in range(n):
+        idx[i] = i
+    n_nodes[t] = 1
+    n_free[t] = 0
+    var[t, 0] = LEAF
+    parent[t, 0] = -1
+    depth[t, 0] = 0
+    seg_s[0] = 0
+    seg_e[0] = n
+    q = 0
+    while q < n_nodes[t]:
+        k = q
+        q += 1
+        s = seg_s[k]
+        e = seg_e[k]
+        d = depth[t, k]
+        wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
+        wavail[t, k] = wsum
+        left[t, k] = -1
+        right[t, k] = -1
+        if wsum > 0.0 and rng.random() < alpha * (1.0 + d) ** (-beta):
+            v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
+            mid = partition(Xb, idx, s, e, v, c)
+            kl = n_nodes[t]
+            kr = kl + 1
+            n_nodes[t] += 2
+            var[t, k] = v
+            cut[t, k] = c
+            ncut[t, k] = nc
+            left[t, k] = kl
+            right[t, k] = kr
+            var[t, kl] = LEAF
+            var[t, kr] = LEAF
+            parent[t, kl] = k
+            parent[t, kr] = k
+            depth[t, kl] = d + 1
+            depth[t, kr] = d + 1
+            seg_s[kl] = s
+            seg_e[kl] = mid
+            seg_s[kr] = mid
+            seg_e[kr] = e
+        else:
+            var[t, k] = LEAF
+            value[t, k] = leaf_sd * rng.standard_normal()
+            for j in range(s, e):
+                leaf_of_row[t, idx[j]] = k
+    for k in range(n_nodes[t], var.shape[1]):
+        var[t, k] = FREE
+
+
+def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndarray,
+                        split_prior: np.ndarray, m: int, min_leaf: int, alpha: float,
+                        beta: float, leaf_sd: float) -> Forest:
+    """m independent trees from the prior, as a compact :class:`Forest`."""
+    from .forest import new_forest
+
+    n, p = Xb.shape
+    K = max_tree_nodes(n, min_leaf)
+    one = new_forest(1, n, 0.0, capacity=K)
+    hist = np.zeros((p, int(ncuts.max(initial=0)) + 1), np.int32)
+    lo = np.zeros(p, np.int32)
+    hi = np.zeros(p, np.int32)
+    idx = np.zeros(n, np.int32)
+    seg_s = np.zeros(K, np.int32)
+    seg_e = np.zeros(K, np.int32)
+    trees = []
+    for _ in range(m):
+        sample_prior_tree(rng, 0, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd,
+                          one.var, one.cut, one.left, one.right, one.parent, one.depth,
+                          one.value, one.wavail, one.ncut, one.n_nodes, one.n_free,
+                          one.leaf_of_row, idx, hist, lo, hi, seg_s, seg_e)
+        trees.append(one.copy())
+    cap = int(max(tr.n_nodes[0] for tr in trees))
+    out = new_forest(m, n, 0.0, capacity=cap)
+    for t, tr in enumerate(trees):
+        for name in ("var", "cut", "left", "right", "parent", "depth", "value", "wavail", "ncut"):
+            getattr(out, name)[t] = getattr(tr, name)[0, :cap]
+        out.n_nodes[t] = tr.n_nodes[0]
+        out.leaf_of_row[t] = tr.leaf_of_row[0]
+    return out

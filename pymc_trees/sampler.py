@@ -1,0 +1,222 @@
+"""Orchestration: a forest, its data and buffers, and the sweeps that update it.
+
+Plain Python around the kernels of :mod:`pymc_trees.core`; knows nothing of PyMC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .core.binning import bin_data, make_cutpoints
+from .core.cgm import cgm_sweep, forest_summary, new_scratch
+from .core.forest import Forest, forest_values, new_forest
+from .core.nodes import node_availability
+from .core.packed import pack_forest, predict_packed
+from .core.prior import sample_prior_forest
+
+__all__ = ["TreePrior", "PackedForest", "ForestSampler", "MOVES"]
+
+MOVES = ("grow", "prune", "change", "swap")
+
+
+@dataclass(frozen=True)
+class TreePrior:
+    """Hyperparameters of the sum-of-trees prior (hashable, so it can sit on a PyTensor Op).
+
+    Parameters
+    ----------
+    m : int
+        Number of trees.
+    alpha, beta : float
+        A node at depth d splits with probability ``alpha * (1 + d) ** -beta``.
+    numcut : int
+        Maximum number of cutpoints per feature.
+    min_leaf : int
+        A cutpoint is available at a node when it leaves at least ``min_leaf`` training rows
+        on each side.
+    split_prior : tuple of float or None
+        Relative weights of the features (None: all equal).
+    """
+
+    m: int = 200
+    alpha: float = 0.95
+    beta: float = 2.0
+    numcut: int = 100
+    min_leaf: int = 5
+    split_prior: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        if int(self.m) != self.m or self.m < 1:
+            raise ValueError(f"m must be a positive integer number of trees; got {self.m!r}.")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must lie in (0, 1); got {self.alpha!r}.")
+        if not self.beta >= 0.0:
+            raise ValueError(f"beta must be >= 0; got {self.beta!r}.")
+        if int(self.min_leaf) != self.min_leaf or self.min_leaf < 1:
+            raise ValueError(f"min_leaf must be an integer >= 1; got {self.min_leaf!r}.")
+        if self.split_prior is not None:
+            sp = np.asarray(self.split_prior, dtype=float)
+            if sp.ndim != 1 or np.any(sp < 0) or not np.any(sp > 0) or not np.all(np.isfinite(sp)):
+                raise ValueError("split_prior must be a 1-D sequence of non-negative finite "
+                                 "weights, one per column of X, with at least one positive.")
+
+    def split_weights(self, p: int) -> np.ndarray:
+        if self.split_prior is None:
+            return np.ones(p)
+        sp = np.asarray(self.split_prior, dtype=float)
+        if sp.shape != (p,):
+            raise ValueError(f"split_prior has {sp.size} weights but X has {p} columns.")
+        return sp
+
+
+@dataclass
+class PackedForest:
+    """One posterior draw of a sum-of-trees term, ready for prediction at new rows.
+
+    Tree ``t`` occupies ``start[t]:start[t+1]`` of the node arrays with its root first;
+    ``feature`` is -1 at leaves; a row goes to ``left`` when ``x[feature] <= threshold``.
+    """
+
+    start: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    offset: float
+
+    @property
+    def m(self) -> int:
+        return self.start.size - 1
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Value of the term at rows X, an ndarray of shape (n, p); returns shape (n,)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        out = np.empty(X.shape[0])
+        predict_packed(self.start, self.feature, self.threshold, self.left, self.right,
+                       self.value, float(self.offset), X, out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"PackedForest(m={self.m}, nodes={self.feature.size})"
+
+
+def _move_cumprobs(move_probs: dict[str, float]) -> np.ndarray:
+    unknown = set(move_probs) - set(MOVES)
+    if unknown:
+        raise ValueError(f"move_probs has unknown moves {sorted(unknown)}; use {MOVES}.")
+    probs = np.array([float(move_probs.get(k, 0.0)) for k in MOVES])
+    if np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
+        raise ValueError(f"move_probs must be non-negative and sum to 1; got {move_probs}.")
+    if probs[0] <= 0 or probs[1] <= 0:
+        raise ValueError("move_probs needs positive 'grow' and 'prune' probabilities; without "
+                         "them the tree sizes cannot change.")
+    cp = np.cumsum(probs)
+    cp[-1] = 1.0
+    return cp
+
+
+@dataclass
+class ForestSampler:
+    """A sum of m trees over fixed training rows, updated by Bayesian backfitting.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        Training rows.
+    prior : TreePrior
+    offset : float
+        Constant added to the sum of trees.
+    leaf_sd : float
+        Prior standard deviation of every leaf value.
+    """
+
+    X: np.ndarray
+    prior: TreePrior
+    offset: float
+    leaf_sd: float
+    cuts: np.ndarray = field(init=False)
+    ncuts: np.ndarray = field(init=False)
+    Xb: np.ndarray = field(init=False)
+    split_prior: np.ndarray = field(init=False)
+    forest: Forest = field(init=False)
+
+    def __post_init__(self):
+        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
+            raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
+        n, p = self.X.shape
+        self.cuts, self.ncuts = make_cutpoints(self.X, self.prior.numcut)
+        self.Xb = bin_data(self.X, self.cuts, self.ncuts)
+        self.split_prior = self.prior.split_weights(p)
+        self._hist = np.zeros((p, self.cuts.shape[1] + 1), np.int32)
+        idx = np.arange(n, dtype=np.int32)
+        lo = np.zeros(p, np.int32)
+        hi = np.zeros(p, np.int32)
+        self._root_wavail = node_availability(self.Xb, idx, 0, n, self.ncuts,
+                                              self.prior.min_leaf, self.split_prior,
+                                              self._hist, lo, hi)
+        self.reset()
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def prec0(self) -> float:
+        return 1.0 / self.leaf_sd**2
+
+    def reset(self) -> None:
+        """Every tree back to a single leaf with value 0."""
+        self.forest = new_forest(self.prior.m, self.n, self._root_wavail)
+        self._alloc_scratch()
+
+    def _alloc_scratch(self) -> None:
+        n, p = self.X.shape
+        self._scratch = new_scratch(n, p, self.cuts.shape[1], self.forest.capacity)
+        self._fsum = np.zeros(n)
+
+    def values(self) -> np.ndarray:
+        """The term at the training rows, shape (n,), summed tree by tree from the offset."""
+        out = np.empty(self.n)
+        forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
+        return out
+
+    def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
+                  move_cumprobs: np.ndarray) -> dict[str, float]:
+        """One CGM backfitting sweep over all trees against pseudo-data ``z`` (offset
+        removed) with row precisions ``omega``; returns acceptance rates per move type."""
+        f = self.forest
+        needed = int(f.n_nodes.max()) + 2
+        if needed > f.capacity:
+            f.ensure_capacity(needed)
+            self._alloc_scratch()
+        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        proposed = np.zeros(4, np.int64)
+        accepted = np.zeros(4, np.int64)
+        cgm_sweep(rng, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
+                  self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
+                  np.ascontiguousarray(z, dtype=np.float64),
+                  np.ascontiguousarray(omega, dtype=np.float64), self._fsum,
+                  f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
+                  f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed, accepted)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = accepted / proposed
+        return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
+
+    def summary(self) -> tuple[float, float]:
+        """(mean depth, mean number of leaves) over the trees."""
+        return forest_summary(self.forest.var, self.forest.depth, self.forest.n_nodes)
+
+    def pack(self) -> PackedForest:
+        f = self.forest
+        return PackedForest(*pack_forest(f.var, f.cut, f.left, f.right, f.value, f.n_nodes,
+                                         f.n_free, self.cuts), offset=float(self.offset))
+
+    def sample_prior(self, rng: np.random.Generator) -> Forest:
+        """A forest of m independent prior trees (does not touch the sampler's state)."""
+        p = self.prior
+        return sample_prior_forest(rng, self.Xb, self.ncuts, self.split_prior, p.m, p.min_leaf,
+                                   p.alpha, p.beta, self.leaf_sd)

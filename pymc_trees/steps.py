@@ -1,0 +1,226 @@
+"""PyMC step methods: CGM tree moves for ``BARTTree`` terms and the conjugate noise update.
+
+Both are registered in ``pymc.step_methods.STEP_METHODS`` when :mod:`pymc_trees` is imported,
+so ``pm.sample()`` assigns them by itself.  Both draw only from the generator PyMC hands them
+(``setup_chain``), so a ``random_seed`` reproduces a run exactly, with any number of cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+
+import numpy as np
+import pymc as pm
+from pymc.model import Model, modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pymc.logprob.transforms import LogTransform
+
+from .distribution import BARTTreeRV
+from .sampler import MOVES, ForestSampler, _move_cumprobs
+from .structure import ModelStructureError, noise_likelihood, tree_likelihood
+
+__all__ = ["CGMTreeStep", "NoiseGibbs", "forest_stat_name"]
+
+DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
+
+
+def forest_stat_name(var_name: str) -> str:
+    """Name of the sampler stat (and ``sample_stats`` variable) holding a term's forests."""
+    return f"{var_name}_forest"
+
+
+@dataclass_state
+class TreeStepState(StepMethodState):
+    forest: object = field(default=None)
+    tune: bool = True
+
+
+class CGMTreeStep(BlockedStep):
+    """Chipman-George-McCulloch Metropolis tree moves for a ``BARTTree`` variable.
+
+    Every iteration runs Bayesian backfitting over all m trees: for each tree, one move (grow,
+    prune, change or swap, drawn with ``move_probs``) accepted with the exact Metropolis ratio
+    with leaf values integrated out, then the exact draw of the tree's leaf values.
+
+    Parameters
+    ----------
+    vars : list with one BARTTree variable
+    move_probs : dict, optional
+        Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"`` (default .25, .25,
+        .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
+    model : pm.Model, optional
+
+    Notes
+    -----
+    Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
+    that were accepted; NaN when none was proposed), ``mean_depth`` and ``mean_leaves`` of the
+    forest, and ``<name>_forest``, the forest of the draw (a :class:`~pymc_trees.PackedForest`).
+    """
+
+    name = "cgm_tree"
+    default_blocked = True
+    _state_class = TreeStepState
+    stats_dtypes_shapes = {
+        **{f"accept_{mv}": (np.float64, []) for mv in MOVES},
+        "mean_depth": (np.float64, []),
+        "mean_leaves": (np.float64, []),
+        "tune": (bool, []),
+    }
+
+    def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
+                 rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True):
+        model = modelcontext(model)
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        if len(value_vars) != 1:
+            raise ValueError(f"{type(self).__name__} takes one BARTTree variable; got "
+                             f"{len(value_vars)}. Give each tree term its own step.")
+        self.vars = value_vars
+        rv = model.values_to_rvs[value_vars[0]]
+        if not isinstance(rv.owner.op, BARTTreeRV):
+            raise ValueError(f"{rv.name!r} is not a BARTTree variable.")
+        self.var_name = rv.name
+        _, _, X, offset, leaf_sd = rv.owner.inputs
+        X_value = np.asarray(X.eval() if not hasattr(X, "get_value") else X.get_value(),
+                             dtype=np.float64)
+        self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()),
+                                     float(leaf_sd.eval()))
+        self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
+        self._move_cp = _move_cumprobs(self.move_probs)
+        self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+        self.forest_stat = forest_stat_name(self.var_name)
+        sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
+        self.stats_dtypes_shapes = sds
+        self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
+        self.rng = get_random_generator(rng)
+        self.tune = True
+
+    @property
+    def forest(self):
+        return self.sampler.forest
+
+    @forest.setter
+    def forest(self, value):
+        if value is not None:
+            self.sampler.forest = value
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        super().setup_chain(rng, tune, draws)
+        self.sampler.reset()
+        self.tune = tune > 0
+
+    def _sweep(self, z: np.ndarray, omega: np.ndarray) -> dict:
+        return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+
+    def step(self, point):
+        z, omega = self.likelihood.pseudo_data(point, self.sampler.offset)
+        stats = self._sweep(z, omega)
+        mean_depth, mean_leaves = self.sampler.summary()
+        stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune)
+        stats[self.forest_stat] = self.sampler.pack()
+        new_point = dict(point)
+        name = self.vars[0].name
+        new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
+        return new_point, [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        if isinstance(getattr(var.owner, "op", None), BARTTreeRV):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
+
+
+@dataclass_state
+class NoiseGibbsState(StepMethodState):
+    pass
+
+
+class NoiseGibbs(BlockedStep):
+    """Conjugate Gibbs update of a Normal likelihood's variance or precision (bart-math 4).
+
+    ``sigma2 ~ InverseGamma(alpha0, beta0)`` with likelihoods ``Normal(mu_i, sqrt(sigma2 / w_i))``
+    is drawn from ``InverseGamma(alpha0 + n/2, beta0 + SSE_w/2)``; ``tau ~ Gamma(alpha0, beta0)``
+    used as a precision from ``Gamma(alpha0 + n/2, rate=beta0 + SSE_w/2)``.  Works in any model
+    with that structure, with or without trees.
+    """
+
+    name = "noise_gibbs"
+    default_blocked = True
+    _state_class = NoiseGibbsState
+    stats_dtypes_shapes = {"tune": (bool, [])}
+
+    def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
+                 compile_kwargs=None, blocked: bool = True):
+        model = modelcontext(model)
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        if len(value_vars) != 1:
+            raise ValueError(f"NoiseGibbs takes one variable; got {len(value_vars)}.")
+        self.vars = value_vars
+        rv = model.values_to_rvs[value_vars[0]]
+        self.lik = noise_likelihood(model, rv)
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            self._forward = lambda x: x
+        elif isinstance(transform, LogTransform):
+            self._forward = np.log
+        else:
+            raise ValueError(f"NoiseGibbs needs {rv.name!r} with the default log transform or "
+                             f"none; got {transform}. Pass default_transform=None or leave it.")
+        self.rng = get_random_generator(rng)
+        self.tune = True
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        super().setup_chain(rng, tune, draws)
+        self.tune = tune > 0
+
+    def step(self, point):
+        alpha0, rate0 = (float(x) for x in self.lik.prior(point))
+        res = self.lik.residuals(point)
+        n = 0
+        sse = 0.0  # sum of e_i^2 / s_i^2 at the current value
+        for e, s2 in zip(res[::2], res[1::2]):
+            e = np.asarray(e, dtype=float)
+            s2 = np.broadcast_to(np.asarray(s2, dtype=float), e.shape)
+            n += e.size
+            sse += float(np.sum(e * e / s2))
+        name = self.vars[0].name
+        current = _current_value(point[name], self._forward)
+        # SSE_w = sum w_i e_i^2 with w_i = sigma2 / s_i^2 (variance) or 1 / (tau s_i^2).
+        sse_w = sse * current if self.lik.kind == "variance" else sse / current
+        shape = alpha0 + 0.5 * n
+        rate = rate0 + 0.5 * sse_w
+        g = self.rng.gamma(shape, 1.0 / rate)
+        new = 1.0 / g if self.lik.kind == "variance" else g
+        new_point = dict(point)
+        new_point[name] = np.asarray(self._forward(new), dtype=point[name].dtype)
+        return new_point, [{"tune": self.tune}]
+
+    @staticmethod
+    def competence(var, has_grad):
+        op = getattr(var.owner, "op", None)
+        if not isinstance(op, (pm.distributions.continuous.InverseGamma.rv_type,
+                               pm.distributions.continuous.Gamma.rv_type)):
+            return Competence.INCOMPATIBLE
+        model = Model.get_context(error_if_none=False)
+        if model is None or var not in model.free_RVs:
+            return Competence.INCOMPATIBLE
+        try:
+            noise_likelihood(model, var)
+        except ModelStructureError:
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL
+
+
+def _current_value(stored, forward):
+    """Untransformed value from the point (inverse of ``forward`` for log or identity)."""
+    x = float(np.asarray(stored))
+    return float(np.exp(x)) if forward is np.log else x
+
+
+def register_steps() -> None:
+    """Append the steps to PyMC's registry once."""
+    registry = pm.step_methods.STEP_METHODS
+    for cls in (CGMTreeStep, NoiseGibbs):
+        if cls not in registry:
+            registry.append(cls)

@@ -1,0 +1,229 @@
+"""What the tree and noise steps read from a PyMC model.
+
+* :func:`tree_likelihood` finds the Normal likelihood of a ``BARTTree`` term and compiles the
+  per-row pieces of ``y ~ Normal(a + b * f, s)`` (bart-math section 1).
+* :func:`noise_likelihood` checks that a variance (InverseGamma) or precision (Gamma) enters
+  only the scale of Normal likelihoods, as ``s_i^2 = sigma^2 / w_i`` (or ``1 / (tau w_i)``), and
+  compiles what the conjugate update of bart-math section 4 needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
+from pytensor.tensor.shape import SpecifyShape
+
+__all__ = ["ModelStructureError", "tree_likelihood", "noise_likelihood", "TreeLikelihood",
+           "NoiseLikelihood"]
+
+TREE_SUPPORTED = (
+    "The tree steps support a sum-of-trees term f that enters exactly one observed Normal "
+    "likelihood, y ~ Normal(mu = a + b * f, sigma), where a and b do not depend on f (b may be a "
+    "vector, or a sampled variable) and sigma does not depend on f (it may be a vector of row "
+    "scales). No other variable or potential may depend on f."
+)
+
+
+class ModelStructureError(ValueError):
+    """The model does not have the structure a step method needs."""
+
+
+def _depends_on(var, target) -> bool:
+    return any(a is target for a in ancestors([var]))
+
+
+def _dependents(model, rv):
+    """Model variables and potentials (other than rv) whose graph depends on rv."""
+    out = []
+    for v in [*model.free_RVs, *model.observed_RVs, *model.potentials]:
+        if v is rv:
+            continue
+        inputs = v.owner.inputs if v.owner is not None else []
+        if any(_depends_on(i, rv) for i in inputs) or (v in model.potentials
+                                                     and _depends_on(v, rv)):
+            out.append(v)
+    return out
+
+
+_PASS_THROUGH_SCALAR = (ps.Identity, ps.Cast, ps.Neg)
+
+
+def _affine_problem(var, f) -> str | None:
+    """None when ``var`` is elementwise affine in ``f``; otherwise what breaks it."""
+    if var is f or not _depends_on(var, f):
+        return None
+    node = var.owner
+    op = node.op
+    if isinstance(op, Elemwise):
+        sop = op.scalar_op
+        dep = [i for i in node.inputs if _depends_on(i, f) or i is f]
+        if isinstance(sop, (ps.Add, ps.Sub)) or isinstance(sop, _PASS_THROUGH_SCALAR):
+            for i in dep:
+                if (msg := _affine_problem(i, f)) is not None:
+                    return msg
+            return None
+        if isinstance(sop, ps.Mul):
+            if len(dep) > 1:
+                return "a product of two terms that both depend on f"
+            return _affine_problem(dep[0], f)
+        if isinstance(sop, ps.TrueDiv):
+            if node.inputs[1] in dep:
+                return "a division by a term that depends on f"
+            return _affine_problem(node.inputs[0], f)
+        return f"the elementwise operation {sop} applied to f"
+    if isinstance(op, (DimShuffle, SpecifyShape)) or type(op).__name__ in (
+            "DeepCopyOp", "OutputGuard", "ViewOp"):
+        return _affine_problem(node.inputs[0], f)
+    return f"the operation {op} applied to f"
+
+
+class _PointFn:
+    """A compiled function of extra inputs followed by a model point."""
+
+    def __init__(self, model, outs, extra_inputs=(), mode=None):
+        self.names = [v.name for v in model.value_vars]
+        outs = model.replace_rvs_by_values(outs)
+        self.fn = pytensor.function([*extra_inputs, *model.value_vars], outs,
+                                    on_unused_input="ignore", mode=mode)
+        self.fn.trust_input = False
+
+    def __call__(self, point, *extra):
+        return self.fn(*extra, *(point[name] for name in self.names))
+
+
+def _compile(model, outs, inputs=(), mode=None):
+    return _PointFn(model, outs, inputs, mode)
+
+
+@dataclass
+class TreeLikelihood:
+    """The observed Normal of a tree term, compiled to per-row arrays.
+
+    ``pieces(point)`` returns ``(y, a, b, s)``, each of shape (n,).
+    """
+
+    observed_name: str
+    pieces: Callable[[dict], tuple]
+    n: int
+
+    def pseudo_data(self, point: dict, offset: float) -> tuple[np.ndarray, np.ndarray]:
+        """``z = (y - a) / b - offset`` and ``omega = b^2 / s^2`` (0 where b = 0)."""
+        y, a, b, s = (np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n,))
+                      for x in self.pieces(point))
+        nz = b != 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(nz, (y - a) / np.where(nz, b, 1.0) - offset, 0.0)
+        omega = np.where(nz, (b / s) ** 2, 0.0)
+        return z, omega
+
+
+def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
+    """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise."""
+    deps = _dependents(model, f_rv)
+    name = f_rv.name
+    if len(deps) != 1:
+        found = ", ".join(d.name or str(d) for d in deps) or "none"
+        raise ModelStructureError(
+            f"{name!r} must enter exactly one observed Normal likelihood; variables that "
+            f"depend on it: {found}. {TREE_SUPPORTED}")
+    obs = deps[0]
+    if obs not in model.observed_RVs or not isinstance(obs.owner.op, NormalRV):
+        raise ModelStructureError(
+            f"{obs.name!r} depends on {name!r} but is not an observed Normal. {TREE_SUPPORTED}")
+    _, _, mu, sigma = obs.owner.inputs
+    if _depends_on(sigma, f_rv):
+        raise ModelStructureError(f"The sigma of {obs.name!r} depends on {name!r}. "
+                                  f"{TREE_SUPPORTED}")
+    if (msg := _affine_problem(mu, f_rv)) is not None:
+        raise ModelStructureError(f"The mean of {obs.name!r} is not affine in {name!r}: found "
+                                  f"{msg}. {TREE_SUPPORTED}")
+    zeros = pt.zeros_like(f_rv)
+    a = graph_replace(mu, {f_rv: zeros}, strict=False)
+    b = graph_replace(pytensor.grad(pt.sum(mu), f_rv), {f_rv: zeros}, strict=False)
+    y = model.rvs_to_values[obs]
+    fn = _compile(model, [y, a, b, sigma])
+    lik = TreeLikelihood(observed_name=obs.name, pieces=fn, n=n)
+    shapes = [np.shape(x) for x in fn(model.initial_point())]
+    for label, shp in zip(("observed", "a", "b", "sigma"), shapes):
+        if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
+            raise ModelStructureError(
+                f"In {obs.name!r} the {label} part has shape {shp}, but {name!r} has shape "
+                f"({n},); every row of the likelihood must match one row of X. "
+                f"{TREE_SUPPORTED}")
+    return lik
+
+
+NOISE_SUPPORTED = (
+    "NoiseGibbs supports sigma2 ~ InverseGamma(alpha, beta) used as the variance of observed "
+    "Normal likelihoods, sigma_i = sqrt(sigma2 / w_i), or tau ~ Gamma(alpha, beta) used as their "
+    "precision, with row weights w_i that do not depend on the variable; the means must not "
+    "depend on it and no other variable may."
+)
+
+
+@dataclass
+class NoiseLikelihood:
+    """What the conjugate noise update needs; see :func:`noise_likelihood`."""
+
+    kind: str  # "variance" or "precision"
+    prior: Callable[[dict], tuple]  # point -> (alpha0, beta0) as shape/rate
+    residuals: Callable[[dict], tuple]  # point -> (e_1, s2_1, e_2, s2_2, ...)
+
+
+def noise_likelihood(model, rv) -> NoiseLikelihood:
+    """Check the conjugate structure around ``rv`` and compile its pieces."""
+    op = rv.owner.op
+    if isinstance(op, InvGammaRV):
+        kind = "variance"
+        _, _, alpha0, beta0 = rv.owner.inputs
+        rate0 = beta0
+    elif isinstance(op, GammaRV):
+        kind = "precision"
+        _, _, alpha0, scale0 = rv.owner.inputs
+        rate0 = 1.0 / scale0
+    else:
+        raise ModelStructureError(f"{rv.name!r} is neither InverseGamma nor Gamma. "
+                                  f"{NOISE_SUPPORTED}")
+    if rv.ndim != 0:
+        raise ModelStructureError(f"{rv.name!r} must be a scalar. {NOISE_SUPPORTED}")
+    deps = _dependents(model, rv)
+    if not deps:
+        raise ModelStructureError(f"No likelihood depends on {rv.name!r}. {NOISE_SUPPORTED}")
+    outs = []
+    probe = pt.dscalar("probe")
+    scale2_probe = []
+    for d in deps:
+        if d not in model.observed_RVs or not isinstance(d.owner.op, NormalRV):
+            raise ModelStructureError(f"{d.name!r} depends on {rv.name!r} but is not an "
+                                      f"observed Normal. {NOISE_SUPPORTED}")
+        _, _, mu, sigma = d.owner.inputs
+        if _depends_on(mu, rv):
+            raise ModelStructureError(f"The mean of {d.name!r} depends on {rv.name!r}. "
+                                      f"{NOISE_SUPPORTED}")
+        y = model.rvs_to_values[d]
+        outs += [y - mu, sigma**2]
+        scale2_probe.append(graph_replace(sigma**2, {rv: probe}, strict=False))
+    # s_i^2 must be proportional to the variable (variance) or to its inverse (precision).
+    probe_fn = _compile(model, scale2_probe, inputs=[probe], mode="FAST_COMPILE")
+    point = model.initial_point()
+    base = [np.asarray(x, dtype=float) for x in probe_fn(point, 1.0)]
+    other = [np.asarray(x, dtype=float) for x in probe_fn(point, 2.5)]
+    expect = 2.5 if kind == "variance" else 1 / 2.5
+    for d, s1, s2 in zip(deps, base, other):
+        if not (np.all(np.isfinite(s1)) and np.all(s1 > 0)
+                and np.allclose(s2, expect * s1, rtol=1e-8, atol=0)):
+            want = "sigma2 / w_i" if kind == "variance" else "1 / (tau * w_i)"
+            raise ModelStructureError(
+                f"The variance of {d.name!r} is not of the form {want} in {rv.name!r}. "
+                f"{NOISE_SUPPORTED}")
+    return NoiseLikelihood(kind=kind, prior=_compile(model, [alpha0, rate0]),
+                           residuals=_compile(model, outs))
