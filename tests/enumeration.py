@@ -1,0 +1,208 @@
+"""Brute-force BART posterior over tree partitions for one feature (test helper).
+
+Rows take V distinct values 0..V-1 (each at least once), the cutpoints are the V-1 midpoints and
+``min_leaf = 1``, so a node covering values a..b has exactly b - a available cutpoints.  A tree
+is identified with its partition of the values into intervals, written as the set of cut
+positions c (a boundary between value c and c+1).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+
+import numpy as np
+
+
+def enumerate_trees(V: int, alpha: float, beta: float):
+    """All trees over values 0..V-1 as (log prior, frozenset of cuts)."""
+
+    def trees(a, b, d):
+        if a == b:
+            return [(0.0, frozenset())]
+        ps = alpha * (1 + d) ** (-beta)
+        out = [(math.log1p(-ps), frozenset())]
+        for c in range(a, b):
+            rule = math.log(ps) - math.log(b - a)
+            for (lp_l, cl), (lp_r, cr) in itertools.product(trees(a, c, d + 1),
+                                                             trees(c + 1, b, d + 1)):
+                out.append((rule + lp_l + lp_r, cl | cr | {c}))
+        return out
+
+    return trees(0, V - 1, 0)
+
+
+def partition_prior(V: int, alpha: float, beta: float) -> dict:
+    """Prior probability of every partition (sum over the trees that induce it)."""
+    w = defaultdict(float)
+    for lp, cuts in enumerate_trees(V, alpha, beta):
+        w[cuts] += math.exp(lp)
+    return dict(w)
+
+
+def incidence(xvals: np.ndarray, cuts: frozenset) -> np.ndarray:
+    """Row-to-leaf incidence matrix of the partition."""
+    bounds = sorted(cuts)
+    leaf = np.searchsorted(np.array(bounds) + 0.5, xvals) if bounds else np.zeros(len(xvals), int)
+    B = np.zeros((len(xvals), len(bounds) + 1))
+    B[np.arange(len(xvals)), leaf] = 1.0
+    return B
+
+
+def log_marginal(y, sigma, leaf_sd, Bs) -> float:
+    """log N(y | 0, sigma^2 I + leaf_sd^2 sum_j B_j B_j^T), leaf values integrated jointly."""
+    n = len(y)
+    C = sigma**2 * np.eye(n)
+    for B in Bs:
+        C = C + leaf_sd**2 * B @ B.T
+    sign, logdet = np.linalg.slogdet(C)
+    return float(-0.5 * (n * math.log(2 * math.pi) + logdet + y @ np.linalg.solve(C, y)))
+
+
+def exact_posterior(xvals, y, sigma, leaf_sd, alpha, beta, m):
+    """Posterior over tuples of m partitions (ordered: tree 1, ..., tree m)."""
+    V = int(xvals.max()) + 1
+    prior = partition_prior(V, alpha, beta)
+    parts = list(prior)
+    logs = {}
+    for combo in itertools.product(parts, repeat=m):
+        lp = sum(math.log(prior[c]) for c in combo)
+        logs[combo] = lp + log_marginal(y, sigma, leaf_sd, [incidence(xvals, c) for c in combo])
+    mx = max(logs.values())
+    z = sum(math.exp(v - mx) for v in logs.values())
+    return {k: math.exp(v - mx) / z for k, v in logs.items()}, prior
+
+
+def forest_partitions(packed, values) -> tuple:
+    """The partition (set of cuts between consecutive values) of every tree of a forest."""
+    out = []
+    for t in range(packed.m):
+        leaves = []
+        for v in values:
+            k = packed.start[t]
+            while packed.feature[k] >= 0:
+                k = packed.left[k] if v <= packed.threshold[k] else packed.right[k]
+            leaves.append(k)
+        out.append(frozenset(c for c in range(len(values) - 1) if leaves[c] != leaves[c + 1]))
+    return tuple(out)
+
+
+def enumerate_row_trees(Xb: np.ndarray, ncuts, min_leaf: int, alpha: float, beta: float,
+                        split_prior=None):
+    """All trees over the rows of a binned matrix, by brute force, as (log prior, partition of
+    the row indices).  A cut k of feature v is available when at least min_leaf rows have
+    bin <= k and at least min_leaf have bin > k (the package's documented rule)."""
+    n, p = Xb.shape
+    sp = np.ones(p) if split_prior is None else np.asarray(split_prior, float)
+    memo = {}
+
+    def trees(rows, d):
+        key = (rows, d)
+        if key in memo:
+            return memo[key]
+        avail = {}
+        for v in range(p):
+            if sp[v] <= 0:
+                continue
+            ks = [k for k in range(ncuts[v])
+                  if min_leaf <= sum(Xb[i, v] <= k for i in rows) <= len(rows) - min_leaf]
+            if ks:
+                avail[v] = ks
+        leaf = [(0.0, frozenset([rows]))]
+        if not avail:
+            memo[key] = leaf
+            return leaf
+        ps = alpha * (1 + d) ** (-beta)
+        wsum = sum(sp[v] for v in avail)
+        out = [(math.log1p(-ps), frozenset([rows]))]
+        for v, ks in avail.items():
+            for k in ks:
+                rule = math.log(ps) + math.log(sp[v] / wsum) - math.log(len(ks))
+                lrows = tuple(i for i in rows if Xb[i, v] <= k)
+                rrows = tuple(i for i in rows if Xb[i, v] > k)
+                for (lp_l, pl), (lp_r, pr) in itertools.product(trees(lrows, d + 1),
+                                                                 trees(rrows, d + 1)):
+                    out.append((rule + lp_l + lp_r, pl | pr))
+        memo[key] = out
+        return out
+
+    return trees(tuple(range(n)), 0)
+
+
+def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_leaf=1,
+                            split_prior=None):
+    """Exact posterior over ordered m-tuples of row partitions, and the partition prior."""
+    prior = defaultdict(float)
+    for lp, part in enumerate_row_trees(Xb, ncuts, min_leaf, alpha, beta, split_prior):
+        prior[part] += math.exp(lp)
+    n = len(y)
+
+    def inc(part):
+        B = np.zeros((n, len(part)))
+        for j, rows in enumerate(part):
+            B[list(rows), j] = 1.0
+        return B
+
+    logs = {}
+    for combo in itertools.product(list(prior), repeat=m):
+        logs[combo] = (sum(math.log(prior[c]) for c in combo)
+                       + log_marginal(y, sigma, leaf_sd, [inc(c) for c in combo]))
+    mx = max(logs.values())
+    z = sum(math.exp(v - mx) for v in logs.values())
+    return {k: math.exp(v - mx) / z for k, v in logs.items()}, dict(prior)
+
+
+def forest_row_partitions(packed, X) -> tuple:
+    """The partition of the rows of X induced by every tree of a packed forest."""
+    out = []
+    for t in range(packed.m):
+        groups = defaultdict(list)
+        for i, x in enumerate(X):
+            k = packed.start[t]
+            while packed.feature[k] >= 0:
+                k = packed.left[k] if x[packed.feature[k]] <= packed.threshold[k] else packed.right[k]
+            groups[k].append(i)
+        out.append(frozenset(tuple(g) for g in groups.values()))
+    return tuple(out)
+
+
+def total_variation(p: dict, q: dict) -> float:
+    keys = set(p) | set(q)
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
+
+
+def tv_tolerance(p: dict, n_eff: float, z: float = 4.0) -> float:
+    """Tolerance for the total variation between p and an empirical distribution of n_eff
+    effective draws from it.
+
+    With s_k = sqrt(p_k (1 - p_k) / n_eff), E|p_hat_k - p_k| <= s_k, so E[TV] <= B = sum s_k / 2;
+    TV is half a sum of the |p_hat_k - p_k|, each with sd <= s_k, so its sd is about
+    sqrt(sum s_k^2) / 2 (the multinomial errors are negatively correlated, which only shrinks
+    it).  The tolerance is B plus z such standard deviations.
+    """
+    s = np.sqrt([pk * (1 - pk) / n_eff for pk in p.values()])
+    return float(0.5 * s.sum() + z * 0.5 * np.sqrt(np.sum(s**2)))
+
+
+def exact_f_moments(post: dict, n: int, y, sigma, leaf_sd):
+    """Exact posterior mean and second moment of f at every row: within a cell (tuple of
+    partitions) the leaf values are jointly Gaussian given y; the cells are mixed by post."""
+    mean = np.zeros(n)
+    second = np.zeros(n)
+    for combo, pc in post.items():
+        B = np.hstack([_incidence_rows(part, n) for part in combo])
+        cov = np.linalg.inv(B.T @ B / sigma**2 + np.eye(B.shape[1]) / leaf_sd**2)
+        mu = cov @ B.T @ y / sigma**2
+        m_f = B @ mu
+        v_f = np.einsum("ij,jk,ik->i", B, cov, B)
+        mean += pc * m_f
+        second += pc * (v_f + m_f**2)
+    return mean, second
+
+
+def _incidence_rows(part, n):
+    B = np.zeros((n, len(part)))
+    for j, rows in enumerate(sorted(part)):
+        B[list(rows), j] = 1.0
+    return B

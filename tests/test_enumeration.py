@@ -1,0 +1,112 @@
+"""The samplers against the exact BART posterior of problems small enough to enumerate.
+
+Fixed sigma and leaf_sd, min_leaf = 1.  Every tree is enumerated by brute force
+(tests/enumeration.py) and the exact posterior over the partitions of the rows that the trees
+induce is compared with the frequencies of the forests stored by ``pm.sample``:
+
+* one feature with 5 distinct values (2 rows each), m = 1 and m = 2 (leaf values integrated
+  jointly), for CGM (grow/prune/change/swap) and GrowPrune;
+* two features on a 3 x 2 grid with split_prior (1, 2), m = 1: here swap moves are possible
+  (with one feature a swapped child's cut always falls outside its range, prior 0).
+
+Tolerance (see ``tv_tolerance``): the bound on the expected total variation of N_eff effective
+draws plus 4 standard deviations of it; N_eff is the smallest ArviZ ESS of the indicators of
+the five most probable cells, so autocorrelation is accounted for.  Each test also checks that
+the exact posterior is > 3 tolerances from the prior, so a sampler that ignored or mis-weighted
+the likelihood would fail.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_trees as pmt
+from enumeration import (exact_f_moments, forest_row_partitions, row_partition_posterior,
+                         total_variation, tv_tolerance)
+from pymc_trees.core.binning import bin_data, make_cutpoints
+
+X1 = np.repeat(np.arange(5.0), 2)[:, None]
+Y1 = np.array([0.1, -0.4, 0.9, 0.3, 1.6, 1.1, 1.5, 2.2, -0.6, 0.2])
+X2 = np.array([[a, b] for a in range(3) for b in range(2)], dtype=float)
+Y2 = np.array([0.2, 1.4, -0.3, 1.1, 1.9, 2.4])
+SIGMA, LEAF_SD, ALPHA, BETA = 0.8, 1.0, 0.95, 1.0
+
+MOVES = {"cgm": None, "growprune": {"grow": 0.5, "prune": 0.5}}
+# Draws per chain, sized to each sampler's mixing: GrowPrune needs about 6x more draws than
+# CGM (with change moves) for the same effective sample size on these problems.
+DRAWS_M1 = {"cgm": 20000, "growprune": 100000}
+DRAWS_M2 = {"cgm": 50000, "growprune": 120000}
+
+
+def exact(X, y, sigma, m, split_prior=None):
+    cuts, ncuts = make_cutpoints(X, 100)
+    post, prior = row_partition_posterior(bin_data(X, cuts, ncuts), ncuts, y, sigma, LEAF_SD,
+                                          ALPHA, BETA, m, split_prior=split_prior)
+    prior_m = {k: np.prod([prior[c] for c in k]) for k in post}
+    return post, prior_m
+
+
+def sample(X, y, sigma, m, moves, draws, seed, split_prior=None, step_cls=None):
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=m, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
+                         split_prior=split_prior)
+        pm.Normal("y", mu=f, sigma=sigma, observed=y)
+        step = None if MOVES[moves] is None else pmt.CGMTreeStep([f], move_probs=MOVES[moves])
+        return pm.sample(draws=draws, tune=300, chains=2, cores=1, step=step, random_seed=seed,
+                         progressbar=False, compute_convergence_checks=False)
+
+
+def check_f_moments(idata, post, y, sigma):
+    """Posterior mean and second moment of f at every row (this checks the exact leaf draw)
+    within 4 Monte Carlo standard errors (ArviZ mcse, which accounts for autocorrelation)."""
+    f = idata.posterior["f"]
+    mean, second = exact_f_moments(post, f.shape[-1], y, sigma, LEAF_SD)
+    for stat, exact_val in (("mean", mean), ("second", second)):
+        draws = f if stat == "mean" else f**2
+        got = draws.mean(("chain", "draw")).values
+        se = np.asarray(az.mcse(draws.values)).ravel()
+        assert np.all(np.abs(got - exact_val) < 4 * se), (stat, got, exact_val, se)
+
+
+def check_against(idata, X, post, prior):
+    parts = [[forest_row_partitions(fr, X) for fr in chain]
+             for chain in pmt.forests(idata, "f").values]
+    flat = [p for chain in parts for p in chain]
+    freq = {}
+    for p in flat:
+        freq[p] = freq.get(p, 0.0) + 1.0 / len(flat)
+    top = sorted(post, key=post.get, reverse=True)[:5]
+    n_eff = min(float(az.ess(np.array([[float(p == cell) for p in ch] for ch in parts])))
+                for cell in top)
+    tol = tv_tolerance(post, n_eff)
+    tv = total_variation(freq, post)
+    assert total_variation(post, prior) > 3 * tol, "the test would have no power"
+    assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
+    return tv, tol, n_eff
+
+
+@pytest.mark.parametrize("moves", list(MOVES))
+def test_one_tree_matches_enumeration(moves):
+    post, prior = exact(X1, Y1, SIGMA, 1)
+    idata = sample(X1, Y1, SIGMA, 1, moves, DRAWS_M1[moves], 11)
+    check_against(idata, X1, post, prior)
+    check_f_moments(idata, post, Y1, SIGMA)
+
+
+@pytest.mark.parametrize("moves", list(MOVES))
+def test_two_trees_match_enumeration(moves):
+    post, prior = exact(X1, Y1, 0.6, 2)
+    idata = sample(X1, Y1, 0.6, 2, moves, DRAWS_M2[moves], 12)
+    check_against(idata, X1, post, prior)
+    check_f_moments(idata, post, Y1, 0.6)
+
+
+def test_two_features_with_swap_match_enumeration():
+    post, prior = exact(X2, Y2, 0.6, 1, split_prior=(1.0, 2.0))
+    idata = sample(X2, Y2, 0.6, 1, "cgm", 20000, 13, split_prior=(1.0, 2.0))
+    assert float(idata.sample_stats["accept_swap"].mean()) > 0.01  # swaps really happen
+    check_against(idata, X2, post, prior)
+    check_f_moments(idata, post, Y2, 0.6)
