@@ -50,12 +50,15 @@ def incidence(xvals: np.ndarray, cuts: frozenset) -> np.ndarray:
     return B
 
 
-def log_marginal(y, sigma, leaf_sd, Bs) -> float:
-    """log N(y | 0, sigma^2 I + leaf_sd^2 sum_j B_j B_j^T), leaf values integrated jointly."""
+def log_marginal(y, sigma, leaf_sd, Bs, b=None) -> float:
+    """log N(y | 0, diag(sigma^2) + leaf_sd^2 sum_j D B_j B_j^T D) with D = diag(b): the leaf
+    values integrated jointly.  sigma may be a vector of row scales."""
     n = len(y)
-    C = sigma**2 * np.eye(n)
+    D = np.ones(n) if b is None else np.asarray(b, float)
+    C = np.diag(np.broadcast_to(np.asarray(sigma, float) ** 2, (n,)).copy())
     for B in Bs:
-        C = C + leaf_sd**2 * B @ B.T
+        DB = D[:, None] * B
+        C = C + leaf_sd**2 * DB @ DB.T
     sign, logdet = np.linalg.slogdet(C)
     return float(-0.5 * (n * math.log(2 * math.pi) + logdet + y @ np.linalg.solve(C, y)))
 
@@ -131,7 +134,7 @@ def enumerate_row_trees(Xb: np.ndarray, ncuts, min_leaf: int, alpha: float, beta
 
 
 def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_leaf=1,
-                            split_prior=None):
+                            split_prior=None, b=None):
     """Exact posterior over ordered m-tuples of row partitions, and the partition prior."""
     prior = defaultdict(float)
     for lp, part in enumerate_row_trees(Xb, ncuts, min_leaf, alpha, beta, split_prior):
@@ -147,7 +150,7 @@ def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_le
     logs = {}
     for combo in itertools.product(list(prior), repeat=m):
         logs[combo] = (sum(math.log(prior[c]) for c in combo)
-                       + log_marginal(y, sigma, leaf_sd, [inc(c) for c in combo]))
+                       + log_marginal(y, sigma, leaf_sd, [inc(c) for c in combo], b))
     mx = max(logs.values())
     z = sum(math.exp(v - mx) for v in logs.values())
     return {k: math.exp(v - mx) / z for k, v in logs.items()}, dict(prior)
@@ -185,15 +188,19 @@ def tv_tolerance(p: dict, n_eff: float, z: float = 4.0) -> float:
     return float(0.5 * s.sum() + z * 0.5 * np.sqrt(np.sum(s**2)))
 
 
-def exact_f_moments(post: dict, n: int, y, sigma, leaf_sd):
+def exact_f_moments(post: dict, n: int, y, sigma, leaf_sd, b=None):
     """Exact posterior mean and second moment of f at every row: within a cell (tuple of
-    partitions) the leaf values are jointly Gaussian given y; the cells are mixed by post."""
+    partitions) the leaf values are jointly Gaussian given y ~ N(b * f, sigma^2); the cells are
+    mixed by post."""
     mean = np.zeros(n)
     second = np.zeros(n)
+    D = np.ones(n) if b is None else np.asarray(b, float)
+    prec = 1.0 / np.broadcast_to(np.asarray(sigma, float) ** 2, (n,))
     for combo, pc in post.items():
         B = np.hstack([_incidence_rows(part, n) for part in combo])
-        cov = np.linalg.inv(B.T @ B / sigma**2 + np.eye(B.shape[1]) / leaf_sd**2)
-        mu = cov @ B.T @ y / sigma**2
+        DB = D[:, None] * B
+        cov = np.linalg.inv(DB.T @ (prec[:, None] * DB) + np.eye(B.shape[1]) / leaf_sd**2)
+        mu = cov @ DB.T @ (prec * y)
         m_f = B @ mu
         v_f = np.einsum("ij,jk,ik->i", B, cov, B)
         mean += pc * m_f

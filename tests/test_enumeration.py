@@ -41,10 +41,10 @@ DRAWS_M1 = {"cgm": 20000, "growprune": 100000}
 DRAWS_M2 = {"cgm": 50000, "growprune": 120000}
 
 
-def exact(X, y, sigma, m, split_prior=None):
+def exact(X, y, sigma, m, split_prior=None, b=None):
     cuts, ncuts = make_cutpoints(X, 100)
     post, prior = row_partition_posterior(bin_data(X, cuts, ncuts), ncuts, y, sigma, LEAF_SD,
-                                          ALPHA, BETA, m, split_prior=split_prior)
+                                          ALPHA, BETA, m, split_prior=split_prior, b=b)
     prior_m = {k: np.prod([prior[c] for c in k]) for k in post}
     return post, prior_m
 
@@ -59,11 +59,11 @@ def sample(X, y, sigma, m, moves, draws, seed, split_prior=None, step_cls=None):
                          progressbar=False, compute_convergence_checks=False)
 
 
-def check_f_moments(idata, post, y, sigma):
+def check_f_moments(idata, post, y, sigma, b=None):
     """Posterior mean and second moment of f at every row (this checks the exact leaf draw)
     within 4 Monte Carlo standard errors (ArviZ mcse, which accounts for autocorrelation)."""
     f = idata.posterior["f"]
-    mean, second = exact_f_moments(post, f.shape[-1], y, sigma, LEAF_SD)
+    mean, second = exact_f_moments(post, f.shape[-1], y, sigma, LEAF_SD, b)
     for stat, exact_val in (("mean", mean), ("second", second)):
         draws = f if stat == "mean" else f**2
         got = draws.mean(("chain", "draw")).values
@@ -110,3 +110,19 @@ def test_two_features_with_swap_match_enumeration():
     assert float(idata.sample_stats["accept_swap"].mean()) > 0.01  # swaps really happen
     check_against(idata, X2, post, prior)
     check_f_moments(idata, post, Y2, 0.6)
+
+
+def test_affine_mean_and_row_scales_match_enumeration():
+    """y ~ Normal(a + b * f, s) with a vector b (including b = 0 rows, which carry no
+    information) and per-row scales s: the pseudo-data of bart-math section 1."""
+    a = np.linspace(-1, 1, 10)
+    b = np.array([1.0, 2.0, 0.0, 1.5, -1.0, 1.0, 0.5, 2.0, 1.0, 0.0])
+    s = np.array([0.5, 0.8, 1.0, 0.6, 0.7, 0.9, 0.5, 1.2, 0.6, 0.8])
+    post, prior = exact(X1, Y1 - a, s, 1, b=b)
+    with pm.Model():
+        f = pmt.BARTTree("f", X1, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1)
+        pm.Normal("y", mu=a + b * f, sigma=s, observed=Y1)
+        idata = pm.sample(draws=60000, tune=300, chains=2, cores=1, random_seed=14,
+                          progressbar=False, compute_convergence_checks=False)
+    check_against(idata, X1, post, prior)
+    check_f_moments(idata, post, Y1 - a, s, b)

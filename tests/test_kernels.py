@@ -1,0 +1,194 @@
+"""numba kernels against naive Python on small inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pymc_trees.core.binning import bin_data, make_cutpoints
+from pymc_trees.core.forest import forest_values
+from pymc_trees.core.nodes import log_ml, node_availability, partition
+from pymc_trees.sampler import ForestSampler, TreePrior
+
+
+def test_cutpoints_few_distinct_values_are_midpoints():
+    X = np.array([[3.0, 1.0], [1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])
+    cuts, ncuts = make_cutpoints(X, 100)
+    assert ncuts.tolist() == [2, 0]
+    np.testing.assert_array_equal(cuts[0, :2], [1.5, 2.5])
+
+
+def test_cutpoints_many_values_are_thinned_to_quantiles():
+    rng = np.random.default_rng(0)
+    x = rng.exponential(size=(5000, 1))
+    cuts, ncuts = make_cutpoints(x, 20)
+    c = cuts[0, : ncuts[0]]
+    assert 15 <= ncuts[0] <= 20
+    assert np.all(np.diff(c) > 0) and c[0] > x.min() and c[-1] < x.max()
+    # roughly equal numbers of rows between consecutive cutpoints
+    counts = np.diff(np.searchsorted(np.sort(x[:, 0]), c))
+    assert counts.max() < 3 * counts.min()
+
+
+def test_bins_match_naive():
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 7, size=(200, 3)).astype(float)
+    X[:, 2] = rng.normal(size=200)
+    cuts, ncuts = make_cutpoints(X, 10)
+    Xb = bin_data(X, cuts, ncuts)
+    for v in range(3):
+        naive = [(cuts[v, : ncuts[v]] < x).sum() for x in X[:, v]]
+        assert Xb[:, v].tolist() == naive
+        # bin <= k  <=>  x <= cut_k
+        for k in range(ncuts[v]):
+            np.testing.assert_array_equal(Xb[:, v] <= k, X[:, v] <= cuts[v, k])
+
+
+@pytest.mark.parametrize("min_leaf", [1, 2, 5])
+def test_node_availability_matches_brute_force(min_leaf):
+    rng = np.random.default_rng(min_leaf)
+    X = rng.integers(0, 6, size=(40, 4)).astype(float)
+    X[:, 3] = 2.0  # constant feature: never available
+    cuts, ncuts = make_cutpoints(X, 100)
+    Xb = bin_data(X, cuts, ncuts)
+    sp = np.array([1.0, 0.0, 2.5, 1.0])  # feature 1 has prior weight 0
+    hist = np.zeros((4, cuts.shape[1] + 1), np.int32)
+    lo = np.zeros(4, np.int32)
+    hi = np.zeros(4, np.int32)
+    for trial in range(30):
+        rows = rng.choice(40, size=rng.integers(1, 40), replace=False).astype(np.int32)
+        idx = np.concatenate([np.zeros(3, np.int32), rows])  # segment starts at 3
+        wsum = node_availability(Xb, idx, 3, idx.size, ncuts, min_leaf, sp, hist, lo, hi)
+        expect_w = 0.0
+        for v in range(4):
+            avail = [k for k in range(ncuts[v]) if sp[v] > 0
+                     and min_leaf <= (Xb[rows, v] <= k).sum() <= rows.size - min_leaf]
+            got = list(range(lo[v], hi[v] + 1))
+            assert got == avail, (v, got, avail)
+            expect_w += sp[v] if avail else 0.0
+        assert wsum == pytest.approx(expect_w)
+
+
+def test_partition_matches_naive():
+    rng = np.random.default_rng(3)
+    Xb = rng.integers(0, 5, size=(50, 2)).astype(np.uint16)
+    idx = rng.permutation(50).astype(np.int32)
+    before = set(idx[5:45].tolist())
+    mid = partition(Xb, idx, 5, 45, 1, 2)
+    assert set(idx[5:45].tolist()) == before
+    assert np.all(Xb[idx[5:mid], 1] <= 2) and np.all(Xb[idx[mid:45], 1] > 2)
+
+
+def test_log_ml_differences_match_gaussian_marginal():
+    """log_ml drops a partition-free term; its differences between partitions must equal those
+    of the exact Gaussian marginal likelihood (with row precisions omega)."""
+    rng = np.random.default_rng(4)
+    n = 7
+    r = rng.normal(size=n)
+    omega = rng.uniform(0.5, 3.0, size=n)
+    sd = 0.7
+
+    def exact(groups):
+        C = np.diag(1 / omega)
+        for g in groups:
+            e = np.zeros(n)
+            e[g] = 1
+            C = C + sd**2 * np.outer(e, e)
+        _, logdet = np.linalg.slogdet(C)
+        return -0.5 * (logdet + r @ np.linalg.solve(C, r))
+
+    def ours(groups):
+        return sum(log_ml(omega[g].sum(), (omega[g] * r[g]).sum(), 1 / sd**2) for g in groups)
+
+    a = [[0, 1, 2, 3, 4, 5, 6]]
+    b = [[0, 1, 2], [3, 4, 5, 6]]
+    c = [[0], [1, 2], [3, 4, 5, 6]]
+    assert ours(b) - ours(a) == pytest.approx(exact(b) - exact(a), rel=1e-10)
+    assert ours(c) - ours(b) == pytest.approx(exact(c) - exact(b), rel=1e-10)
+
+
+def test_packed_forest_predicts_like_training_state_and_naive_walk():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(300, 4))
+    z = X[:, 0] * 3 + np.sin(6 * X[:, 1])
+    fs = ForestSampler(X, TreePrior(m=20, min_leaf=3), offset=0.25, leaf_sd=0.3)
+    cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
+    for _ in range(30):
+        fs.cgm_sweep(rng, z - 0.25, np.full(300, 4.0), cp)
+    packed = fs.pack()
+    f_train = fs.values()
+    np.testing.assert_array_equal(packed.predict(X), f_train)  # bit for bit
+
+    X_new = rng.uniform(-0.2, 1.2, size=(50, 4))
+
+    def naive(x):
+        tot = packed.offset
+        for t in range(packed.m):
+            k = packed.start[t]
+            while packed.feature[k] >= 0:
+                k = packed.left[k] if x[packed.feature[k]] <= packed.threshold[k] else packed.right[k]
+            tot += packed.value[k]
+        return tot
+
+    np.testing.assert_allclose(packed.predict(X_new), [naive(x) for x in X_new], rtol=1e-12)
+
+
+def test_forest_state_is_consistent_after_sweeps():
+    """leaf_of_row agrees with routing each row down its tree, cached availability agrees with a
+    recomputation, and every leaf keeps >= min_leaf rows."""
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(200, 3))
+    fs = ForestSampler(X, TreePrior(m=10, min_leaf=4, alpha=0.95, beta=1.0), 0.0, 0.5)
+    cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
+    y = np.where(X[:, 0] > 0.5, 2.0, -1.0) + X[:, 1]
+    hist = np.zeros((3, fs.cuts.shape[1] + 1), np.int32)
+    lo = np.zeros(3, np.int32)
+    hi = np.zeros(3, np.int32)
+    for _ in range(50):
+        fs.cgm_sweep(rng, y, np.full(200, 10.0), cp)
+    f = fs.forest
+    for t in range(f.m):
+        for i in range(200):
+            k = 0
+            while f.var[t, k] >= 0:
+                k = f.left[t, k] if fs.Xb[i, f.var[t, k]] <= f.cut[t, k] else f.right[t, k]
+            assert f.leaf_of_row[t, i] == k
+        for k in range(f.n_nodes[t]):
+            if f.var[t, k] < -1:
+                continue
+            rows = np.flatnonzero(_rows_below(f, t, k, fs.Xb)).astype(np.int32)
+            w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, 4, fs.split_prior,
+                                  hist, lo, hi)
+            assert f.wavail[t, k] == pytest.approx(w)
+            if f.var[t, k] == -1:
+                assert rows.size >= 4
+            else:
+                v = f.var[t, k]
+                assert lo[v] <= f.cut[t, k] <= hi[v]
+                assert f.ncut[t, k] == hi[v] - lo[v] + 1
+
+
+def _rows_below(f, t, k, Xb):
+    path = []
+    node = k
+    while f.parent[t, node] >= 0:
+        par = f.parent[t, node]
+        path.append((par, f.left[t, par] == node))
+        node = par
+    mask = np.ones(Xb.shape[0], bool)
+    for par, went_left in path:
+        goes_left = Xb[:, f.var[t, par]] <= f.cut[t, par]
+        mask &= goes_left if went_left else ~goes_left
+    return mask
+
+
+def test_forest_values_sum_in_tree_order():
+    value = np.array([[0.1, 0.2], [0.3, 1e16]])
+    leaf = np.array([[0, 1], [1, 0]], np.int32)
+    out = np.empty(2)
+    forest_values(value, leaf, 1.0, out)
+    assert out[0] == ((1.0 + 0.1) + 1e16)
+    assert out[1] == ((1.0 + 0.2) + 0.3)
+    assert not math.isnan(out.sum())
