@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench venv clean clean-cache
 
 # Find a Python >= 3.12: versioned names on PATH first, then pyenv installs, then python3.
 find-python = $(shell bash .ci/find-python)
@@ -33,3 +33,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV)
+
+clean-cache:
+	find . -name __pycache__ -prune -exec rm -rf {} +
