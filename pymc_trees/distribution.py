@@ -11,7 +11,13 @@ from pytensor.tensor.random.op import RandomVariable
 from .calibration import leaf_calibration
 from .sampler import ForestSampler, TreePrior
 
-__all__ = ["BARTTree", "BARTTreeRV"]
+__all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS"]
+
+SAMPLERS = ("cgm", "pg")
+# The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
+# of f on Friedman #1 at n = 1,000 and 10,000 (benchmarks/mixing.py; figures in
+# docs/mixing.md).
+DEFAULT_SAMPLER = "cgm"
 
 
 class BARTTreeRV(RandomVariable):
@@ -26,10 +32,12 @@ class BARTTreeRV(RandomVariable):
     signature = "(n,p),(),()->(n)"
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
-    __props__ = ("name", "signature", "dtype", "inplace", "prior")
+    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler")
 
-    def __init__(self, *args, prior: TreePrior = TreePrior(), **kwargs):
+    def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
+                 **kwargs):
         self.prior = prior
+        self.sampler = sampler
         super().__init__(*args, **kwargs)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
@@ -86,12 +94,16 @@ class BARTTree(Distribution):
         on each side; the same rule governs every sampler and prior draws.
     split_prior : array_like of shape (p,), optional
         Relative weights of the features as split variables (default: equal).
+    sampler : {"cgm", "pg"}, optional
+        The tree step ``pm.sample()`` assigns: :class:`~pymc_trees.CGMTreeStep` or
+        :class:`~pymc_trees.PGTreeStep` (default: ``DEFAULT_SAMPLER``, chosen by the mixing
+        benchmark).  Either can also be passed explicitly with ``pm.sample(step=...)``.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).
 
     Notes
     -----
-    ``pm.sample()`` assigns :class:`~pymc_trees.CGMTreeStep` to this variable.  The forests
+    ``pm.sample()`` assigns the tree step chosen by ``sampler`` to this variable.  The forests
     of every draw are kept in ``idata.sample_stats`` (``<name>_forest``) and
     :func:`pymc_trees.predict` evaluates them at new rows.
     """
@@ -100,15 +112,15 @@ class BARTTree(Distribution):
 
     def __new__(cls, name: str, X, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
                 k: float = 2.0, Y=None, leaf_sd: float | None = None, numcut: int = 100,
-                min_leaf: int = 5, split_prior=None, **kwargs):
+                min_leaf: int = 5, split_prior=None, sampler: str | None = None, **kwargs):
         return super().__new__(cls, name, X, m=m, alpha=alpha, beta=beta, k=k, Y=Y,
                                leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
-                               split_prior=split_prior, **kwargs)
+                               split_prior=split_prior, sampler=sampler, **kwargs)
 
     @classmethod
     def dist(cls, X, m: int = 200, alpha: float = 0.95, beta: float = 2.0, k: float = 2.0,
              Y=None, leaf_sd: float | None = None, numcut: int = 100, min_leaf: int = 5,
-             split_prior=None, **kwargs):
+             split_prior=None, sampler: str | None = None, **kwargs):
         X = pt.as_tensor_variable(X)
         if X.ndim != 2:
             raise ValueError(f"X must be a matrix of shape (n, p); got {X.ndim} dimension(s). "
@@ -117,11 +129,15 @@ class BARTTree(Distribution):
         sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp)
-        return super().dist([X, offset, sd, prior], **kwargs)
+        sampler = DEFAULT_SAMPLER if sampler is None else sampler
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
+                             f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
+        return super().dist([X, offset, sd, prior, sampler], **kwargs)
 
     @classmethod
-    def rv_op(cls, X, offset, leaf_sd, prior, *, size=None, rng=None):
-        op = BARTTreeRV(prior=prior)
+    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, *, size=None, rng=None):
+        op = BARTTreeRV(prior=prior, sampler=sampler)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         return op(X, float(offset), float(leaf_sd), size=size, rng=rng,

@@ -14,9 +14,10 @@ from .core.cgm import cgm_sweep, forest_summary, new_scratch
 from .core.forest import Forest, forest_values, new_forest
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
-from .core.prior import sample_prior_forest
+from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
+from .core.prior import max_tree_nodes, sample_prior_forest
 
-__all__ = ["TreePrior", "PackedForest", "ForestSampler", "MOVES"]
+__all__ = ["TreePrior", "PackedForest", "NODE_DTYPE", "ForestSampler", "MOVES"]
 
 MOVES = ("grow", "prune", "change", "swap")
 
@@ -71,36 +72,64 @@ class TreePrior:
         return sp
 
 
-@dataclass
+NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
+                       ("value", np.float64)])
+
+
+@dataclass(slots=True)
 class PackedForest:
     """One posterior draw of a sum-of-trees term, ready for prediction at new rows.
 
-    Tree ``t`` occupies ``start[t]:start[t+1]`` of the node arrays with its root first;
-    ``feature`` is -1 at leaves; a row goes to ``left`` when ``x[feature] <= threshold``.
+    Attributes
+    ----------
+    start : ndarray of shape (m + 1,), dtype int32
+        Tree ``t`` occupies ``nodes[start[t]:start[t+1]]``, root first.
+    nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
+        ``feature`` (-1 at leaves), ``left`` (absolute index of the left child; the right child
+        follows it), ``threshold`` (a row goes left when ``x[feature] <= threshold``) and
+        ``value`` (leaf value).
+    offset : float
+        Constant added to the sum of trees.
     """
 
     start: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray
+    nodes: np.ndarray
     offset: float
 
     @property
     def m(self) -> int:
         return self.start.size - 1
 
+    @property
+    def feature(self) -> np.ndarray:
+        return self.nodes["feature"]
+
+    @property
+    def threshold(self) -> np.ndarray:
+        return self.nodes["threshold"]
+
+    @property
+    def left(self) -> np.ndarray:
+        return self.nodes["left"]
+
+    @property
+    def right(self) -> np.ndarray:
+        left = self.nodes["left"]
+        return np.where(left >= 0, left + 1, -1).astype(np.int32)
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.nodes["value"]
+
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Value of the term at rows X, an ndarray of shape (n, p); returns shape (n,)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         out = np.empty(X.shape[0])
-        predict_packed(self.start, self.feature, self.threshold, self.left, self.right,
-                       self.value, float(self.offset), X, out)
+        predict_packed(self.start, self.nodes, float(self.offset), X, out)
         return out
 
     def __repr__(self) -> str:
-        return f"PackedForest(m={self.m}, nodes={self.feature.size})"
+        return f"PackedForest(m={self.m}, nodes={self.nodes.size})"
 
 
 def _move_cumprobs(move_probs: dict[str, float]) -> np.ndarray:
@@ -172,6 +201,7 @@ class ForestSampler:
         """Every tree back to a single leaf with value 0."""
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail)
         self._alloc_scratch()
+        self._particles = None
 
     def _alloc_scratch(self) -> None:
         n, p = self.X.shape
@@ -206,14 +236,63 @@ class ForestSampler:
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
 
+    def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
+                 num_particles: int) -> dict[str, float]:
+        """One Particle Gibbs sweep (conditional SMC for every tree in turn, then its exact leaf
+        draw) against pseudo-data ``z`` with row precisions ``omega``.
+
+        Returns the fraction of trees whose returned tree differs from the old one.
+        """
+        f = self.forest
+        n = self.n
+        C = int(num_particles)
+        if getattr(self, "_particles", None) is None or self._particles[0].shape[0] != C:
+            self._particles = new_particles(C, max_tree_nodes(n, self.prior.min_leaf))
+            self._pool = np.empty(C * n * 4, np.int32)
+            self._old_bfs = np.empty(f.capacity, np.int32)
+            self._node_cache = new_node_cache(1 + 2 * C * 32, self.X.shape[1])
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        r, _, hist, _, _, W, S = self._scratch[:7]
+        changed = 0
+        for t in range(f.m):
+            while True:
+                state = rng.bit_generator.state
+                status, ch = pg_tree_update(
+                    rng, t, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
+                    self.prior.alpha, self.prior.beta, self.prec0, z, omega, self._fsum,
+                    f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
+                    f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles, self._pool, r,
+                    hist, *self._node_cache, self._old_bfs, W, S)
+                if status == OK:
+                    break
+                # a buffer was too small; nothing was modified: grow it and replay the draws
+                rng.bit_generator.state = state
+                if status == POOL_FULL:
+                    self._pool = np.empty(2 * self._pool.size, np.int32)
+                elif status == UIDS_FULL:
+                    self._node_cache = new_node_cache(2 * self._node_cache[2].size,
+                                                      self.X.shape[1])
+                else:
+                    f.ensure_capacity(2 * f.capacity)
+                    self._alloc_scratch()
+                    self._old_bfs = np.empty(f.capacity, np.int32)
+                    forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+                    r, _, hist, _, _, W, S = self._scratch[:7]
+            changed += ch
+        return {"tree_changed": changed / f.m}
+
     def summary(self) -> tuple[float, float]:
         """(mean depth, mean number of leaves) over the trees."""
         return forest_summary(self.forest.var, self.forest.depth, self.forest.n_nodes)
 
     def pack(self) -> PackedForest:
         f = self.forest
-        return PackedForest(*pack_forest(f.var, f.cut, f.left, f.right, f.value, f.n_nodes,
-                                         f.n_free, self.cuts), offset=float(self.offset))
+        nodes = np.empty(f.m and int((f.n_nodes - f.n_free).sum()), NODE_DTYPE)
+        start = pack_forest(f.var, f.cut, f.left, f.right, f.value, f.n_nodes, f.n_free,
+                            self.cuts, nodes)
+        return PackedForest(start, nodes, float(self.offset))
 
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""

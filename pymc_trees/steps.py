@@ -1,4 +1,5 @@
-"""PyMC step methods: CGM tree moves for ``BARTTree`` terms and the conjugate noise update.
+"""PyMC step methods: CGM tree moves and Particle Gibbs for ``BARTTree`` terms, and the
+conjugate noise update.
 
 Both are registered in ``pymc.step_methods.STEP_METHODS`` when :mod:`pymc_trees` is imported,
 so ``pm.sample()`` assigns them by itself.  Both draw only from the generator PyMC hands them
@@ -21,7 +22,7 @@ from .distribution import BARTTreeRV
 from .sampler import MOVES, ForestSampler, _move_cumprobs
 from .structure import ModelStructureError, noise_likelihood, tree_likelihood
 
-__all__ = ["CGMTreeStep", "NoiseGibbs", "forest_stat_name"]
+__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name"]
 
 DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
@@ -37,40 +38,21 @@ class TreeStepState(StepMethodState):
     tune: bool = True
 
 
-class CGMTreeStep(BlockedStep):
-    """Chipman-George-McCulloch Metropolis tree moves for a ``BARTTree`` variable.
+class _TreeStep(BlockedStep):
+    """Shared machinery of the tree steps: the forest sampler, the likelihood pieces read from
+    the model, the per-draw stats and the forest stored with every draw."""
 
-    Every iteration runs Bayesian backfitting over all m trees: for each tree, one move (grow,
-    prune, change or swap, drawn with ``move_probs``) accepted with the exact Metropolis ratio
-    with leaf values integrated out, then the exact draw of the tree's leaf values.
-
-    Parameters
-    ----------
-    vars : list with one BARTTree variable
-    move_probs : dict, optional
-        Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"`` (default .25, .25,
-        .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
-    model : pm.Model, optional
-
-    Notes
-    -----
-    Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
-    that were accepted; NaN when none was proposed), ``mean_depth`` and ``mean_leaves`` of the
-    forest, and ``<name>_forest``, the forest of the draw (a :class:`~pymc_trees.PackedForest`).
-    """
-
-    name = "cgm_tree"
     default_blocked = True
     _state_class = TreeStepState
+    sampler_kind = ""
     stats_dtypes_shapes = {
-        **{f"accept_{mv}": (np.float64, []) for mv in MOVES},
         "mean_depth": (np.float64, []),
         "mean_leaves": (np.float64, []),
         "tune": (bool, []),
     }
 
-    def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
-                 rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True):
+    def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
+                 compile_kwargs=None, blocked: bool = True):
         model = modelcontext(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
         if len(value_vars) != 1:
@@ -82,12 +64,10 @@ class CGMTreeStep(BlockedStep):
             raise ValueError(f"{rv.name!r} is not a BARTTree variable.")
         self.var_name = rv.name
         _, _, X, offset, leaf_sd = rv.owner.inputs
-        X_value = np.asarray(X.eval() if not hasattr(X, "get_value") else X.get_value(),
+        X_value = np.asarray(X.get_value() if hasattr(X, "get_value") else X.eval(),
                              dtype=np.float64)
         self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()),
                                      float(leaf_sd.eval()))
-        self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
-        self._move_cp = _move_cumprobs(self.move_probs)
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
@@ -111,7 +91,7 @@ class CGMTreeStep(BlockedStep):
         self.tune = tune > 0
 
     def _sweep(self, z: np.ndarray, omega: np.ndarray) -> dict:
-        return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+        raise NotImplementedError
 
     def step(self, point):
         z, omega = self.likelihood.pseudo_data(point, self.sampler.offset)
@@ -124,11 +104,86 @@ class CGMTreeStep(BlockedStep):
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
 
-    @staticmethod
-    def competence(var, has_grad):
-        if isinstance(getattr(var.owner, "op", None), BARTTreeRV):
-            return Competence.IDEAL
-        return Competence.INCOMPATIBLE
+    @classmethod
+    def competence(cls, var, has_grad):
+        op = getattr(var.owner, "op", None)
+        if not isinstance(op, BARTTreeRV):
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL if op.sampler == cls.sampler_kind else Competence.COMPATIBLE
+
+
+class CGMTreeStep(_TreeStep):
+    """Chipman-George-McCulloch Metropolis tree moves for a ``BARTTree`` variable.
+
+    Every iteration runs Bayesian backfitting over all m trees: for each tree, one move (grow,
+    prune, change or swap, drawn with ``move_probs``) accepted with the exact Metropolis ratio
+    with leaf values integrated out, then the exact draw of the tree's leaf values.
+
+    Parameters
+    ----------
+    vars : list with one BARTTree variable
+    move_probs : dict, optional
+        Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"`` (default .25, .25,
+        .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
+    model : pm.Model, optional
+
+    Notes
+    -----
+    Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
+    that were accepted; NaN when none was proposed), ``mean_depth`` and ``mean_leaves`` of the
+    forest, and ``<name>_forest``, the forest of the draw (a :class:`~pymc_trees.PackedForest`).
+    """
+
+    name = "cgm_tree"
+    sampler_kind = "cgm"
+    stats_dtypes_shapes = {
+        **{f"accept_{mv}": (np.float64, []) for mv in MOVES},
+        **_TreeStep.stats_dtypes_shapes,
+    }
+
+    def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
+                 rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True):
+        self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
+        self._move_cp = _move_cumprobs(self.move_probs)
+        super().__init__(vars, model=model, rng=rng)
+
+    def _sweep(self, z, omega):
+        return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+
+
+class PGTreeStep(_TreeStep):
+    """Particle Gibbs tree updates (conditional SMC) for a ``BARTTree`` variable.
+
+    For each of the m trees in turn: conditional SMC against the partial residual with
+    ``num_particles`` particles, particle 1 clamped to the old tree (Lakshminarayanan, Roy and
+    Teh 2015, Algorithm 4.2), then the exact draw of the tree's leaf values.  Same prior, same
+    available-cutpoint rule and same likelihood structure as :class:`CGMTreeStep`.
+
+    Parameters
+    ----------
+    vars : list with one BARTTree variable
+    num_particles : int, default 10
+    model : pm.Model, optional
+
+    Notes
+    -----
+    Sampler stats per draw: ``tree_changed`` (fraction of trees whose returned tree differs from
+    the old one), ``mean_depth``, ``mean_leaves`` and ``<name>_forest``.
+    """
+
+    name = "pg_tree"
+    sampler_kind = "pg"
+    stats_dtypes_shapes = {"tree_changed": (np.float64, []), **_TreeStep.stats_dtypes_shapes}
+
+    def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
+                 initial_point=None, compile_kwargs=None, blocked: bool = True):
+        if int(num_particles) != num_particles or num_particles < 1:
+            raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
+        self.num_particles = int(num_particles)
+        super().__init__(vars, model=model, rng=rng)
+
+    def _sweep(self, z, omega):
+        return self.sampler.pg_sweep(self.rng, z, omega, self.num_particles)
 
 
 @dataclass_state
@@ -221,6 +276,6 @@ def _current_value(stored, forward):
 def register_steps() -> None:
     """Append the steps to PyMC's registry once."""
     registry = pm.step_methods.STEP_METHODS
-    for cls in (CGMTreeStep, NoiseGibbs):
+    for cls in (CGMTreeStep, PGTreeStep, NoiseGibbs):
         if cls not in registry:
             registry.append(cls)

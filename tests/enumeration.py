@@ -80,12 +80,13 @@ def exact_posterior(xvals, y, sigma, leaf_sd, alpha, beta, m):
 def forest_partitions(packed, values) -> tuple:
     """The partition (set of cuts between consecutive values) of every tree of a forest."""
     out = []
+    feat, left, thr = (packed.nodes[f].tolist() for f in ("feature", "left", "threshold"))
     for t in range(packed.m):
         leaves = []
         for v in values:
-            k = packed.start[t]
-            while packed.feature[k] >= 0:
-                k = packed.left[k] if v <= packed.threshold[k] else packed.right[k]
+            k = int(packed.start[t])
+            while feat[k] >= 0:
+                k = left[k] if v <= thr[k] else left[k] + 1
             leaves.append(k)
         out.append(frozenset(c for c in range(len(values) - 1) if leaves[c] != leaves[c + 1]))
     return tuple(out)
@@ -159,12 +160,14 @@ def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_le
 def forest_row_partitions(packed, X) -> tuple:
     """The partition of the rows of X induced by every tree of a packed forest."""
     out = []
+    feat, left, thr = (packed.nodes[f].tolist() for f in ("feature", "left", "threshold"))
+    rows = X.tolist()
     for t in range(packed.m):
         groups = defaultdict(list)
-        for i, x in enumerate(X):
-            k = packed.start[t]
-            while packed.feature[k] >= 0:
-                k = packed.left[k] if x[packed.feature[k]] <= packed.threshold[k] else packed.right[k]
+        for i, x in enumerate(rows):
+            k = int(packed.start[t])
+            while feat[k] >= 0:
+                k = left[k] if x[feat[k]] <= thr[k] else left[k] + 1
             groups[k].append(i)
         out.append(frozenset(tuple(g) for g in groups.values()))
     return tuple(out)

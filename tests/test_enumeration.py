@@ -5,9 +5,10 @@ Fixed sigma and leaf_sd, min_leaf = 1.  Every tree is enumerated by brute force
 induce is compared with the frequencies of the forests stored by ``pm.sample``:
 
 * one feature with 5 distinct values (2 rows each), m = 1 and m = 2 (leaf values integrated
-  jointly), for CGM (grow/prune/change/swap) and GrowPrune;
-* two features on a 3 x 2 grid with split_prior (1, 2), m = 1: here swap moves are possible
-  (with one feature a swapped child's cut always falls outside its range, prior 0).
+  jointly), for CGM (grow/prune/change/swap), GrowPrune and Particle Gibbs with 2 and 10
+  particles;
+* two features on a 3 x 2 grid with split_prior (1, 2), m = 1, CGM and PG: here swap moves are
+  possible (with one feature a swapped child's cut always falls outside its range, prior 0).
 
 Tolerance (see ``tv_tolerance``): the bound on the expected total variation of N_eff effective
 draws plus 4 standard deviations of it; N_eff is the smallest ArviZ ESS of the indicators of
@@ -34,11 +35,20 @@ X2 = np.array([[a, b] for a in range(3) for b in range(2)], dtype=float)
 Y2 = np.array([0.2, 1.4, -0.3, 1.1, 1.9, 2.4])
 SIGMA, LEAF_SD, ALPHA, BETA = 0.8, 1.0, 0.95, 1.0
 
-MOVES = {"cgm": None, "growprune": {"grow": 0.5, "prune": 0.5}}
-# Draws per chain, sized to each sampler's mixing: GrowPrune needs about 6x more draws than
-# CGM (with change moves) for the same effective sample size on these problems.
-DRAWS_M1 = {"cgm": 20000, "growprune": 100000}
-DRAWS_M2 = {"cgm": 50000, "growprune": 120000}
+SAMPLERS = ["cgm", "growprune", "pg2", "pg10"]
+# Draws per chain, sized to each sampler's mixing on these problems: per draw, PG with 10
+# particles mixes best; GrowPrune needs about 6x more draws than CGM, and PG with 2 particles
+# (one free particle, which rarely displaces the clamped one) about 20x more than PG with 10.
+DRAWS_M1 = {"cgm": 20000, "growprune": 100000, "pg2": 150000, "pg10": 10000}
+DRAWS_M2 = {"cgm": 50000, "growprune": 120000, "pg2": 250000, "pg10": 25000}
+
+
+def make_step(f, sampler):
+    if sampler == "cgm":
+        return pmt.CGMTreeStep([f])
+    if sampler == "growprune":
+        return pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5})
+    return pmt.PGTreeStep([f], num_particles=int(sampler[2:]))
 
 
 def exact(X, y, sigma, m, split_prior=None, b=None):
@@ -49,12 +59,12 @@ def exact(X, y, sigma, m, split_prior=None, b=None):
     return post, prior_m
 
 
-def sample(X, y, sigma, m, moves, draws, seed, split_prior=None, step_cls=None):
+def sample(X, y, sigma, m, sampler, draws, seed, split_prior=None):
     with pm.Model():
         f = pmt.BARTTree("f", X, m=m, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
                          split_prior=split_prior)
         pm.Normal("y", mu=f, sigma=sigma, observed=y)
-        step = None if MOVES[moves] is None else pmt.CGMTreeStep([f], move_probs=MOVES[moves])
+        step = make_step(f, sampler)
         return pm.sample(draws=draws, tune=300, chains=2, cores=1, step=step, random_seed=seed,
                          progressbar=False, compute_convergence_checks=False)
 
@@ -88,26 +98,28 @@ def check_against(idata, X, post, prior):
     return tv, tol, n_eff
 
 
-@pytest.mark.parametrize("moves", list(MOVES))
-def test_one_tree_matches_enumeration(moves):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_one_tree_matches_enumeration(sampler):
     post, prior = exact(X1, Y1, SIGMA, 1)
-    idata = sample(X1, Y1, SIGMA, 1, moves, DRAWS_M1[moves], 11)
+    idata = sample(X1, Y1, SIGMA, 1, sampler, DRAWS_M1[sampler], 11)
     check_against(idata, X1, post, prior)
     check_f_moments(idata, post, Y1, SIGMA)
 
 
-@pytest.mark.parametrize("moves", list(MOVES))
-def test_two_trees_match_enumeration(moves):
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_two_trees_match_enumeration(sampler):
     post, prior = exact(X1, Y1, 0.6, 2)
-    idata = sample(X1, Y1, 0.6, 2, moves, DRAWS_M2[moves], 12)
+    idata = sample(X1, Y1, 0.6, 2, sampler, DRAWS_M2[sampler], 12)
     check_against(idata, X1, post, prior)
     check_f_moments(idata, post, Y1, 0.6)
 
 
-def test_two_features_with_swap_match_enumeration():
+@pytest.mark.parametrize("sampler", ["cgm", "pg10"])
+def test_two_features_match_enumeration(sampler):
     post, prior = exact(X2, Y2, 0.6, 1, split_prior=(1.0, 2.0))
-    idata = sample(X2, Y2, 0.6, 1, "cgm", 20000, 13, split_prior=(1.0, 2.0))
-    assert float(idata.sample_stats["accept_swap"].mean()) > 0.01  # swaps really happen
+    idata = sample(X2, Y2, 0.6, 1, sampler, 20000, 13, split_prior=(1.0, 2.0))
+    if sampler == "cgm":
+        assert float(idata.sample_stats["accept_swap"].mean()) > 0.01  # swaps really happen
     check_against(idata, X2, post, prior)
     check_f_moments(idata, post, Y2, 0.6)
 

@@ -135,7 +135,8 @@ def test_packed_forest_predicts_like_training_state_and_naive_walk():
     np.testing.assert_allclose(packed.predict(X_new), [naive(x) for x in X_new], rtol=1e-12)
 
 
-def test_forest_state_is_consistent_after_sweeps():
+@pytest.mark.parametrize("sampler", ["cgm", "pg"])
+def test_forest_state_is_consistent_after_sweeps(sampler):
     """leaf_of_row agrees with routing each row down its tree, cached availability agrees with a
     recomputation, and every leaf keeps >= min_leaf rows."""
     rng = np.random.default_rng(6)
@@ -147,7 +148,10 @@ def test_forest_state_is_consistent_after_sweeps():
     lo = np.zeros(3, np.int32)
     hi = np.zeros(3, np.int32)
     for _ in range(50):
-        fs.cgm_sweep(rng, y, np.full(200, 10.0), cp)
+        if sampler == "cgm":
+            fs.cgm_sweep(rng, y, np.full(200, 10.0), cp)
+        else:
+            fs.pg_sweep(rng, y, np.full(200, 10.0), 5)
     f = fs.forest
     for t in range(f.m):
         for i in range(200):

@@ -41,11 +41,8 @@ def test_prior_tree_draws_match_enumerated_prior():
 
 
 def _pack(fs, forest):
-    from pymc_trees.core.packed import pack_forest
-    from pymc_trees.sampler import PackedForest
-
-    return PackedForest(*pack_forest(forest.var, forest.cut, forest.left, forest.right,
-                                     forest.value, forest.n_nodes, forest.n_free, fs.cuts), 0.0)
+    fs.forest = forest
+    return fs.pack()
 
 
 def _tree_shape_freqs(var, depth, n_nodes):
@@ -58,8 +55,8 @@ def _tree_shape_freqs(var, depth, n_nodes):
     return cells
 
 
-@pytest.mark.parametrize("moves", [None, {"grow": 0.5, "prune": 0.5}], ids=["cgm", "growprune"])
-def test_prior_recovery_with_uninformative_data(moves):
+@pytest.mark.parametrize("sampler", ["cgm", "growprune", "pg"])
+def test_prior_recovery_with_uninformative_data(sampler):
     rng = np.random.default_rng(8)
     n, m = 80, 10
     X = rng.uniform(size=(n, 3))
@@ -76,7 +73,9 @@ def test_prior_recovery_with_uninformative_data(moves):
         f = pmt.BARTTree("f", X, m=m, alpha=prior.alpha, beta=prior.beta, leaf_sd=1.0,
                          min_leaf=prior.min_leaf)
         pm.Normal("y", mu=f, sigma=1e6, observed=y)
-        step = pmt.CGMTreeStep([f], move_probs=moves) if moves else None
+        step = {"cgm": None,
+                "growprune": pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5}),
+                "pg": pmt.PGTreeStep([f], num_particles=10)}[sampler]
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, random_seed=10, step=step,
                           progressbar=False, compute_convergence_checks=False)
     forests = pmt.forests(idata, "f").values

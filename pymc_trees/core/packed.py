@@ -13,20 +13,15 @@ __all__ = ["pack_forest", "predict_packed"]
 
 
 @numba.njit(cache=True)
-def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts):
-    """Returns ``(start, feature, threshold, left, right, value)``; tree ``t`` occupies
-    ``start[t]:start[t+1]`` with its root first; ``feature`` is -1 at leaves and child indices
-    are absolute."""
+def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts, nodes):
+    """Fill the structured array ``nodes`` (fields feature, left, threshold, value; one entry
+    per used node slot) and return ``start`` of shape (m + 1,): tree ``t`` occupies
+    ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node are stored
+    side by side (right = left + 1); ``feature`` is -1 at leaves."""
     m = var.shape[0]
     start = np.zeros(m + 1, np.int32)
     for t in range(m):
         start[t + 1] = start[t] + n_nodes[t] - n_free[t]
-    N = start[m]
-    feat = np.empty(N, np.int32)
-    thr = np.zeros(N, np.float64)
-    lft = np.full(N, -1, np.int32)
-    rgt = np.full(N, -1, np.int32)
-    val = np.zeros(N, np.float64)
     stack = np.empty(max(1, var.shape[1]), np.int32)
     dest = np.empty(max(1, var.shape[1]), np.int32)
     for t in range(m):
@@ -41,25 +36,26 @@ def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts):
             o = dest[top]
             v = var[t, k]
             if v == LEAF:
-                feat[o] = -1
-                val[o] = value[t, k]
+                nodes[o].feature = -1
+                nodes[o].left = -1
+                nodes[o].threshold = 0.0
+                nodes[o].value = value[t, k]
             else:
-                feat[o] = v
-                thr[o] = cuts[v, cut[t, k]]
-                lft[o] = nxt
-                rgt[o] = nxt + 1
-                # push right first so the left subtree is laid out first
+                nodes[o].feature = v
+                nodes[o].left = nxt
+                nodes[o].threshold = cuts[v, cut[t, k]]
+                nodes[o].value = 0.0
                 stack[top] = right[t, k]
                 dest[top] = nxt + 1
                 stack[top + 1] = left[t, k]
                 dest[top + 1] = nxt
                 top += 2
                 nxt += 2
-    return start, feat, thr, lft, rgt, val
+    return start
 
 
 @numba.njit(cache=True)
-def predict_packed(start, feature, threshold, left, right, value, offset, X, out):
+def predict_packed(start, nodes, offset, X, out):
     """``out[i] = offset + sum_t tree_t(X[i])``, trees summed in order."""
     n = X.shape[0]
     m = start.shape[0] - 1
@@ -67,10 +63,10 @@ def predict_packed(start, feature, threshold, left, right, value, offset, X, out
         acc = offset
         for t in range(m):
             k = start[t]
-            while feature[k] >= 0:
-                if X[i, feature[k]] <= threshold[k]:
-                    k = left[k]
+            while nodes[k].feature >= 0:
+                if X[i, nodes[k].feature] <= nodes[k].threshold:
+                    k = nodes[k].left
                 else:
-                    k = right[k]
-            acc += value[k]
+                    k = nodes[k].left + 1
+            acc += nodes[k].value
         out[i] = acc
