@@ -53,6 +53,46 @@ def _accept(rng, logr):
     return logr >= 0.0 or u < math.exp(logr)
 
 
+# node classes used to pick the node a move acts on (bit flags)
+SPLITTABLE_LEAF, PRUNABLE, INTERNAL, SWAPPABLE = 1, 2, 4, 8
+
+
+@numba.njit(cache=True, inline="always")
+def _node_class(t, k, var, left, right, parent, wavail):
+    vk = var[t, k]
+    if vk == LEAF:
+        return SPLITTABLE_LEAF if wavail[t, k] > 0.0 else 0
+    if vk < 0:
+        return 0
+    cls = INTERNAL
+    if var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
+        cls |= PRUNABLE
+    if k != 0 and var[t, parent[t, k]] >= 0:
+        cls |= SWAPPABLE
+    return cls
+
+
+@numba.njit(cache=True)
+def _count(t, flag, var, left, right, parent, wavail, n_nodes):
+    c = 0
+    for k in range(n_nodes[t]):
+        if _node_class(t, k, var, left, right, parent, wavail) & flag:
+            c += 1
+    return c
+
+
+@numba.njit(cache=True)
+def _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes):
+    """A node of class ``flag`` chosen uniformly among the ``count`` such nodes."""
+    pick = min(int(rng.random() * count), count - 1)
+    for k in range(n_nodes[t]):
+        if _node_class(t, k, var, left, right, parent, wavail) & flag:
+            if pick == 0:
+                return k
+            pick -= 1
+    return -1
+
+
 @numba.njit(cache=True)
 def _mark_subtree(t, root, var, left, right, stack, in_sub, flag):
     top = 0
@@ -185,24 +225,11 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
           right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
           hist, lo, hi, W, S):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
-    b = 0
-    w = 0
-    for k in range(n_nodes[t]):
-        vk = var[t, k]
-        if vk == LEAF and wavail[t, k] > 0.0:
-            b += 1
-        elif vk >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
-            w += 1
+    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
         return -1
-    pick = min(int(rng.random() * b), b - 1)
-    ell = -1
-    for k in range(n_nodes[t]):
-        if var[t, k] == LEAF and wavail[t, k] > 0.0:
-            if pick == 0:
-                ell = k
-                break
-            pick -= 1
+    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = _pick(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
     n = leaf_of_row.shape[1]
     cnt = 0
     for i in range(n):
@@ -266,26 +293,13 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
 
 
 @numba.njit(cache=True)
-def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, depth, wavail, free, n_free,
-           n_nodes, leaf_of_row, W, S):
-    b = 0
-    w = 0
-    for k in range(n_nodes[t]):
-        vk = var[t, k]
-        if vk == LEAF and wavail[t, k] > 0.0:
-            b += 1
-        elif vk >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
-            w += 1
+def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail, free,
+           n_free, n_nodes, leaf_of_row, W, S):
+    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
         return -1
-    pick = min(int(rng.random() * w), w - 1)
-    eta = -1
-    for k in range(n_nodes[t]):
-        if var[t, k] >= 0 and var[t, left[t, k]] == LEAF and var[t, right[t, k]] == LEAF:
-            if pick == 0:
-                eta = k
-                break
-            pick -= 1
+    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    eta = _pick(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
     kl = left[t, eta]
     kr = right[t, eta]
     d = depth[t, eta]
@@ -323,20 +337,11 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
                     cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
                     idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
-    count = 0
-    for k in range(n_nodes[t]):
-        if var[t, k] >= 0 and (not is_swap or (k != 0 and var[t, parent[t, k]] >= 0)):
-            count += 1
+    flag = SWAPPABLE if is_swap else INTERNAL
+    count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
         return -1
-    pick = min(int(rng.random() * count), count - 1)
-    chosen = -1
-    for k in range(n_nodes[t]):
-        if var[t, k] >= 0 and (not is_swap or (k != 0 and var[t, parent[t, k]] >= 0)):
-            if pick == 0:
-                chosen = k
-                break
-            pick -= 1
+    chosen = _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
@@ -426,8 +431,8 @@ def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp
                         var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
                         n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S)
         elif move == PRUNE:
-            res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, depth, wavail,
-                         free, n_free, n_nodes, leaf_of_row, W, S)
+            res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
+                         wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
             res = _change_or_swap(rng, move == SWAP, t, Xb, ncuts, min_leaf, split_prior, alpha,
                                   beta, prec0, var, cut, left, right, parent, depth, wavail, ncut,
