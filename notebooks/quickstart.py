@@ -54,12 +54,14 @@ summary = az.summary(idata, var_names=["a", "slope", "sigma2"])
 print(summary)
 
 # %% [markdown]
-# The trace of every step's stats is in `sample_stats`: acceptance per move type and the mean
-# depth and number of leaves of the forest.
+# Every step's stats are in `sample_stats`: the mean depth and number of leaves of the forest,
+# and acceptance per move type (CGM) or the fraction of trees changed per sweep (PG).
 
 # %%
 stats = idata.sample_stats.to_dataset()
-print(stats[["accept_grow", "accept_prune", "accept_change", "mean_leaves"]].mean())
+tree_stats = [k for k in ("accept_grow", "accept_prune", "accept_change", "accept_swap",
+                          "tree_changed", "mean_depth", "mean_leaves") if k in stats]
+print(stats[tree_stats].mean())
 
 # %%
 pc = az.plot_trace(idata, var_names=["slope", "sigma2"])

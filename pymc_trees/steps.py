@@ -1,8 +1,8 @@
 """PyMC step methods: CGM tree moves and Particle Gibbs for ``BARTTree`` terms, and the
 conjugate noise update.
 
-Both are registered in ``pymc.step_methods.STEP_METHODS`` when :mod:`pymc_trees` is imported,
-so ``pm.sample()`` assigns them by itself.  Both draw only from the generator PyMC hands them
+All are registered in ``pymc.step_methods.STEP_METHODS`` when :mod:`pymc_trees` is imported,
+so ``pm.sample()`` assigns them by itself.  All draw only from the generator PyMC hands them
 (``setup_chain``), so a ``random_seed`` reproduces a run exactly, with any number of cores.
 """
 

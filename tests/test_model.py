@@ -10,15 +10,16 @@ import pytest
 import pymc_trees as pmt
 from pymc.sampling.mcmc import assign_step_methods
 from pymc_trees.datasets import friedman1
+from pymc_trees.distribution import DEFAULT_SAMPLER
 
 
-def _small_model(seed=0, n=60, m=10, with_intercept=False):
+def _small_model(seed=0, n=60, m=10, with_intercept=False, sampler=None):
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(n, 3))
     y = np.sin(4 * X[:, 0]) + X[:, 1] + 0.3 * rng.normal(size=n)
     with pm.Model() as model:
         X_data = pm.Data("X", X)
-        f = pmt.BARTTree("f", X_data, Y=y, m=m)
+        f = pmt.BARTTree("f", X_data, Y=y, m=m, sampler=sampler)
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         mu = f
         if with_intercept:
@@ -32,7 +33,8 @@ def test_steps_assigned_automatically():
     with model:
         _, selected = assign_step_methods(model, None, methods=pm.step_methods.STEP_METHODS)
     names = {cls.__name__: [v.name for v in vs] for cls, vs in selected.items()}
-    assert names == {"CGMTreeStep": ["f"], "NoiseGibbs": ["sigma2_log__"], "NUTS": ["a"]}
+    tree_step = {"cgm": "CGMTreeStep", "pg": "PGTreeStep"}[DEFAULT_SAMPLER]
+    assert names == {tree_step: ["f"], "NoiseGibbs": ["sigma2_log__"], "NUTS": ["a"]}
 
 
 def test_forests_stored_with_trace_reproduce_f_and_predict():
@@ -40,8 +42,7 @@ def test_forests_stored_with_trace_reproduce_f_and_predict():
     with model:
         idata = pm.sample(draws=50, tune=50, chains=2, cores=1, random_seed=1,
                           progressbar=False, compute_convergence_checks=False)
-    for stat in ("accept_grow", "accept_prune", "accept_change", "accept_swap", "mean_depth",
-                 "mean_leaves"):
+    for stat in ("mean_depth", "mean_leaves"):
         assert stat in idata.sample_stats
     pred = pmt.predict(idata, X, var_name="f")
     assert pred.dims == ("chain", "draw", "obs") and pred.shape == (2, 50, 60)
@@ -52,8 +53,9 @@ def test_forests_stored_with_trace_reproduce_f_and_predict():
         pmt.predict(idata, X_new, var_name="g")
 
 
-def test_same_seed_same_draws_with_one_or_two_cores():
-    model, _, _ = _small_model(seed=3)
+@pytest.mark.parametrize("sampler", ["cgm", "pg"])
+def test_same_seed_same_draws_with_one_or_two_cores(sampler):
+    model, _, _ = _small_model(seed=3, sampler=sampler)
     runs = []
     for cores in (1, 1, 2):
         with model:
@@ -99,7 +101,8 @@ def test_unsupported_likelihood_structures_raise_clear_errors(case):
         pmt.CGMTreeStep([f])
 
 
-def test_friedman1_recovery():
+@pytest.mark.parametrize("sampler,draws", [("cgm", 500), ("pg", 300)])
+def test_friedman1_recovery(sampler, draws):
     """n = 1000, p = 10, noise sd 1: held-out RMSE against the true f below 1.0 and coverage of
     the 95% intervals for f above 0.85."""
     rng = np.random.default_rng(2025)
@@ -107,10 +110,10 @@ def test_friedman1_recovery():
     X_test, _, f_test = friedman1(500, rng=rng)
     with pm.Model():
         X_data = pm.Data("X", X)
-        f = pmt.BARTTree("f", X_data, Y=y, m=200)
+        f = pmt.BARTTree("f", X_data, Y=y, m=200, sampler=sampler)
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=X_data.shape[0])
-        idata = pm.sample(draws=500, tune=500, chains=2, cores=1, random_seed=5,
+        idata = pm.sample(draws=draws, tune=draws, chains=2, cores=1, random_seed=5,
                           progressbar=False, compute_convergence_checks=False)
     draws = pmt.predict(idata, X_test).values.reshape(-1, 500)
     rmse = np.sqrt(np.mean((draws.mean(0) - f_test) ** 2))

@@ -73,7 +73,7 @@ def test_prior_recovery_with_uninformative_data(sampler):
         f = pmt.BARTTree("f", X, m=m, alpha=prior.alpha, beta=prior.beta, leaf_sd=1.0,
                          min_leaf=prior.min_leaf)
         pm.Normal("y", mu=f, sigma=1e6, observed=y)
-        step = {"cgm": None,
+        step = {"cgm": pmt.CGMTreeStep([f]),
                 "growprune": pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5}),
                 "pg": pmt.PGTreeStep([f], num_particles=10)}[sampler]
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, random_seed=10, step=step,
