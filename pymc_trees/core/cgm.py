@@ -23,6 +23,7 @@ from .nodes import (
     log_psplit,
     node_availability,
     partition,
+    split_node,
 )
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "new_scratch", "cgm_sweep",
@@ -268,17 +269,7 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
         return 0
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
-    var[t, ell] = v
-    cut[t, ell] = c
-    ncut[t, ell] = nc
-    left[t, ell] = kl
-    right[t, ell] = kr
-    for kk in (kl, kr):
-        var[t, kk] = LEAF
-        left[t, kk] = -1
-        right[t, kk] = -1
-        parent[t, kk] = ell
-        depth[t, kk] = d + 1
+    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
     wavail[t, kl] = wL
     wavail[t, kr] = wR
     W[kl] = WL

@@ -25,6 +25,7 @@ __all__ = [
     "log_1m_psplit",
     "alloc_node",
     "free_node",
+    "split_node",
 ]
 
 
@@ -155,6 +156,28 @@ def free_node(t, k, var, free, n_free):
     var[t, k] = FREE
     free[t, n_free[t]] = k
     n_free[t] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def split_node(t, k, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth):
+    """Make node k of tree t internal with rule (v, c) (nc available cutpoints of v) and leaf
+    children in slots kl, kr."""
+    d = depth[t, k]
+    var[t, k] = v
+    cut[t, k] = c
+    ncut[t, k] = nc
+    left[t, k] = kl
+    right[t, k] = kr
+    var[t, kl] = LEAF
+    var[t, kr] = LEAF
+    left[t, kl] = -1
+    left[t, kr] = -1
+    right[t, kl] = -1
+    right[t, kr] = -1
+    parent[t, kl] = k
+    parent[t, kr] = k
+    depth[t, kl] = d + 1
+    depth[t, kr] = d + 1
 
 
 @numba.njit(cache=True)

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from .forest import FREE, LEAF, Forest
-from .nodes import draw_rule, node_availability, partition
+from .nodes import draw_rule, node_availability, partition, split_node
 
 __all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
 
@@ -53,17 +53,7 @@ def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, lea
             kl = n_nodes[t]
             kr = kl + 1
             n_nodes[t] += 2
-            var[t, k] = v
-            cut[t, k] = c
-            ncut[t, k] = nc
-            left[t, k] = kl
-            right[t, k] = kr
-            var[t, kl] = LEAF
-            var[t, kr] = LEAF
-            parent[t, kl] = k
-            parent[t, kr] = k
-            depth[t, kl] = d + 1
-            depth[t, kr] = d + 1
+            split_node(t, k, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
             seg_s[kl] = s
             seg_e[kl] = mid
             seg_s[kr] = mid
