@@ -93,6 +93,8 @@ def check_against(idata, X, post, prior):
                 for cell in top)
     tol = tv_tolerance(post, n_eff)
     tv = total_variation(freq, post)
+    print(f"TV {tv:.4f} tolerance {tol:.4f} N_eff {n_eff:.0f} TV(prior) "
+          f"{total_variation(post, prior):.3f}")
     assert total_variation(post, prior) > 3 * tol, "the test would have no power"
     assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
     return tv, tol, n_eff
