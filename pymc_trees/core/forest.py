@@ -65,11 +65,6 @@ class Forest:
     def capacity(self) -> int:
         return self.var.shape[1]
 
-    def node_arrays(self) -> tuple:
-        """The per-node arrays in kernel argument order."""
-        return (self.var, self.cut, self.left, self.right, self.parent, self.depth,
-                self.value, self.wavail, self.ncut, self.n_nodes, self.free, self.n_free)
-
     def ensure_capacity(self, needed: int) -> None:
         """Grow the node axis so that every tree has at least ``needed`` slots."""
         K = self.capacity
