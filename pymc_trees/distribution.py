@@ -3,15 +3,31 @@ of X."""
 
 from __future__ import annotations
 
+import numbers
+import re
+import warnings
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution
+from pymc.exceptions import ImplicitFreezeWarning
+from pymc.model import Model
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
+from ._pymc_calls import pymc_frame
 from .calibration import leaf_calibration
 from .sampler import ForestSampler, TreePrior
 
-__all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS"]
+__all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE"]
+
+PPC_ADVICE = (
+    "Call pmt.sample_posterior_predictive(idata, ...) instead, with the same arguments as "
+    "pm.sample_posterior_predictive: it evaluates each posterior draw's own forests at the "
+    "current X (after pm.set_data) and draws the likelihood with that draw's other parameters. "
+    "PyMC's own function can only copy a tree term's training-row values from the trace or "
+    "redraw it from the tree prior; both are wrong at new rows.")
 
 SAMPLERS = ("cgm", "pg")
 # The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
@@ -32,12 +48,13 @@ class BARTTreeRV(RandomVariable):
     signature = "(n,p),(),()->(n)"
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
-    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler")
+    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
-                 **kwargs):
+                 columns: tuple[str, ...] | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
+        self.columns = columns
         super().__init__(*args, **kwargs)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
@@ -45,6 +62,12 @@ class BARTTreeRV(RandomVariable):
         return (shape[0],)
 
     def rng_fn(self, rng, X, offset, leaf_sd, size):
+        from pymc.sampling import forward
+
+        if pymc_frame(forward.sample_posterior_predictive) is not None:
+            raise ValueError("pm.sample_posterior_predictive was about to draw a BARTTree term "
+                             "from its tree prior, which ignores the posterior. "
+                             + PPC_ADVICE)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), (np.shape(X)[0],)):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
         fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd))
@@ -110,34 +133,60 @@ class BARTTree(Distribution):
 
     rv_type = BARTTreeRV
 
-    def __new__(cls, name: str, X, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
-                k: float = 2.0, Y=None, leaf_sd: float | None = None, numcut: int = 100,
-                min_leaf: int = 5, split_prior=None, sampler: str | None = None, **kwargs):
-        return super().__new__(cls, name, X, m=m, alpha=alpha, beta=beta, k=k, Y=Y,
-                               leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
-                               split_prior=split_prior, sampler=sampler, **kwargs)
+    def __new__(cls, name: str, X, Y=None, m: int = 200, alpha: float = 0.95,
+                beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
+                numcut: int = 100, min_leaf: int = 5, split_prior=None,
+                sampler: str | None = None, **kwargs):
+        if kwargs.get("initval") is not None:
+            raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
+                             "as a single leaf (f = offset) and the tree step moves from there. "
+                             "Remove initval (or the entry for it in pm.sample(initvals=...)).")
+        model = Model.get_context(error_if_none=False)
+        columns = _column_names(X, model)
+        rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
+                             leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
+                             split_prior=split_prior, sampler=sampler, columns=columns,
+                             **kwargs)
+        _refuse_implicit_freeze(name)
+        return rv
 
     @classmethod
-    def dist(cls, X, m: int = 200, alpha: float = 0.95, beta: float = 2.0, k: float = 2.0,
-             Y=None, leaf_sd: float | None = None, numcut: int = 100, min_leaf: int = 5,
-             split_prior=None, sampler: str | None = None, **kwargs):
+    def dist(cls, X, Y=None, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
+             k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
+             min_leaf: int = 5, split_prior=None, sampler: str | None = None,
+             columns: tuple[str, ...] | None = None, **kwargs):
+        if columns is None:
+            columns = _column_names(X, None)
         X = pt.as_tensor_variable(X)
         if X.ndim != 2:
             raise ValueError(f"X must be a matrix of shape (n, p); got {X.ndim} dimension(s). "
                              "Reshape a single feature with X[:, None].")
+        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
+            raise ValueError(f"m (the number of trees) must be a positive integer; got {m!r}.")
+        if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Integral):
+            raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
+        X_value = _data_value(X)
+        _check_training_rows(X_value, int(min_leaf))
+        if columns is not None and len(columns) != X_value.shape[1]:
+            columns = None
+        for key in ("shape", "size"):
+            _check_one_output_per_row(key, kwargs.get(key), X_value.shape[0])
         offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m)
         sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp)
+        if sp is not None:
+            prior.split_weights(X_value.shape[1])
         sampler = DEFAULT_SAMPLER if sampler is None else sampler
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
-        return super().dist([X, offset, sd, prior, sampler], **kwargs)
+        return super().dist([X, offset, sd, prior, sampler, columns], **kwargs)
 
     @classmethod
-    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, *, size=None, rng=None):
-        op = BARTTreeRV(prior=prior, sampler=sampler)
+    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, columns=None, *,
+              size=None, rng=None):
+        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         return op(X, float(offset), float(leaf_sd), size=size, rng=rng,
@@ -155,3 +204,83 @@ class BARTTree(Distribution):
         # sample it exactly and every other step sees f as fixed.  Contributing 0 keeps the
         # model log density of all other variables correct.
         return pt.zeros_like(value)
+
+
+def _column_names(X, model) -> tuple[str, ...] | None:
+    """Training column names: a DataFrame's columns, or the coords of the second dim of a
+    ``pm.Data`` registered with dims (None when the columns have no names)."""
+    cols = getattr(X, "columns", None)
+    if cols is not None:
+        return tuple(str(c) for c in cols)
+    if model is not None and getattr(X, "name", None) in model.named_vars_to_dims:
+        dims = model.named_vars_to_dims[X.name]
+        if len(dims) == 2 and dims[1] is not None and model.coords.get(dims[1]) is not None:
+            return tuple(str(c) for c in model.coords[dims[1]])
+    return None
+
+
+def _data_value(X) -> np.ndarray:
+    """The current value of X (data, or an expression of ``pm.Data`` and constants)."""
+    if any(v.owner is not None and isinstance(v.owner.op, RandomVariable)
+           for v in ancestors([X])):
+        raise ValueError("X of a BARTTree must be data (arrays, pm.Data or expressions of "
+                         "them); it depends on a random variable. Trees split on fixed "
+                         "covariates.")
+    value = X.data if isinstance(X, Constant) else X.eval()
+    return np.asarray(value, dtype=np.float64)
+
+
+def _check_training_rows(X: np.ndarray, min_leaf: int) -> None:
+    n, p = X.shape
+    if n == 0 or p == 0:
+        raise ValueError(f"X has shape {X.shape}: a BARTTree needs at least one row and one "
+                         "column.")
+    if not np.all(np.isfinite(X)):
+        bad = np.unique(np.nonzero(~np.isfinite(X))[1])
+        raise ValueError(f"X has NaN or infinite values in column(s) {bad.tolist()}; missing "
+                         "values are not supported yet. Drop or impute those rows first.")
+    if min_leaf < 1 or 2 * min_leaf > n:
+        raise ValueError(f"min_leaf = {min_leaf} leaves no possible split of the n = {n} "
+                         f"training rows (a split needs min_leaf rows on each side, so "
+                         f"1 <= min_leaf <= n / 2 = {n // 2}). Lower min_leaf.")
+    Xs = np.sort(X, axis=0)
+    if not np.any(Xs[min_leaf - 1] < Xs[n - min_leaf]):
+        warnings.warn(f"No column of X can be split with at least min_leaf = {min_leaf} rows on "
+                      "each side, so every tree stays a single leaf and the term is a constant "
+                      "plus Gaussian noise in its leaves. Check X (constant columns?) or lower "
+                      "min_leaf.", UserWarning, stacklevel=4)
+
+
+def _check_one_output_per_row(key: str, shape, n: int) -> None:
+    """A tree term has one value per row of X: refuse shape/size/dims that ask for more."""
+    if shape is None:
+        return
+    if isinstance(shape, numbers.Integral):
+        shape = (int(shape),)
+    if isinstance(shape, pt.TensorVariable):
+        length = shape.type.shape[0] if shape.ndim == 1 else None
+        entries = None
+    else:
+        shape = tuple(shape)
+        length = len(shape)
+        entries = shape
+    if length is not None and length != 1:
+        raise ValueError(f"A BARTTree has one value per row of X, shape (n,) = ({n},); "
+                         f"{key}={shape!r} asks for {length} dimension(s). Use one term per "
+                         "output (several BARTTree variables), or drop shape/size/dims.")
+    if entries is not None:
+        e = entries[0]
+        val = e if isinstance(e, numbers.Integral) else getattr(e, "data", None)
+        if val is None and hasattr(e, "get_value"):
+            val = e.get_value()
+        if val is not None and int(val) != n:
+            raise ValueError(f"{key}={shape!r} does not match the {n} rows of X; a BARTTree has "
+                             "one value per row.")
+
+
+def _refuse_implicit_freeze(name: str) -> None:
+    """Make PyMC's warning that it kept the training-row values of this tree term after its
+    X changed an error: those values do not belong to the new rows."""
+    warnings.filterwarnings(
+        "error", category=ImplicitFreezeWarning,
+        message=rf"(?s).*{re.escape(repr(name))} \(upstream Data/coords changed")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .core.binning import bin_data, make_cutpoints
 from .core.cgm import cgm_sweep, forest_summary, new_scratch
-from .core.forest import Forest, forest_values, new_forest
+from .core.forest import LEAF, Forest, forest_values, new_forest
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
 from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
@@ -282,6 +282,26 @@ class ForestSampler:
                     r, _, hist, _, _, W, S = self._scratch[:7]
             changed += ch
         return {"tree_changed": changed / f.m}
+
+    def level_shift(self, rng: np.random.Generator, c: float, mu0: float, sd0: float,
+                    k: float = 1.0) -> float:
+        """Exact Gibbs draw of a level shift s between an intercept ``c ~ Normal(mu0, sd0)``
+        and the forest: ``c -> c + s`` and every leaf ``-> leaf - k s / m``, so f moves by
+        ``-k s`` at every row (the caller guarantees that leaves the likelihood unchanged).
+        Along that line the density is Gaussian in s: with L leaves in all, summing to S,
+
+            precision = 1/sd0^2 + L k^2 / (m^2 leaf_sd^2)
+            mean      = ((mu0 - c)/sd0^2 + k S / (m leaf_sd^2)) / precision.
+
+        Shifts the leaves in place and returns s."""
+        f = self.forest
+        leaves = f.var == LEAF
+        m = f.m
+        prec = 1.0 / sd0**2 + leaves.sum() * k * k * self.prec0 / m**2
+        mean = ((mu0 - c) / sd0**2 + k * f.value[leaves].sum() * self.prec0 / m) / prec
+        s = mean + rng.standard_normal() / np.sqrt(prec)
+        f.value[leaves] -= k * s / m
+        return float(s)
 
     def summary(self) -> tuple[float, float]:
         """(mean depth, mean number of leaves) over the trees."""

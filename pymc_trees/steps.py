@@ -18,9 +18,10 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc.logprob.transforms import LogTransform
 
+from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
 from .sampler import MOVES, ForestSampler, _move_cumprobs
-from .structure import ModelStructureError, noise_likelihood, tree_likelihood
+from .structure import ModelStructureError, level_shifts, noise_likelihood, tree_likelihood
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name"]
 
@@ -38,11 +39,20 @@ class TreeStepState(StepMethodState):
     tune: bool = True
 
 
+EXTERNAL_NUTS = (
+    "A model with a BARTTree term needs nuts_sampler='pymc' (the default): pm.sample then "
+    "composes the tree steps (CGMTreeStep / PGTreeStep) with PyMC's NUTS for the continuous "
+    "variables in one chain. nutpie, numpyro and blackjax run NUTS alone over every variable; "
+    "a sum of trees has no gradient and no density on f, so they cannot sample it.")
+
+
 class _TreeStep(BlockedStep):
     """Shared machinery of the tree steps: the forest sampler, the likelihood pieces read from
-    the model, the per-draw stats and the forest stored with every draw."""
+    the model, the level shifts, the per-draw stats and the forest stored with every draw.
 
-    default_blocked = True
+    ``default_blocked = False``: given several tree terms, PyMC builds one step per term."""
+
+    default_blocked = False
     _state_class = TreeStepState
     sampler_kind = ""
     stats_dtypes_shapes = {
@@ -69,6 +79,7 @@ class _TreeStep(BlockedStep):
         self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()),
                                      float(leaf_sd.eval()))
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+        self.level_shifts = level_shifts(model, rv, self.likelihood)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
         self.stats_dtypes_shapes = sds
@@ -96,10 +107,18 @@ class _TreeStep(BlockedStep):
     def step(self, point):
         z, omega = self.likelihood.pseudo_data(point, self.sampler.offset)
         stats = self._sweep(z, omega)
+        new_point = dict(point)
+        for shift in self.level_shifts:
+            k = shift.ratio(new_point, self.sampler.n)
+            if k is None:
+                continue
+            mu0, sd0 = (float(x) for x in shift.prior(new_point))
+            c = float(new_point[shift.name])
+            s = self.sampler.level_shift(self.rng, c, mu0, sd0, k)
+            new_point[shift.name] = np.asarray(c + s, dtype=point[shift.name].dtype)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune)
         stats[self.forest_stat] = self.sampler.pack()
-        new_point = dict(point)
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
@@ -109,6 +128,10 @@ class _TreeStep(BlockedStep):
         op = getattr(var.owner, "op", None)
         if not isinstance(op, BARTTreeRV):
             return Competence.INCOMPATIBLE
+        frame = pymc_frame(pm.sampling.mcmc.sample)
+        if frame is not None and frame.f_locals.get("nuts_sampler") not in (None, "pymc"):
+            raise ValueError(f"pm.sample(nuts_sampler={frame.f_locals['nuts_sampler']!r}) "
+                             f"cannot sample the tree term {var.name!r}. {EXTERNAL_NUTS}")
         return Competence.IDEAL if op.sampler == cls.sampler_kind else Competence.COMPATIBLE
 
 

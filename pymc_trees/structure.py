@@ -22,8 +22,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.shape import SpecifyShape
 
-__all__ = ["ModelStructureError", "tree_likelihood", "noise_likelihood", "TreeLikelihood",
-           "NoiseLikelihood"]
+__all__ = ["ModelStructureError", "tree_likelihood", "noise_likelihood", "level_shifts",
+           "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
 
 TREE_SUPPORTED = (
     "The tree steps support a sum-of-trees term f that enters exactly one observed Normal "
@@ -112,6 +112,7 @@ class TreeLikelihood:
     """
 
     observed_name: str
+    observed: object  # the observed RV
     pieces: Callable[[dict], tuple]
     n: int
 
@@ -136,6 +137,11 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
             f"{name!r} must enter exactly one observed Normal likelihood; variables that "
             f"depend on it: {found}. {TREE_SUPPORTED}")
     obs = deps[0]
+    if obs not in model.observed_RVs and obs.name.endswith("_unobserved"):
+        raise ModelStructureError(
+            f"The observed values of {obs.name[:-len('_unobserved')]!r} contain NaN, so PyMC "
+            f"split it into imputed and observed parts; a tree term needs every row observed. "
+            f"Drop the rows with missing y (and the same rows of X), or model them explicitly.")
     if obs not in model.observed_RVs or not isinstance(obs.owner.op, NormalRV):
         raise ModelStructureError(
             f"{obs.name!r} depends on {name!r} but is not an observed Normal. {TREE_SUPPORTED}")
@@ -151,7 +157,7 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     b = graph_replace(pytensor.grad(pt.sum(mu), f_rv), {f_rv: zeros}, strict=False)
     y = model.rvs_to_values[obs]
     fn = _compile(model, [y, a, b, sigma])
-    lik = TreeLikelihood(observed_name=obs.name, pieces=fn, n=n)
+    lik = TreeLikelihood(observed_name=obs.name, observed=obs, pieces=fn, n=n)
     shapes = [np.shape(x) for x in fn(model.initial_point())]
     for label, shp in zip(("observed", "a", "b", "sigma"), shapes):
         if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
@@ -160,6 +166,57 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
                 f"({n},); every row of the likelihood must match one row of X. "
                 f"{TREE_SUPPORTED}")
     return lik
+
+
+@dataclass
+class LevelShift:
+    """A scalar ``c ~ Normal(mu0, sd0)`` that enters the tree term's likelihood only through
+    its mean, in proportion to f: per row, ``d mu / d c = k * d mu / d f`` with one constant k.
+    Moving c by s and f by ``-k s`` then leaves the likelihood unchanged.
+    ``prior(point)`` gives ``(mu0, sd0)``."""
+
+    name: str
+    prior: Callable[[dict], tuple]
+    slopes: Callable[[dict], tuple]  # point -> (d mu / d c, d mu / d f), per row
+
+    def ratio(self, point: dict, n: int) -> float | None:
+        """k at this point, or None when the slopes are not proportional.  They may involve
+        other variables, never c or f (mu is affine in both), so deciding on them leaves the
+        move exact.  The slope in c is a unit difference, exact up to rounding, hence the
+        1e-9 tolerance."""
+        s_c, s_f = (np.broadcast_to(np.asarray(x, float), (n,)) for x in self.slopes(point))
+        nz = s_f != 0
+        if not np.any(nz):
+            return None
+        k = float(np.median(s_c[nz] / s_f[nz]))
+        if k == 0 or not np.allclose(s_c, k * s_f, rtol=1e-9, atol=1e-9):
+            return None
+        return k
+
+
+def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
+    """The intercept-like variables of tree term ``f_rv`` (see :class:`LevelShift`)."""
+    obs = lik.observed
+    mu = obs.owner.inputs[2]
+    out = []
+    for c in model.free_RVs:
+        if (c is f_rv or c.ndim != 0 or not isinstance(c.owner.op, NormalRV)
+                or model.rvs_to_transforms.get(c) is not None
+                or _dependents(model, c) != [obs] or _affine_problem(mu, c) is not None):
+            continue
+        mu0, sd0 = c.owner.inputs[2:4]
+        if _depends_on(mu0, f_rv) or _depends_on(sd0, f_rv):
+            continue
+        # per-row slopes of mu in c and in f; both must be free of sampled variables
+        zeros = pt.zeros_like(f_rv)
+        d_c = graph_replace(mu, {c: c + 1.0}, strict=False) - mu
+        d_f = graph_replace(pytensor.grad(pt.sum(mu), f_rv), {f_rv: zeros}, strict=False)
+        d_c = graph_replace(d_c, {f_rv: zeros}, strict=False)
+        shift = LevelShift(name=c.name, prior=_compile(model, [mu0, sd0]),
+                           slopes=_compile(model, [d_c, d_f]))
+        if shift.ratio(model.initial_point(), lik.n) is not None:
+            out.append(shift)
+    return out
 
 
 NOISE_SUPPORTED = (
