@@ -36,9 +36,15 @@ X = rng.uniform(-1, 1, size=(N, 4))
 true_f = np.where(X[:, 0] > 0, 1.5, -0.5) * np.cos(2 * X[:, 1])
 y = 0.8 + 2.0 * X[:, 2] + true_f + rng.normal(0, 0.5, size=N)
 
+# %% [markdown]
+# **Intercepts.** Write an intercept as a Normal variable added to the tree term (`a + f`).
+# The tree step recognises it and, after every sweep, draws an exact *level shift*: `a` moves
+# by s and every leaf by -s/m, so `a + f` is unchanged and s comes from its Gaussian
+# conditional. Without it `a` and the sum of trees trade places slowly (R-hat far above 1).
+
 # %%
 with pm.Model(coords={"obs": np.arange(N)}) as model:
-    X_data = pm.Data("X", X)
+    X_data = pm.Data("X", X, dims=("obs", "feature"))
     a = pm.Normal("a", 0.0, 5.0)
     slope = pm.Normal("slope", 0.0, 5.0)
     # Y only calibrates the prior of f (centre and scale); it is not a second likelihood.
@@ -76,13 +82,22 @@ with model:
 print(az.loo(idata))
 
 # %% [markdown]
-# Each posterior draw keeps its own forest; `pmt.predict` evaluates them at new rows, so
-# predictions are matched draw by draw with the other parameters.
+# Each posterior draw keeps its own forest (in the `forests` group, saved with
+# `idata.to_netcdf`). At new data, `pm.set_data` and then `pmt.sample_posterior_predictive`
+# (PyMC's signature): f is each draw's forest at the new rows, y is drawn with that draw's
+# `a`, `slope` and `sigma2`. PyMC's own function refuses here, loudly: it could only copy the
+# training-row f or redraw it from the prior.
 
 # %%
 X_new = rng.uniform(-1, 1, size=(5, 4))
-f_new = pmt.predict(idata, X_new, var_name="f")  # (chain, draw, obs)
+with model:
+    pm.set_data({"X": X_new}, coords={"obs": np.arange(N, N + 5)})
+    pred = pmt.sample_posterior_predictive(idata, predictions=True, var_names=["f", "y"],
+                                           random_seed=3)
+f_new = pmt.predict(idata, X_new, var_name="f")  # the same f, without the likelihood
+assert np.array_equal(pred.predictions["f"].values, f_new.values)
 x2 = xr.DataArray(X_new[:, 2], dims="obs")
 post = idata.posterior
 mu_new = post["a"] + post["slope"] * x2 + f_new  # (chain, draw, obs), matched draw by draw
 print(mu_new.mean(("chain", "draw")).values)
+print(pred.predictions["y"].mean(("chain", "draw")).values)

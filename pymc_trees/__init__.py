@@ -4,17 +4,22 @@
 * :class:`CGMTreeStep`, :class:`PGTreeStep`, :class:`NoiseGibbs` - step methods that
   ``pm.sample()`` assigns by itself.
 * :func:`predict` - each posterior draw's forest at new rows.
+* :func:`sample_posterior_predictive` - PyMC's function for models with tree terms: at new
+  data (``pm.set_data``) every draw's own forests give f.
 * :func:`noise_prior` - the default InverseGamma prior of the noise variance.
 """
 
 from .calibration import leaf_calibration, noise_prior
 from .distribution import BARTTree
 from .predict import forests, predict
+from .predictive import sample_posterior_predictive
 from .sampler import ForestSampler, PackedForest, TreePrior
 from .steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from .structure import ModelStructureError
+from .trace_io import install as _install_trace_io
 
 register_steps()
+_install_trace_io()
 
 __all__ = [
     "BARTTree",
@@ -22,6 +27,7 @@ __all__ = [
     "PGTreeStep",
     "NoiseGibbs",
     "predict",
+    "sample_posterior_predictive",
     "forests",
     "noise_prior",
     "leaf_calibration",

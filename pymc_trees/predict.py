@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .steps import forest_stat_name
+from .core.packed import predict_draws
+from .trace_io import TermForests, read_forests
 
-__all__ = ["predict", "forests"]
+__all__ = ["predict", "forests", "check_new_rows"]
 
 
-def forests(idata, var_name: str = "f", group: str = "sample_stats") -> xr.DataArray:
+def forests(idata, var_name: str = "f") -> xr.DataArray:
     """The stored forests of a tree term.
 
     Returns
@@ -18,34 +19,71 @@ def forests(idata, var_name: str = "f", group: str = "sample_stats") -> xr.DataA
     xarray.DataArray of shape (chain, draw), dtype object
         Each element is the :class:`~pymc_trees.PackedForest` of that draw.
     """
-    stat = forest_stat_name(var_name)
-    try:
-        ds = idata[group]
-    except KeyError:
-        raise ValueError(f"idata has no {group!r} group; pass the result of pm.sample().")
-    if stat not in ds:
-        have = [k for k in ds.data_vars if str(k).endswith("_forest")]
-        raise ValueError(f"No forests stored for {var_name!r} (looked for {stat!r} in "
-                         f"idata.{group}); tree terms with stored forests: "
-                         f"{[h[:-len('_forest')] for h in have]}.")
-    da = ds[stat]
-    da = da if isinstance(da, xr.DataArray) else da.to_dataarray()
-    # PyMC stores object-valued stats with a trailing length-1 dimension.
-    extra = [d for d in da.dims if d not in ("chain", "draw")]
-    if any(da.sizes[d] != 1 for d in extra):
-        raise ValueError(f"{stat!r} has unexpected dimensions {da.dims}.")
-    return da.isel({d: 0 for d in extra}, drop=True)
+    tf = read_forests(idata, var_name)
+    chains, draws = tf.starts.shape[:2]
+    out = np.empty((chains, draws), object)
+    for c in range(chains):
+        for d in range(draws):
+            out[c, d] = tf.packed(c, d)
+    return xr.DataArray(out, dims=("chain", "draw"),
+                        coords={"chain": tf.chain, "draw": tf.draw}, name=var_name)
 
 
-def predict(idata, X_new, var_name: str = "f", group: str = "sample_stats") -> xr.DataArray:
+def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
+                   what: str = "X_new") -> np.ndarray:
+    """New rows as a float64 matrix in the training column order.
+
+    A DataFrame is matched to the training columns by name when the training X had names
+    (extra columns are refused, as are missing ones); otherwise its columns are taken in
+    order.  The number of columns must match, and NaN or inf is refused (missing values are
+    not supported yet).
+    """
+    cols = getattr(X_new, "columns", None)
+    if cols is not None and columns is not None:
+        names = [str(c) for c in cols]
+        missing = [c for c in columns if c not in names]
+        extra = [c for c in names if c not in columns]
+        if missing or extra:
+            raise ValueError(f"{what} has columns {names}, but the tree term was fit on "
+                             f"{list(columns)} (missing: {missing}, unknown: {extra}). Pass a "
+                             "DataFrame with exactly the training columns (any order).")
+        X_new = X_new.loc[:, [cols[names.index(c)] for c in columns]]
+    X = np.asarray(X_new, dtype=np.float64)
+    if X.ndim == 1 and n_features == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise ValueError(f"{what} must have shape (n_new, p); got shape {X.shape}.")
+    if n_features >= 0 and X.shape[1] != n_features:
+        raise ValueError(f"{what} has {X.shape[1]} columns but the tree term was fit on "
+                         f"{n_features}" + (f" ({list(columns)})" if columns else "") +
+                         ". Pass the same columns, in the training order.")
+    if not np.all(np.isfinite(X)):
+        rows = np.unique(np.nonzero(~np.isfinite(X))[0])
+        raise ValueError(f"{what} has NaN or infinite values in row(s) "
+                         f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}; missing "
+                         "values are not supported yet. Drop or impute those rows.")
+    return np.ascontiguousarray(X)
+
+
+def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
+    """Each draw's forest at the rows of X: array of shape (chain, draw, n)."""
+    chains, draws, m1 = tf.starts.shape
+    out = np.empty((chains * draws, X.shape[0]))
+    predict_draws(np.ascontiguousarray(tf.starts.reshape(-1, m1)), tf.nodes, tf.offset, X, out)
+    return out.reshape(chains, draws, X.shape[0])
+
+
+def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
     """Evaluate each posterior draw's own forest at new rows.
 
     Parameters
     ----------
     idata : DataTree
-        Result of ``pm.sample`` for a model with a ``BARTTree`` term.
-    X_new : array_like of shape (n_new, p)
-        New rows, with the columns of the training X.
+        Result of ``pm.sample`` for a model with a ``BARTTree`` term (or one loaded from
+        netCDF / zarr).
+    X_new : array_like or DataFrame of shape (n_new, p)
+        New rows with the training columns: a DataFrame is matched by column name when the
+        training X had names; otherwise the columns are taken in the training order.
     var_name : str, default "f"
         Name of the ``BARTTree`` variable.
 
@@ -55,18 +93,8 @@ def predict(idata, X_new, var_name: str = "f", group: str = "sample_stats") -> x
         The term at the new rows for every draw; at the training rows it equals the traced
         values exactly.
     """
-    X_new = np.asarray(X_new, dtype=np.float64)
-    if X_new.ndim != 2:
-        raise ValueError(f"X_new must have shape (n_new, p); got shape {X_new.shape}.")
-    da = forests(idata, var_name, group)
-    arr = np.asarray(da.transpose("chain", "draw").values)
-    chains, draws = arr.shape
-    out = np.empty((chains, draws, X_new.shape[0]))
-    for c in range(chains):
-        for d in range(draws):
-            out[c, d] = arr[c, d].predict(X_new)
-    return xr.DataArray(out, dims=("chain", "draw", "obs"),
-                        coords={"chain": da.coords["chain"].values,
-                                "draw": da.coords["draw"].values,
-                                "obs": np.arange(X_new.shape[0])},
-                        name=var_name)
+    tf = read_forests(idata, var_name)
+    X = check_new_rows(X_new, tf.columns, tf.n_features)
+    return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "obs"),
+                        coords={"chain": tf.chain, "draw": tf.draw,
+                                "obs": np.arange(X.shape[0])}, name=var_name)

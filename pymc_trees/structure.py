@@ -131,17 +131,19 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise."""
     deps = _dependents(model, f_rv)
     name = f_rv.name
+    for d in deps:
+        if d in model.free_RVs and d.name and d.name.endswith("_unobserved"):
+            raise ModelStructureError(
+                f"The observed values of {d.name[:-len('_unobserved')]!r} contain NaN, so PyMC "
+                f"split it into imputed and observed parts; {name!r} needs every row observed. "
+                f"Drop the rows with missing y (and the same rows of X), or model them "
+                f"explicitly.")
     if len(deps) != 1:
         found = ", ".join(d.name or str(d) for d in deps) or "none"
         raise ModelStructureError(
             f"{name!r} must enter exactly one observed Normal likelihood; variables that "
             f"depend on it: {found}. {TREE_SUPPORTED}")
     obs = deps[0]
-    if obs not in model.observed_RVs and obs.name.endswith("_unobserved"):
-        raise ModelStructureError(
-            f"The observed values of {obs.name[:-len('_unobserved')]!r} contain NaN, so PyMC "
-            f"split it into imputed and observed parts; a tree term needs every row observed. "
-            f"Drop the rows with missing y (and the same rows of X), or model them explicitly.")
     if obs not in model.observed_RVs or not isinstance(obs.owner.op, NormalRV):
         raise ModelStructureError(
             f"{obs.name!r} depends on {name!r} but is not an observed Normal. {TREE_SUPPORTED}")

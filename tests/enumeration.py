@@ -216,3 +216,32 @@ def _incidence_rows(part, n):
     for j, rows in enumerate(sorted(part)):
         B[list(rows), j] = 1.0
     return B
+
+
+def gaussian_log_marginal(r, sigma, blocks) -> float:
+    """log N(r | 0, diag(sigma^2) + sum_k sd_k^2 A_k A_k^T) for blocks [(A_k, sd_k)]: every
+    Gaussian coefficient (leaf values of several terms, an intercept) integrated jointly."""
+    n = len(r)
+    C = np.diag(np.broadcast_to(np.asarray(sigma, float) ** 2, (n,)).copy())
+    for A, sd in blocks:
+        C = C + sd**2 * A @ A.T
+    _, logdet = np.linalg.slogdet(C)
+    return float(-0.5 * (n * math.log(2 * math.pi) + logdet + r @ np.linalg.solve(C, r)))
+
+
+def incidence_rows(part, n):
+    """Row-to-leaf incidence matrix of a row partition."""
+    return _incidence_rows(part, n)
+
+
+def partition_prior_rows(Xb, ncuts, alpha, beta, min_leaf=1):
+    prior = defaultdict(float)
+    for lp, part in enumerate_row_trees(Xb, ncuts, min_leaf, alpha, beta):
+        prior[part] += math.exp(lp)
+    return dict(prior)
+
+
+def normalise(logs: dict) -> dict:
+    mx = max(logs.values())
+    z = sum(math.exp(v - mx) for v in logs.values())
+    return {k: math.exp(v - mx) / z for k, v in logs.items()}

@@ -25,8 +25,11 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
-from enumeration import (exact_f_moments, forest_row_partitions, row_partition_posterior,
-                         total_variation, tv_tolerance)
+import math
+
+from enumeration import (exact_f_moments, forest_row_partitions, gaussian_log_marginal,
+                         incidence_rows, normalise, partition_prior_rows,
+                         row_partition_posterior, total_variation, tv_tolerance)
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X1 = np.repeat(np.arange(5.0), 2)[:, None]
@@ -140,3 +143,110 @@ def test_affine_mean_and_row_scales_match_enumeration():
                           progressbar=False, compute_convergence_checks=False)
     check_against(idata, X1, post, prior)
     check_f_moments(idata, post, Y1 - a, s, b)
+
+
+# --- several tree terms, and the level shift of an intercept ------------------------------
+
+X5 = np.arange(5.0)[:, None]
+Y5 = np.array([-2.0, -2.0, 2.0, 2.0, -1.0])
+Z5 = np.array([1.0, -1.0, 2.0, 0.5, 1.5])
+
+
+def _row_prior(X):
+    cuts, ncuts = make_cutpoints(X, 100)
+    return partition_prior_rows(bin_data(X, cuts, ncuts), ncuts, ALPHA, BETA)
+
+
+def _cells(idata, names, X):
+    """Per chain, the tuple of the partitions of every named term's single tree."""
+    per_term = [[[forest_row_partitions(fr, X)[0] for fr in ch] for ch in
+                 pmt.forests(idata, nm).values] for nm in names]
+    return [list(zip(*[pt[c] for pt in per_term])) for c in range(len(per_term[0]))]
+
+
+def _check_cells(parts, post, prior):
+    flat = [p for ch in parts for p in ch]
+    freq = {}
+    for p in flat:
+        freq[p] = freq.get(p, 0.0) + 1.0 / len(flat)
+    top = sorted(post, key=post.get, reverse=True)[:5]
+    n_eff = min(float(az.ess(np.array([[float(p == cell) for p in ch] for ch in parts])))
+                for cell in top)
+    tol = tv_tolerance(post, n_eff)
+    tv = total_variation(freq, post)
+    print(f"TV {tv:.4f} tolerance {tol:.4f} N_eff {n_eff:.0f} TV(prior) "
+          f"{total_variation(post, prior):.3f}")
+    assert total_variation(post, prior) > 3 * tol, "the test would have no power"
+    assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
+
+
+@pytest.mark.parametrize("samplers,draws", [(("cgm", "cgm"), 40000), (("pg", "pg"), 12000),
+                                            (("cgm", "pg"), 24000)])
+def test_two_tree_terms_match_enumeration(samplers, draws):
+    """y ~ Normal(f1(x) + z * f2(x), sigma), m = 1 each, different leaf scales: plain
+    pm.sample gives each term its own step (CGM, PG or one of each), each reading its partial
+    residual with the other term at its current value.  Exact posterior over pairs of row
+    partitions: both terms' leaves integrated jointly."""
+    sd1, sd2, sigma = 1.5, 1.0, 0.7
+    prior = _row_prior(X5)
+    n = len(Y5)
+    logs, prior_pair = {}, {}
+    for p1 in prior:
+        for p2 in prior:
+            blocks = [(incidence_rows(p1, n), sd1), (Z5[:, None] * incidence_rows(p2, n), sd2)]
+            logs[(p1, p2)] = (math.log(prior[p1]) + math.log(prior[p2])
+                              + gaussian_log_marginal(Y5, sigma, blocks))
+            prior_pair[(p1, p2)] = prior[p1] * prior[p2]
+    post = normalise(logs)
+    with pm.Model():
+        f1 = pmt.BARTTree("f1", X5, m=1, alpha=ALPHA, beta=BETA, leaf_sd=sd1, min_leaf=1,
+                          sampler=samplers[0])
+        f2 = pmt.BARTTree("f2", X5, m=1, alpha=ALPHA, beta=BETA, leaf_sd=sd2, min_leaf=1,
+                          sampler=samplers[1])
+        pm.Normal("y", mu=f1 + Z5 * f2, sigma=sigma, observed=Y5)
+        idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=21,
+                          progressbar=False, compute_convergence_checks=False)
+    _check_cells(_cells(idata, ["f1", "f2"], X5), post, prior_pair)
+
+
+def test_level_shift_of_intercept_matches_enumeration():
+    """y ~ Normal(alpha + f(x), sigma) with alpha ~ Normal(m0, s0) and m = 2 trees.  alpha is
+    moved only by the tree step's level shift (its own step is a Metropolis with a negligible
+    proposal), so the partitions and alpha's posterior moments test the shift's conditional."""
+    m0, s0, sigma = 0.5, 1.5, 0.5
+    prior = _row_prior(X5)
+    n = len(Y5)
+    ones = np.ones((n, 1))
+    logs, prior_pair, alpha_mom = {}, {}, {}
+    for p1 in prior:
+        for p2 in prior:
+            A = [(incidence_rows(p1, n), LEAF_SD), (incidence_rows(p2, n), LEAF_SD)]
+            logs[(p1, p2)] = (math.log(prior[p1] * prior[p2])
+                              + gaussian_log_marginal(Y5 - m0, sigma, A + [(ones, s0)]))
+            prior_pair[(p1, p2)] = prior[p1] * prior[p2]
+            C = sigma**2 * np.eye(n) + s0**2 * np.ones((n, n)) + sum(
+                sd**2 * B @ B.T for B, sd in A)
+            w = np.linalg.solve(C, np.ones(n))
+            mean = m0 + s0**2 * w @ (Y5 - m0)
+            var = s0**2 - s0**4 * w.sum()
+            alpha_mom[(p1, p2)] = (mean, var + mean**2)
+    post = normalise(logs)
+    with pm.Model():
+        f = pmt.BARTTree("f", X5, m=2, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1)
+        a = pm.Normal("a", m0, s0)
+        pm.Normal("y", mu=a + f, sigma=sigma, observed=Y5)
+        step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
+        idata = pm.sample(draws=30000, tune=300, chains=2, cores=1, step=step, random_seed=22,
+                          progressbar=False, compute_convergence_checks=False)
+    _check_cells(_cells_multi(idata, "f", X5), post, prior_pair)
+    a_draws = idata.posterior["a"]
+    for j, draws in enumerate((a_draws, a_draws**2)):
+        exact_val = sum(post[c] * alpha_mom[c][j] for c in post)
+        got = float(draws.mean())
+        se = float(np.asarray(az.mcse(draws.values)))
+        print(f"alpha moment {j + 1}: {got:.4f} exact {exact_val:.4f} (4 MCSE {4 * se:.4f})")
+        assert abs(got - exact_val) < 4 * se, (j, got, exact_val, se)
+
+
+def _cells_multi(idata, name, X):
+    return [[forest_row_partitions(fr, X) for fr in ch] for ch in pmt.forests(idata, name).values]

@@ -9,7 +9,7 @@ import numpy as np
 
 from .forest import LEAF
 
-__all__ = ["pack_forest", "predict_packed"]
+__all__ = ["pack_forest", "predict_packed", "relink_packed", "predict_draws"]
 
 
 @numba.njit(cache=True)
@@ -70,3 +70,38 @@ def predict_packed(start, nodes, offset, X, out):
                     k = nodes[k].left + 1
             acc += nodes[k].value
         out[i] = acc
+
+
+@numba.njit(cache=True)
+def relink_packed(roots, sizes, feature, left):
+    """Recompute ``left`` from ``feature`` for trees packed by :func:`pack_forest`: tree t
+    occupies ``sizes[t]`` nodes from ``roots[t]`` (absolute indices), and the children of a
+    node were allocated as a pair when the node was popped from a depth-first stack that
+    visits left before right.  Trees not listed are left untouched."""
+    size = 1
+    for t in range(roots.shape[0]):
+        size = max(size, sizes[t])
+    stack = np.empty(size + 1, np.int64)
+    for t in range(roots.shape[0]):
+        nxt = roots[t] + 1
+        stack[0] = roots[t]
+        top = 1
+        while top > 0:
+            top -= 1
+            k = stack[top]
+            if feature[k] < 0:
+                left[k] = -1
+            else:
+                left[k] = nxt
+                stack[top] = nxt + 1
+                stack[top + 1] = nxt
+                top += 2
+                nxt += 2
+
+
+@numba.njit(cache=True)
+def predict_draws(starts, nodes, offset, X, out):
+    """``out[d] = predict_packed(starts[d], ...)`` for every draw d: ``starts`` of shape
+    (D, m + 1) holds absolute root indices into the shared ``nodes``; out has shape (D, n)."""
+    for d in range(starts.shape[0]):
+        predict_packed(starts[d], nodes, offset, X, out[d])

@@ -1,0 +1,120 @@
+"""Posterior predictive sampling at new data for models with tree terms.
+
+PyMC's ``pm.sample_posterior_predictive`` can give a model variable only two kinds of value:
+its trace value (for f, the training rows) or a fresh draw from its distribution (for f, the
+tree prior).  A tree term at new rows is neither: it is each draw's stored forest evaluated at
+the new X, and PyMC has no hook for that.  :func:`sample_posterior_predictive` computes it and
+hands PyMC a trace in which f already holds those values, so everything else (the likelihood,
+deterministics, linear terms on the new data, coords, groups) is PyMC's own machinery.  The
+plain PyMC call refuses loudly instead of answering wrongly (see ``docs/design.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from pymc.model import modelcontext
+from pytensor.graph.traversal import ancestors
+from xarray import DataTree
+
+from .distribution import BARTTreeRV, _data_value
+from .predict import check_new_rows, evaluate
+from .trace_io import read_forests
+
+__all__ = ["sample_posterior_predictive", "tree_terms"]
+
+
+def tree_terms(model) -> list:
+    """The BARTTree variables of a model."""
+    return [rv for rv in model.free_RVs if isinstance(rv.owner.op, BARTTreeRV)]
+
+
+def _as_list(x):
+    return None if x is None else ([x] if isinstance(x, str) else list(x))
+
+
+def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_vars=None,
+                                freeze_vars=None, sample_dims=None, random_seed=None,
+                                progressbar: bool = True, return_inferencedata: bool = True,
+                                extend_inferencedata: bool = False, predictions: bool = False,
+                                idata_kwargs=None, backend=None, compile_kwargs=None, **kwargs):
+    """``pm.sample_posterior_predictive`` for models with ``BARTTree`` terms.
+
+    Same signature and result as PyMC's function.  Every tree term takes, in each posterior
+    draw, the value of that draw's own forests at the model's current X (after
+    ``pm.set_data``, with any number of rows): exactly :func:`pymc_trees.predict`.  The other
+    variables follow PyMC's rules, so the likelihood is drawn with that draw's f and that
+    draw's other parameters, and deterministics that depend on a tree term are recomputed.
+
+    A tree term in ``sample_vars`` or ``freeze_vars`` means the same thing: its value comes from
+    the forests (at unchanged X that is the trace value itself).
+
+    Parameters
+    ----------
+    trace : DataTree
+        The result of ``pm.sample`` (or one loaded from netCDF / zarr), with its forests.
+    model, var_names, sample_vars, freeze_vars, sample_dims, random_seed, progressbar,
+    return_inferencedata, extend_inferencedata, predictions, idata_kwargs, backend,
+    compile_kwargs
+        As in :func:`pymc.sample_posterior_predictive`.
+
+    Returns
+    -------
+    DataTree or dict
+        As :func:`pymc.sample_posterior_predictive`.
+    """
+    model = modelcontext(model)
+    terms = tree_terms(model)
+    passthrough = dict(sample_dims=sample_dims, random_seed=random_seed, progressbar=progressbar,
+                       return_inferencedata=return_inferencedata, predictions=predictions,
+                       idata_kwargs=idata_kwargs, backend=backend, compile_kwargs=compile_kwargs,
+                       **kwargs)
+    if not terms:
+        return pm.sample_posterior_predictive(
+            trace, model, var_names=var_names, sample_vars=sample_vars, freeze_vars=freeze_vars,
+            extend_inferencedata=extend_inferencedata, **passthrough)
+    if not isinstance(trace, DataTree) or "posterior" not in trace.children:
+        raise TypeError("trace must be the DataTree returned by pm.sample (with its posterior "
+                        "and forests groups) for a model with tree terms; got "
+                        f"{type(trace).__name__}.")
+    if sample_dims not in (None, ["chain", "draw"], ("chain", "draw")):
+        raise NotImplementedError("sample_dims other than ('chain', 'draw') are not supported "
+                                  "with tree terms; thin or select draws with idata.sel(...).")
+    names = {rv.name for rv in terms}
+    var_names, sample_vars, freeze_vars = (_as_list(v) for v in
+                                           (var_names, sample_vars, freeze_vars))
+    if var_names is None and sample_vars is not None:
+        var_names = list(sample_vars)  # PyMC's default output when sample_vars is given
+    sample_vars = [v for v in sample_vars or [] if v not in names] or None
+    freeze_vars = [v for v in freeze_vars or [] if v not in names] + sorted(names)
+
+    posterior = trace["posterior"].to_dataset()
+    # Deterministics that depend on a tree term are recomputed from the new values.
+    stale = [d.name for d in model.deterministics
+             if any(a in terms for a in ancestors([d])) and d.name in posterior]
+    posterior = posterior.drop_vars(stale)
+    for rv in terms:
+        tf = read_forests(trace, rv.name)
+        X = check_new_rows(_data_value(rv.owner.inputs[2]), None, tf.n_features,
+                           what=f"The current X of {rv.name!r}")
+        values = evaluate(tf, X)
+        if (values.shape[:2] != (posterior.sizes["chain"], posterior.sizes["draw"])
+                or not np.array_equal(tf.draw, posterior["draw"].values)
+                or not np.array_equal(tf.chain, posterior["chain"].values)):
+            raise ValueError(f"The forests of {rv.name!r} do not match the posterior draws "
+                             "(chain/draw coordinates differ); select draws on the whole "
+                             "DataTree (idata.sel(...)) so that both groups stay aligned.")
+        posterior = posterior.drop_vars(rv.name)
+        posterior[rv.name] = (("chain", "draw", f"__{rv.name}_row"), values)
+    groups = {"posterior": posterior}
+    for g in ("constant_data", "observed_data"):
+        if g in trace.children:
+            groups[g] = trace[g].to_dataset()
+    result = pm.sample_posterior_predictive(
+        DataTree.from_dict(groups), model, var_names=var_names, sample_vars=sample_vars,
+        freeze_vars=freeze_vars, extend_inferencedata=False, **passthrough)
+    if extend_inferencedata and return_inferencedata:
+        for group in result.children:
+            trace[group] = result[group]
+        return trace
+    return result

@@ -1,0 +1,228 @@
+"""Forests kept with the trace as numeric arrays, in a DataTree group of their own.
+
+During sampling every draw's forest travels as the object-typed sampler stat
+``<name>_forest`` (a :class:`~pymc_trees.PackedForest`), the one channel that survives worker
+processes.  When PyMC turns the trace into a DataTree, :func:`install` moves those stats out of
+``sample_stats`` (and ``warmup_sample_stats``) into the group ``forests`` (``warmup_forests``)
+with this encoding, per tree term ``<name>``:
+
+* ``<name>_tree_size`` (chain, draw, ``<name>_tree``), int32: nodes of every tree;
+* ``<name>_draw_start`` (chain, draw), int64: index of the draw's first node, so that
+  ``idata.sel(draw=...)`` and thinning keep every draw paired with its own nodes;
+* ``<name>_feature`` (``<name>_node``), int16 (int32 when X has more than 32,767 columns):
+  split column of every node, -1 at leaves;
+* ``<name>_value`` (``<name>_node``), float64: the split threshold at internal nodes (a row
+  goes left when ``x <= threshold``) and the leaf value at leaves;
+* ``<name>_offset`` (scalar), float64;
+* coordinate ``<name>_column``: the training column names (``"0"``, ``"1"``, ... when X had
+  none, with attribute ``named = 0``).
+
+Nodes are concatenated draw after draw (chain-major), tree after tree, each tree in the
+depth-first pair layout of :func:`~pymc_trees.core.packed.pack_forest`, so the left-child
+links are recomputed on reading and need not be stored.  That is 10 bytes per node plus 4 per
+tree and draw, against 24 per node in memory.  Everything is numeric, so ``to_netcdf`` and
+``to_zarr`` keep it and ArviZ's diagnostics never meet an object array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .core.packed import relink_packed
+from .sampler import NODE_DTYPE, PackedForest
+
+__all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "install"]
+
+FOREST_GROUP = "forests"
+STAT_SUFFIX = "_forest"
+
+
+def encode_forests(name: str, forests: np.ndarray, columns, p: int) -> xr.Dataset:
+    """Encode an object array (chain, draw) of :class:`PackedForest` of term ``name``."""
+    chains, draws = forests.shape
+    flat = forests.ravel()
+    m = flat[0].m
+    sizes = np.empty((chains * draws, m), np.int32)
+    total = sum(fr.nodes.size for fr in flat)
+    fdtype = np.int16 if p <= np.iinfo(np.int16).max else np.int32
+    feature = np.empty(total, fdtype)
+    value = np.empty(total, np.float64)
+    pos = 0
+    for i, fr in enumerate(flat):
+        if fr.m != m:
+            raise ValueError(f"{name!r}: draws have different numbers of trees.")
+        sizes[i] = np.diff(fr.start)
+        k = fr.nodes.size
+        feat = fr.nodes["feature"]
+        feature[pos:pos + k] = feat
+        value[pos:pos + k] = np.where(feat >= 0, fr.nodes["threshold"], fr.nodes["value"])
+        pos += k
+    named = columns is not None
+    cols = [str(c) for c in columns] if named else [str(j) for j in range(p)]
+    first = np.concatenate([[0], np.cumsum(sizes.sum(axis=1))[:-1]]).astype(np.int64)
+    ds = xr.Dataset(
+        {f"{name}_tree_size": (("chain", "draw", f"{name}_tree"),
+                               sizes.reshape(chains, draws, m)),
+         f"{name}_draw_start": (("chain", "draw"), first.reshape(chains, draws)),
+         f"{name}_feature": ((f"{name}_node",), feature),
+         f"{name}_value": ((f"{name}_node",), value),
+         f"{name}_offset": ((), np.float64(flat[0].offset))},
+        coords={f"{name}_column": cols})
+    ds[f"{name}_column"].attrs["named"] = int(named)
+    return ds
+
+
+class TermForests:
+    """All stored forests of one tree term, decoded once for fast prediction.
+
+    Attributes
+    ----------
+    starts : ndarray of shape (chain, draw, m + 1), dtype int64
+        Absolute index of every tree's root in ``nodes`` (the last entry ends the draw).
+    nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
+    offset : float
+    columns : tuple of str or None
+        Training column names (None when X had none).
+    n_features : int
+    chain, draw : ndarray
+        Coordinates of the draws.
+    """
+
+    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw):
+        self.starts, self.nodes, self.offset = starts, nodes, float(offset)
+        self.columns, self.n_features = columns, int(n_features)
+        self.chain, self.draw = chain, draw
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset, name: str) -> "TermForests":
+        sizes = ds[f"{name}_tree_size"].transpose("chain", "draw", ...)
+        chains, draws, m = sizes.shape
+        sz = np.asarray(sizes.values, np.int64).reshape(chains * draws, m)
+        first = np.asarray(ds[f"{name}_draw_start"].transpose("chain", "draw").values,
+                           np.int64).reshape(-1)
+        starts = np.empty((chains * draws, m + 1), np.int64)
+        starts[:, 0] = first
+        starts[:, 1:] = first[:, None] + np.cumsum(sz, axis=1)
+        feature = np.asarray(ds[f"{name}_feature"].values)
+        value = np.asarray(ds[f"{name}_value"].values, np.float64)
+        if starts.size and (starts.min() < 0 or starts[:, -1].max() > feature.size):
+            raise ValueError(f"The stored forests of {name!r} are inconsistent (a draw points "
+                             "past the node arrays); was the forests group sliced along the "
+                             "node dimension?")
+        nodes = np.empty(feature.size, NODE_DTYPE)
+        nodes["feature"] = feature
+        internal = feature >= 0
+        nodes["threshold"] = np.where(internal, value, 0.0)
+        nodes["value"] = np.where(internal, 0.0, value)
+        left = np.full(feature.size, -1, np.int32)
+        relink_packed(np.ascontiguousarray(starts[:, :-1].ravel()), sz.ravel(), feature, left)
+        nodes["left"] = left
+        col = ds[f"{name}_column"]
+        columns = tuple(str(c) for c in col.values) if col.attrs.get("named", 1) else None
+        return cls(starts.reshape(chains, draws, m + 1), nodes,
+                   float(ds[f"{name}_offset"].values), columns, col.size,
+                   sizes["chain"].values, sizes["draw"].values)
+
+    @classmethod
+    def from_objects(cls, da: xr.DataArray, columns=None, n_features=None) -> "TermForests":
+        """From the object-typed stat (chain, draw) of a MultiTrace-style result."""
+        arr = np.asarray(da.transpose("chain", "draw").values)
+        p = n_features if n_features is not None else (
+            len(columns) if columns is not None else -1)
+        ds = encode_forests("t", arr, columns, max(p, 1))
+        out = cls.from_dataset(ds, "t")
+        out.n_features = p
+        return out
+
+    def packed(self, c: int, d: int) -> PackedForest:
+        """The forest of chain index c, draw index d (node indices relative to the draw)."""
+        st = self.starts[c, d]
+        nodes = self.nodes[st[0]:st[-1]].copy()
+        nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - st[0], -1)
+        return PackedForest((st - st[0]).astype(np.int32), nodes, self.offset)
+
+
+def read_forests(idata, var_name: str) -> TermForests:
+    """The stored forests of ``var_name`` from a DataTree (group ``forests``, or the raw
+    object stat in ``sample_stats`` for results converted without pymc_trees imported)."""
+    try:
+        groups = set(idata.children)
+    except AttributeError:
+        raise TypeError("idata must be the DataTree returned by pm.sample (or loaded with "
+                        "arviz.from_netcdf / from_zarr).") from None
+    if FOREST_GROUP in groups:
+        ds = idata[FOREST_GROUP].to_dataset()
+        if f"{var_name}_tree_size" in ds:
+            return TermForests.from_dataset(ds, var_name)
+        have = sorted(str(k)[:-len("_tree_size")] for k in ds.data_vars
+                      if str(k).endswith("_tree_size"))
+    else:
+        have = []
+        stats = idata["sample_stats"].to_dataset() if "sample_stats" in groups else {}
+        if f"{var_name}{STAT_SUFFIX}" in stats:
+            da = stats[f"{var_name}{STAT_SUFFIX}"]
+            da = da.isel({d: 0 for d in da.dims if d not in ("chain", "draw")}, drop=True)
+            return TermForests.from_objects(da)
+    raise ValueError(f"No forests stored for {var_name!r} in idata (group {FOREST_GROUP!r}); "
+                     f"tree terms with stored forests: {have}. Pass the name of a BARTTree "
+                     "variable and the DataTree returned by pm.sample.")
+
+
+def _move_forest_stats(result: dict, model) -> dict:
+    for stats_group, forest_group in (("sample_stats", FOREST_GROUP),
+                                      ("warmup_sample_stats", "warmup_" + FOREST_GROUP)):
+        ds = result.get(stats_group)
+        if ds is None:
+            continue
+        names = [str(k) for k in ds.data_vars
+                 if str(k).endswith(STAT_SUFFIX) and ds[k].dtype == object]
+        if not names:
+            continue
+        parts = []
+        for stat in names:
+            term = stat[:-len(STAT_SUFFIX)]
+            da = ds[stat]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            arr = np.asarray(da.isel({d: 0 for d in extra}, drop=True)
+                             .transpose("chain", "draw").values)
+            columns, p = _term_columns(model, term)
+            parts.append(encode_forests(term, arr, columns, p))
+        dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
+        result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
+        out = xr.merge(parts)
+        out.attrs = dict(ds.attrs)
+        result[forest_group] = out
+    return result
+
+
+def _term_columns(model, name):
+    rv = model.named_vars.get(name) if model is not None else None
+    if rv is None or rv.owner is None:
+        return None, -1
+    X = rv.owner.inputs[2]
+    p = int(X.shape[1].eval())
+    return getattr(rv.owner.op, "columns", None), p
+
+
+def install() -> None:
+    """Make PyMC's trace-to-DataTree conversion put the forests in their own group.
+
+    PyMC has no hook for a step to shape the DataTree it returns, so this wraps one method,
+    ``DataTreeConverter.sample_stats_to_xarray``, once: it returns what PyMC returns, with
+    the ``<name>_forest`` object stats moved into the ``forests`` group(s).
+    """
+    from pymc.backends import arviz as pm_arviz
+
+    conv = pm_arviz.DataTreeConverter
+    original = conv.sample_stats_to_xarray
+    if getattr(original, "_pymc_trees", False):
+        return
+
+    def sample_stats_to_xarray(self):
+        return _move_forest_stats(original(self) or {}, self.model)
+
+    sample_stats_to_xarray._pymc_trees = True
+    sample_stats_to_xarray.__wrapped__ = original
+    sample_stats_to_xarray.__doc__ = original.__doc__
+    conv.sample_stats_to_xarray = sample_stats_to_xarray

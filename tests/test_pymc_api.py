@@ -1,0 +1,321 @@
+"""Tree terms as ordinary PyMC variables: several terms, new data through PyMC's API, saving
+and loading, inputs checked at the boundary, intercepts, ArviZ on the whole result, the
+pymc-bart argument order and external NUTS samplers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pymc.exceptions import ImplicitFreezeWarning
+from pymc.sampling.mcmc import assign_step_methods
+
+import pymc_trees as pmt
+
+G = 5
+
+
+def _data(seed=0, n=120):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 3))
+    g = rng.integers(G, size=n)
+    z = rng.uniform(0.5, 1.5, size=n)
+    y = (1.0 + rng.normal(0, 0.5, G)[g] + np.sin(4 * X[:, 0]) + z * X[:, 1]
+         + rng.normal(size=n))
+    return X, g, z, y
+
+
+def _two_term_model(X, g, z, y, m1=20, m2=10):
+    """alpha + u[g] + f1(X) + z * f2(X), f1 by CGM and f2 by PG, plain pm.sample."""
+    n = len(y)
+    with pm.Model(coords={"obs": np.arange(n), "group": np.arange(G)}) as model:
+        Xd = pm.Data("X", X, dims=("obs", "feature"))
+        zd = pm.Data("z", z, dims="obs")
+        gd = pm.Data("g", g, dims="obs")
+        f1 = pmt.BARTTree("f1", Xd, y - y.mean(), m=m1, dims="obs")
+        f2 = pmt.BARTTree("f2", Xd, y - y.mean(), m=m2, sampler="pg", dims="obs")
+        alpha = pm.Normal("alpha", 0.0, 10.0)
+        su = pm.HalfNormal("su", 1.0)
+        u = pm.Normal("u", 0.0, su, dims="group")
+        s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+        mu = pm.Deterministic("mu", alpha + u[gd] + f1 + zd * f2, dims="obs")
+        pm.Normal("y", mu=mu, sigma=pm.math.sqrt(s2), observed=y, dims="obs")
+    return model
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, g, z, y = _data()
+    model = _two_term_model(X, g, z, y)
+    with model:
+        idata = pm.sample(draws=100, tune=100, chains=2, cores=1, random_seed=1,
+                          progressbar=False, compute_convergence_checks=False)
+    return model, idata, (X, g, z, y)
+
+
+def _new_rows(k=7, seed=9):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(size=(k, 3)), rng.integers(G, size=k), rng.uniform(0.5, 1.5, size=k)
+
+
+def test_each_tree_term_gets_its_own_step(fitted):
+    model = fitted[0]
+    with model:
+        _, selected = assign_step_methods(model, None, methods=pm.step_methods.STEP_METHODS)
+    names = {cls.__name__: sorted(v.name for v in vs) for cls, vs in selected.items()}
+    assert names["CGMTreeStep"] == ["f1"] and names["PGTreeStep"] == ["f2"]
+    idata = fitted[1]
+    for name in ("f1", "f2"):
+        X = fitted[2][0]
+        np.testing.assert_array_equal(pmt.predict(idata, X, name).values,
+                                      idata.posterior[name].values)
+
+
+@pytest.mark.parametrize("k", [7, 120])
+def test_new_data_through_pymc_api_matches_predict(fitted, k):
+    model, idata, (X, g, z, y) = fitted
+    Xn, gn, zn = _new_rows(k)
+    with model:
+        pm.set_data({"X": Xn, "z": zn, "g": gn}, coords={"obs": np.arange(1000, 1000 + k)})
+        try:
+            pp = pmt.sample_posterior_predictive(idata, predictions=True, random_seed=3,
+                                                 var_names=["f1", "f2", "mu", "y"],
+                                                 progressbar=False)
+            plain = pmt.sample_posterior_predictive(idata, predictions=True, random_seed=3,
+                                                    progressbar=False)
+            sv = pmt.sample_posterior_predictive(idata, predictions=True, random_seed=3,
+                                                 sample_vars=["f1", "f2", "y"],
+                                                 freeze_vars=["f1"], progressbar=False)
+        finally:
+            pm.set_data({"X": X, "z": z, "g": g}, coords={"obs": np.arange(len(y))})
+    pred = pp.predictions
+    f1 = pmt.predict(idata, Xn, "f1").values
+    f2 = pmt.predict(idata, Xn, "f2").values
+    np.testing.assert_array_equal(pred["f1"].values, f1)
+    np.testing.assert_array_equal(pred["f2"].values, f2)
+    assert list(pred["y"].coords["obs"].values) == list(range(1000, 1000 + k))
+    post = idata.posterior
+    mu = (post["alpha"].values[..., None] + post["u"].values[..., gn] + f1 + zn * f2)
+    np.testing.assert_allclose(pred["mu"].values, mu, rtol=1e-12, atol=1e-12)
+    # y ~ Normal(mu, sigma) with that draw's mu and sigma: standardised residuals are N(0, 1)
+    # (200 draws x k rows; 5 standard errors)
+    r = ((pred["y"].values - mu) / np.sqrt(post["sigma2"].values)[..., None]).ravel()
+    assert abs(r.mean()) < 5 / np.sqrt(r.size) and abs(r.std() - 1) < 5 / np.sqrt(2 * r.size)
+    np.testing.assert_array_equal(plain.predictions["y"].values, pred["y"].values)
+    np.testing.assert_array_equal(sv.predictions["f1"].values, f1)
+    np.testing.assert_array_equal(sv.predictions["y"].values, pred["y"].values)
+
+
+@pytest.mark.parametrize("k", [7, 60])
+def test_plain_pymc_call_refuses_at_new_data(k):
+    """pm.sample_posterior_predictive cannot evaluate forests: every variant fails loudly
+    instead of returning training-row or prior values of f."""
+    X, g, z, y = _data(seed=3, n=60)
+    with pm.Model() as model:
+        Xd = pm.Data("X", X)
+        f = pmt.BARTTree("f", Xd, y, m=5)
+        pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=Xd.shape[0])
+        idata = pm.sample(draws=10, tune=10, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+        pm.set_data({"X": _new_rows(k)[0]})
+        for kwargs in ({}, {"var_names": ["f", "y"]}, {"predictions": True}):
+            with pytest.raises(ImplicitFreezeWarning, match="'f'"):
+                pm.sample_posterior_predictive(idata, progressbar=False, **kwargs)
+        with pytest.raises(ValueError, match="pmt.sample_posterior_predictive"):
+            pm.sample_posterior_predictive(idata, predictions=True, progressbar=False,
+                                           sample_vars=["f", "y"])
+
+
+def test_new_data_with_x_built_from_several_data_containers():
+    rng = np.random.default_rng(4)
+    x1, x2 = rng.uniform(size=40), rng.uniform(size=40)
+    y = np.sin(3 * x1) + x2 + 0.2 * rng.normal(size=40)
+    with pm.Model() as model:
+        d1, d2 = pm.Data("x1", x1), pm.Data("x2", x2)
+        f = pmt.BARTTree("f", pt.stack([d1, d2], axis=1), y, m=10)
+        pm.Normal("y", mu=f, sigma=0.2, observed=y, shape=d1.shape[0])
+        idata = pm.sample(draws=30, tune=30, chains=1, random_seed=2, progressbar=False,
+                          compute_convergence_checks=False)
+        same = pmt.sample_posterior_predictive(idata, var_names=["f"], progressbar=False)
+        np.testing.assert_array_equal(same.posterior_predictive["f"].values,
+                                      idata.posterior["f"].values)
+        n1, n2 = rng.uniform(size=3), rng.uniform(size=3)
+        pm.set_data({"x1": n1, "x2": n2})
+        pp = pmt.sample_posterior_predictive(idata, var_names=["f", "y"], predictions=True,
+                                             progressbar=False)
+    np.testing.assert_array_equal(pp.predictions["f"].values,
+                                  pmt.predict(idata, np.column_stack([n1, n2])).values)
+
+
+_RELOAD = """
+import sys, numpy as np, arviz as az, pymc_trees as pmt
+idata = az.{loader}(sys.argv[1])
+np.save(sys.argv[2], pmt.predict(idata, np.load(sys.argv[3]), "f2").values)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+def test_saved_trace_keeps_forests(fitted, tmp_path, fmt):
+    model, idata, (X, g, z, y) = fitted
+    assert "forests" in idata.children
+    assert not any(str(k).endswith("_forest") for k in idata.sample_stats.data_vars)
+    path = str(tmp_path / ("trace.nc" if fmt == "netcdf" else "trace.zarr"))
+    (idata.to_netcdf if fmt == "netcdf" else idata.to_zarr)(path)
+    Xn, gn, zn = _new_rows(5)
+    np.save(tmp_path / "X.npy", Xn)
+    loader = "from_netcdf" if fmt == "netcdf" else "from_zarr"
+    subprocess.run([sys.executable, "-c", _RELOAD.format(loader=loader), path,
+                    str(tmp_path / "out.npy"), str(tmp_path / "X.npy")], check=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"),
+                                  pmt.predict(idata, Xn, "f2").values)
+    loaded = (az.from_netcdf if fmt == "netcdf" else az.from_zarr)(path)
+    with model:
+        pm.set_data({"X": Xn, "z": zn, "g": gn}, coords={"obs": np.arange(5)})
+        try:
+            a = pmt.sample_posterior_predictive(idata, predictions=True, random_seed=5,
+                                                progressbar=False)
+            b = pmt.sample_posterior_predictive(loaded, predictions=True, random_seed=5,
+                                                progressbar=False)
+        finally:
+            pm.set_data({"X": X, "z": z, "g": g}, coords={"obs": np.arange(len(y))})
+    np.testing.assert_array_equal(a.predictions["y"].values, b.predictions["y"].values)
+    # thinning keeps every draw with its own forest
+    thin = loaded.sel(draw=slice(None, None, 7))
+    np.testing.assert_array_equal(pmt.predict(thin, X, "f1").values,
+                                  thin.posterior["f1"].values)
+
+
+def test_arviz_diagnostics_on_the_whole_result(fitted):
+    idata = fitted[1]
+    ours = ["mean_depth", "mean_leaves", "accept_grow", "tree_changed"]
+    summary = az.summary(idata, group="sample_stats", var_names=ours)
+    assert np.isfinite(summary["mean"].to_numpy(dtype=float)).all()
+    numeric = [k for k, v in idata.sample_stats.data_vars.items() if v.dtype != bool]
+    az.ess(idata, group="sample_stats", var_names=numeric)
+    az.rhat(idata, group="sample_stats", var_names=numeric)
+    assert "alpha" in az.summary(idata).index
+
+
+def test_predict_checks_columns_and_values():
+    rng = np.random.default_rng(6)
+    df = pd.DataFrame(rng.uniform(size=(50, 3)), columns=["a", "b", "c"])
+    y = df["a"].to_numpy() * 2 + 0.1 * rng.normal(size=50)
+    with pm.Model():
+        f = pmt.BARTTree("f", df, y, m=10)
+        pm.Normal("y", mu=f, sigma=0.1, observed=y)
+        idata = pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    base = pmt.predict(idata, df).values
+    np.testing.assert_array_equal(pmt.predict(idata, df[["c", "a", "b"]]).values, base)
+    np.testing.assert_array_equal(pmt.predict(idata, df.to_numpy()).values, base)
+    with pytest.raises(ValueError, match="2 columns but the tree term was fit on 3"):
+        pmt.predict(idata, df.to_numpy()[:, :2])
+    with pytest.raises(ValueError, match="4 columns"):
+        pmt.predict(idata, np.column_stack([df.to_numpy(), df["a"]]))
+    with pytest.raises(ValueError, match="missing: \\['c'\\]"):
+        pmt.predict(idata, df[["a", "b"]].assign(d=1.0))
+    bad = df.to_numpy().copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite values in row"):
+        pmt.predict(idata, bad)
+
+
+def test_model_building_checks():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(20, 2))
+    y = rng.normal(size=20)
+    with pm.Model():
+        with pytest.raises(ValueError, match="positive integer"):
+            pmt.BARTTree("f", X, y, m=2.5)
+        with pytest.raises(ValueError, match="at least one row"):
+            pmt.BARTTree("f0", np.zeros((0, 2)), leaf_sd=1.0)
+        with pytest.raises(ValueError, match="min_leaf = 11 leaves no possible split"):
+            pmt.BARTTree("f1", X, y, min_leaf=11)
+        with pytest.raises(ValueError, match="NaN or infinite values in column"):
+            pmt.BARTTree("f2", np.where(X > 0.9, np.nan, X), y)
+        with pytest.warns(UserWarning, match="No column of X can be split"):
+            pmt.BARTTree("f3", np.ones((20, 2)), y)
+        with pytest.raises(ValueError, match="one value per row"):
+            pmt.BARTTree("f4", X, y, shape=(3, 20))
+        with pytest.raises(ValueError, match="one value per row"):
+            pmt.BARTTree("f5", X, y, shape=(19,))
+        with pytest.raises(ValueError, match="does not take an initval"):
+            pmt.BARTTree("f6", X, y, initval=np.zeros(20))
+        with pytest.raises(ValueError, match="split_prior has 3 weights"):
+            pmt.BARTTree("f7", X, y, split_prior=[1, 1, 1])
+    with pm.Model(coords={"k": range(3), "obs": range(20)}):
+        with pytest.raises(ValueError, match="one value per row"):
+            pmt.BARTTree("f8", X, y, dims=("k", "obs"))
+
+
+def test_nan_in_observed_y_names_it():
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(20, 2))
+    y = rng.normal(size=20)
+    y[4] = np.nan
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X, leaf_sd=1.0, m=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm.Normal("y_obs", mu=f, sigma=1.0, observed=y)
+    with model, pytest.raises(pmt.ModelStructureError, match="'y_obs' contain NaN"):
+        pmt.CGMTreeStep([f])
+
+
+def test_pymc_bart_argument_order():
+    rng = np.random.default_rng(9)
+    X = rng.uniform(size=(30, 2))
+    y = 3 * X[:, 0] + rng.normal(size=30)
+    with pm.Model():
+        mu = pmt.BARTTree("mu", X, y, 50)
+    op = mu.owner.op
+    assert op.prior.m == 50
+    offset, leaf_sd = (float(v.eval()) for v in mu.owner.inputs[3:5])
+    assert offset == pytest.approx((y.max() + y.min()) / 2)
+    assert leaf_sd == pytest.approx((y.max() - y.min()) / (2 * 2.0 * np.sqrt(50)))
+
+
+@pytest.mark.parametrize("sampler", ["nutpie", "numpyro", "blackjax"])
+def test_external_nuts_samplers_refused_by_us(sampler):
+    rng = np.random.default_rng(10)
+    X = rng.uniform(size=(20, 2))
+    y = rng.normal(size=20)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=5)
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        with pytest.raises(ValueError, match="needs nuts_sampler='pymc'"):
+            pm.sample(nuts_sampler=sampler, draws=10, tune=10, progressbar=False)
+
+
+def test_intercept_and_random_intercept_mix():
+    """alpha + u[group] + f(X), alpha ~ Normal(0, 10), u a random intercept sampled by NUTS,
+    plain pm.sample: R-hat <= 1.01 and bulk ESS >= 400 for alpha and sigma2 in 2 x 1000
+    draws.  The tree step's level shift moves alpha against the sum of trees, along which
+    the posterior is a long ridge that NUTS alone crosses slowly."""
+    rng = np.random.default_rng(11)
+    n = 300
+    X = rng.uniform(size=(n, 3))
+    g = rng.integers(8, size=n)
+    y = 1.0 + rng.normal(0, 0.5, 8)[g] + np.sin(4 * X[:, 0]) + X[:, 1] + rng.normal(size=n)
+    with pm.Model():
+        Xd = pm.Data("X", X)
+        f = pmt.BARTTree("f", Xd, y - y.mean(), m=100)
+        alpha = pm.Normal("alpha", 0.0, 10.0)
+        su = pm.HalfNormal("su", 1.0)
+        u = pm.Normal("u", 0.0, su, shape=8)
+        s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+        pm.Normal("y", mu=alpha + u[g] + f, sigma=pm.math.sqrt(s2), observed=y,
+                  shape=Xd.shape[0])
+        idata = pm.sample(draws=1000, tune=1000, chains=2, cores=1, random_seed=12,
+                          progressbar=False, compute_convergence_checks=False)
+    summary = az.summary(idata, var_names=["alpha", "sigma2"])
+    print(summary)
+    assert (summary["r_hat"].astype(float) <= 1.01).all(), summary
+    assert (summary["ess_bulk"].astype(float) >= 400).all(), summary
