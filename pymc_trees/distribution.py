@@ -140,7 +140,7 @@ class BARTTree(Distribution):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
-                             "Remove initval (or the entry for it in pm.sample(initvals=...)).")
+                             "Remove initval.")
         model = Model.get_context(error_if_none=False)
         columns = _column_names(X, model)
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
@@ -165,13 +165,13 @@ class BARTTree(Distribution):
             raise ValueError(f"m (the number of trees) must be a positive integer; got {m!r}.")
         if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Integral):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
+        offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m)
         X_value = _data_value(X)
         _check_training_rows(X_value, int(min_leaf))
         if columns is not None and len(columns) != X_value.shape[1]:
             columns = None
         for key in ("shape", "size"):
             _check_one_output_per_row(key, kwargs.get(key), X_value.shape[0])
-        offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m)
         sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp)
