@@ -221,6 +221,15 @@ def test_predict_checks_columns_and_values():
         pmt.predict(idata, np.column_stack([df.to_numpy(), df["a"]]))
     with pytest.raises(ValueError, match="missing: \\['c'\\]"):
         pmt.predict(idata, df[["a", "b"]].assign(d=1.0))
+    # names from the coords of a pm.Data's column dim
+    with pm.Model(coords={"feature": ["a", "b", "c"]}):
+        Xd = pm.Data("X", df.to_numpy(), dims=("obs", "feature"))
+        f = pmt.BARTTree("f", Xd, y, m=10)
+        pm.Normal("y", mu=f, sigma=0.1, observed=y, shape=Xd.shape[0])
+        idata2 = pm.sample(draws=20, tune=20, chains=1, random_seed=1, progressbar=False,
+                           compute_convergence_checks=False)
+    np.testing.assert_array_equal(pmt.predict(idata2, df[["b", "c", "a"]]).values,
+                                  pmt.predict(idata2, df.to_numpy()).values)
     bad = df.to_numpy().copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite values in row"):
