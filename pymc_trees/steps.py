@@ -99,6 +99,7 @@ class _TreeStep(BlockedStep):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()
+        self.likelihood.reset()
         self.tune = tune > 0
 
     def _sweep(self, z: np.ndarray, omega: np.ndarray) -> dict:

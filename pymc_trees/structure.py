@@ -108,23 +108,38 @@ def _compile(model, outs, inputs=(), mode=None):
 class TreeLikelihood:
     """The observed Normal of a tree term, compiled to per-row arrays.
 
-    ``pieces(point)`` returns ``(y, a, b, s)``, each of shape (n,).
+    ``pieces(point)`` returns ``(y, a, b, s)``, each broadcastable to shape (n,).  When none
+    of them depends on a sampled variable (``static``), the pseudo-data are computed once per
+    chain and reused (:meth:`reset` at the start of a chain, as data may have changed).
     """
 
     observed_name: str
     observed: object  # the observed RV
     pieces: Callable[[dict], tuple]
     n: int
+    static: bool = False
+    _cached: tuple | None = None
+
+    def reset(self) -> None:
+        self._cached = None
 
     def pseudo_data(self, point: dict, offset: float) -> tuple[np.ndarray, np.ndarray]:
         """``z = (y - a) / b - offset`` and ``omega = b^2 / s^2`` (0 where b = 0)."""
-        y, a, b, s = (np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n,))
-                      for x in self.pieces(point))
-        nz = b != 0
-        with np.errstate(divide="ignore", invalid="ignore"):
+        if self._cached is not None:
+            return self._cached
+        y, a, b, s = (np.asarray(x, dtype=np.float64) for x in self.pieces(point))
+        if np.all(b != 0):
+            z = (y - a) / b - offset
+            omega = (b / s) ** 2
+        else:
+            nz = b != 0
             z = np.where(nz, (y - a) / np.where(nz, b, 1.0) - offset, 0.0)
-        omega = np.where(nz, (b / s) ** 2, 0.0)
-        return z, omega
+            omega = np.where(nz, (b / s) ** 2, 0.0)
+        out = (np.ascontiguousarray(np.broadcast_to(z, (self.n,))),
+               np.ascontiguousarray(np.broadcast_to(omega, (self.n,))))
+        if self.static:
+            self._cached = out
+        return out
 
 
 def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
@@ -159,7 +174,10 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     b = graph_replace(pytensor.grad(pt.sum(mu), f_rv), {f_rv: zeros}, strict=False)
     y = model.rvs_to_values[obs]
     fn = _compile(model, [y, a, b, sigma])
-    lik = TreeLikelihood(observed_name=obs.name, observed=obs, pieces=fn, n=n)
+    # f itself only reaches a and b through its shape (zeros_like), never through its value
+    values = set(model.value_vars) - {model.rvs_to_values[f_rv]}
+    static = not any(v in values for v in ancestors(model.replace_rvs_by_values([y, a, b, sigma])))
+    lik = TreeLikelihood(observed_name=obs.name, observed=obs, pieces=fn, n=n, static=static)
     shapes = [np.shape(x) for x in fn(model.initial_point())]
     for label, shp in zip(("observed", "a", "b", "sigma"), shapes):
         if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
