@@ -17,7 +17,7 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from .distribution import BARTTreeRV, _data_value
+from .distribution import BARTTreeRV, _column_names, _data_value
 from .predict import check_new_rows, evaluate
 from .trace_io import read_forests
 
@@ -95,6 +95,12 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     posterior = posterior.drop_vars(stale)
     for rv in terms:
         tf = read_forests(trace, rv.name)
+        current = _column_names(rv.owner.inputs[2], model)
+        if tf.columns is not None and current is not None and tuple(current) != tf.columns:
+            raise ValueError(f"The columns of X for {rv.name!r} are now {list(current)} but "
+                             f"the trees were fit on {list(tf.columns)}. pm.set_data takes "
+                             "arrays: pass the new rows with the training columns in the "
+                             "training order (and the same coords).")
         X = check_new_rows(_data_value(rv.owner.inputs[2]), None, tf.n_features,
                            what=f"The current X of {rv.name!r}")
         values = evaluate(tf, X)

@@ -226,7 +226,7 @@ def test_level_shift_of_intercept_matches_enumeration():
         a = pm.Normal("a", m0, s0)
         pm.Normal("y", mu=a + f, sigma=sigma, observed=Y5)
         step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
-        idata = pm.sample(draws=30000, tune=300, chains=2, cores=1, step=step, random_seed=22,
+        idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, step=step, random_seed=22,
                           progressbar=False, compute_convergence_checks=False)
     check_against(idata, X5, post, prior_pair)
     a_draws = idata.posterior["a"]

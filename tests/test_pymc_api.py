@@ -222,7 +222,7 @@ def test_predict_checks_columns_and_values():
     with pytest.raises(ValueError, match="missing: \\['c'\\]"):
         pmt.predict(idata, df[["a", "b"]].assign(d=1.0))
     # names from the coords of a pm.Data's column dim
-    with pm.Model(coords={"feature": ["a", "b", "c"]}):
+    with pm.Model(coords={"feature": ["a", "b", "c"]}) as model2:
         Xd = pm.Data("X", df.to_numpy(), dims=("obs", "feature"))
         f = pmt.BARTTree("f", Xd, y, m=10)
         pm.Normal("y", mu=f, sigma=0.1, observed=y, shape=Xd.shape[0])
@@ -230,6 +230,10 @@ def test_predict_checks_columns_and_values():
                            compute_convergence_checks=False)
     np.testing.assert_array_equal(pmt.predict(idata2, df[["b", "c", "a"]]).values,
                                   pmt.predict(idata2, df.to_numpy()).values)
+    with model2:
+        pm.set_data({"X": df[["b", "c", "a"]].to_numpy()}, coords={"feature": ["b", "c", "a"]})
+        with pytest.raises(ValueError, match="trees were fit on \\['a', 'b', 'c'\\]"):
+            pmt.sample_posterior_predictive(idata2, progressbar=False)
     bad = df.to_numpy().copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite values in row"):
