@@ -95,17 +95,21 @@ class BARTTree(Distribution):
     ----------
     name : str
         Name of the variable in the model.
-    X : array_like or pm.Data of shape (n, p)
-        Covariates; the value of the variable has shape (n,).
+    X : array_like, DataFrame or pm.Data of shape (n, p)
+        Covariates (finite; at least one row); the value of the variable has shape (n,).
+        Training column names are kept (a DataFrame's columns, or the coords of a
+        ``pm.Data``'s second dim) so that :func:`pymc_trees.predict` matches DataFrames by
+        name.
+    Y : array_like of shape (n,), optional
+        Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``.  Only calibrates
+        the prior: ``offset = (max Y + min Y) / 2`` and
+        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``.  It is not the likelihood.
     m : int, default 200
-        Number of trees.
+        Number of trees (a positive integer).
     alpha, beta : float, default 0.95, 2.0
         Tree-depth prior.
     k : float, default 2.0
         With ``Y``, the prior of f(x) has sd ``(max Y - min Y) / (2 k)``.
-    Y : array_like of shape (n,), optional
-        Only calibrates the prior: ``offset = (max Y + min Y) / 2`` and
-        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``.  It is not the likelihood.
     leaf_sd : float, optional
         Prior sd of every leaf value; overrides the calibration from ``Y``.  With ``leaf_sd``
         and no ``Y`` the offset is 0 and every leaf is ``Normal(0, leaf_sd**2)``.
@@ -122,13 +126,17 @@ class BARTTree(Distribution):
         :class:`~pymc_trees.PGTreeStep` (default: ``DEFAULT_SAMPLER``, chosen by the mixing
         benchmark).  Either can also be passed explicitly with ``pm.sample(step=...)``.
     **kwargs
-        Passed to :class:`pymc.Distribution` (for example ``dims``).
+        Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
+        ``dims`` must describe one value per row of X; ``initval`` is refused (every tree starts
+        as a single leaf).
 
     Notes
     -----
-    ``pm.sample()`` assigns the tree step chosen by ``sampler`` to this variable.  The forests
-    of every draw are kept in ``idata.sample_stats`` (``<name>_forest``) and
-    :func:`pymc_trees.predict` evaluates them at new rows.
+    ``pm.sample()`` assigns the tree step chosen by ``sampler`` to this variable (one step per
+    term when a model has several).  The forests of every draw are kept in the DataTree group
+    ``forests`` (numeric arrays, saved by ``to_netcdf`` / ``to_zarr``);
+    :func:`pymc_trees.predict` evaluates them at new rows, and after ``pm.set_data``
+    :func:`pymc_trees.sample_posterior_predictive` gives predictions through PyMC's API.
     """
 
     rv_type = BARTTreeRV

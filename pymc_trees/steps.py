@@ -29,7 +29,8 @@ DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
 
 def forest_stat_name(var_name: str) -> str:
-    """Name of the sampler stat (and ``sample_stats`` variable) holding a term's forests."""
+    """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
+    DataTree, see :mod:`pymc_trees.trace_io`)."""
     return f"{var_name}_forest"
 
 
