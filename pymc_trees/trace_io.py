@@ -19,8 +19,8 @@ with this encoding, per tree term ``<name>``:
 
 Nodes are concatenated draw after draw (chain-major), tree after tree, each tree in the
 depth-first pair layout of :func:`~pymc_trees.core.packed.pack_forest`, so the left-child
-links are recomputed on reading and need not be stored.  That is 10 bytes per node plus 4 per
-tree and draw, against 24 per node in memory.  Everything is numeric, so ``to_netcdf`` and
+links are recomputed on reading and need not be stored.  That is 10 bytes per node, 4 per tree
+and 8 per draw, against 24 per node in memory.  Everything is numeric, so ``to_netcdf`` and
 ``to_zarr`` keep it and ArviZ's diagnostics never meet an object array.
 """
 
