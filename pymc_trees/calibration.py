@@ -5,39 +5,85 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["leaf_calibration", "noise_prior"]
+__all__ = ["leaf_calibration", "noise_prior", "LINKS"]
+
+
+LINKS = ("identity", "probit", "logit", "log")
+# Phi(x) is within 0.01 of sigmoid(1.702 x) for every x: a logit-scale prior sd 1.702 times the
+# probit one puts nearly the same prior on the probability.
+LOGIT_PER_PROBIT = 1.702
 
 
 def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
-                     m: int = 200) -> tuple[float, float]:
-    """Offset and leaf prior sd of a sum-of-trees term.
+                     m: int = 200, link: str = "identity") -> tuple[float, float]:
+    """Offset and leaf prior sd of a sum-of-trees term, for the link through which it enters
+    its likelihood.  An explicit ``leaf_sd`` overrides the scale.
 
-    With ``Y``: the prior of f(x) is centred at ``(max Y + min Y) / 2`` with sd
-    ``(max Y - min Y) / (2 k)``, i.e. ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``.
-    An explicit ``leaf_sd`` overrides the scale; without ``Y`` the offset is 0.
+    ``"identity"`` (Chipman, George and McCulloch 2010): the prior of f(x) is centred at
+    ``(max Y + min Y) / 2`` with sd ``(max Y - min Y) / (2 k)``, i.e.
+    ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; without ``Y`` the offset is 0 and
+    ``leaf_sd`` is required.
+
+    ``"probit"`` (Y in [0, 1]: 0/1 outcomes or proportions): offset ``Phi^-1(mean Y)``,
+    ``leaf_sd = 3 / (k sqrt(m))`` (CGM 2010), so f(x) has prior sd 3/k and, with k = 2, the
+    probability ``Phi(f(x))`` lies in ``Phi(offset -/+ 2.47)`` with prior probability 0.9.
+
+    ``"logit"``: offset ``logit(mean Y)``, ``leaf_sd = 1.702 * 3 / (k sqrt(m))``: since
+    ``Phi(x)`` is within 0.01 of ``sigmoid(1.702 x)``, the prior on the probability is nearly
+    the probit one.
+
+    ``"log"`` (counts, Y >= 0 with a positive mean): offset ``log(mean Y)``,
+    ``leaf_sd = log((max Y + 0.5) / (min Y + 0.5)) / (2 k sqrt(m))``: the identity rule on the
+    log scale (0.5 keeps zero counts finite): log f(x) has prior sd ``1 / (2k)`` of the log
+    range of Y, so with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
+    about the range of Y (centred at its mean on the log scale).  Without ``Y``, ``leaf_sd``
+    is required.
+
+    Without ``Y`` the offset is 0 for every link.
 
     Returns
     -------
     (offset, leaf_sd) : tuple of float
     """
-    if Y is None and leaf_sd is None:
-        raise ValueError("BARTTree needs Y (to calibrate the prior of f from the range of the "
-                         "response) or leaf_sd (the prior sd of every leaf value); give one.")
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}; got {link!r}.")
+    if Y is None and leaf_sd is None and link in ("identity", "log"):
+        raise ValueError(f"BARTTree with link={link!r} needs Y (to calibrate the prior of f "
+                         "from the response) or leaf_sd (the prior sd of every leaf value); "
+                         "give one.")
+    if not k > 0:
+        raise ValueError(f"k must be positive; got {k!r}.")
     offset = 0.0
     sd = None
     if Y is not None:
         y = np.asarray(Y, dtype=float).ravel()
         if y.size == 0 or not np.all(np.isfinite(y)):
             raise ValueError("Y must be a non-empty array of finite numbers.")
-        offset = 0.5 * (y.max() + y.min())
-        spread = y.max() - y.min()
-        if leaf_sd is None:
+        if link == "identity":
+            offset = 0.5 * (y.max() + y.min())
+            spread = y.max() - y.min()
+        elif link in ("probit", "logit"):
+            mean = y.mean()
+            if y.min() < 0 or y.max() > 1 or not 0 < mean < 1:
+                raise ValueError(f"With link={link!r}, Y must be 0/1 outcomes or proportions in "
+                                 f"[0, 1] that are not all 0 or all 1 (mean {mean:.3g}); for a "
+                                 "Binomial pass the proportions y / n.")
+            offset = stats.norm.ppf(mean) if link == "probit" else np.log(mean / (1 - mean))
+        else:
+            if y.min() < 0 or not y.mean() > 0:
+                raise ValueError("With link='log', Y must be non-negative counts (or rates) "
+                                 "with a positive mean.")
+            offset = np.log(y.mean())
+            spread = np.log((y.max() + 0.5) / (y.min() + 0.5))
+        if leaf_sd is None and link in ("identity", "log"):
             if spread <= 0:
                 raise ValueError("Y is constant, so it cannot calibrate the leaf scale; "
                                  "pass leaf_sd explicitly.")
-            if not k > 0:
-                raise ValueError(f"k must be positive; got {k!r}.")
             sd = spread / (2.0 * k * np.sqrt(m))
+    if leaf_sd is None and link == "probit":
+        sd = 3.0 / (k * np.sqrt(m))
+    elif leaf_sd is None and link == "logit":
+        sd = LOGIT_PER_PROBIT * 3.0 / (k * np.sqrt(m))
     if leaf_sd is not None:
         sd = float(leaf_sd)
         if not (np.isfinite(sd) and sd > 0):

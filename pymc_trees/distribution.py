@@ -48,13 +48,14 @@ class BARTTreeRV(RandomVariable):
     signature = "(n,p),(),()->(n)"
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
-    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns")
+    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
-                 columns: tuple[str, ...] | None = None, **kwargs):
+                 columns: tuple[str, ...] | None = None, link: str | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
         self.columns = columns
+        self.link = link
         super().__init__(*args, **kwargs)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
@@ -102,8 +103,9 @@ class BARTTree(Distribution):
         name.
     Y : array_like of shape (n,), optional
         Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``.  Only calibrates
-        the prior: ``offset = (max Y + min Y) / 2`` and
-        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``.  It is not the likelihood.
+        the prior, for ``link``: with the identity link ``offset = (max Y + min Y) / 2`` and
+        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links are in
+        :func:`pymc_trees.calibration.leaf_calibration`.  It is not the likelihood.
     m : int, default 200
         Number of trees (a positive integer).
     alpha, beta : float, default 0.95, 2.0
@@ -121,6 +123,14 @@ class BARTTree(Distribution):
         on each side; the same rule governs every sampler and prior draws.
     split_prior : array_like of shape (p,), optional
         Relative weights of the features as split variables (default: equal).
+    link : {"identity", "probit", "logit", "log"}, optional
+        The link through which the term enters its likelihood, which sets the calibration:
+        probit ``offset = Phi^-1(mean Y)``, ``leaf_sd = 3 / (k sqrt(m))``; logit
+        ``offset = logit(mean Y)``, ``leaf_sd = 1.702 * 3 / (k sqrt(m))``; log
+        ``offset = log(mean Y)``, ``leaf_sd = log((max Y + .5) / (min Y + .5)) / (2 k sqrt(m))``.
+        Default: ``"identity"`` when ``Y`` is given, otherwise none (the term is then not
+        tied to a link).  ``pm.sample`` refuses a term whose link differs from its
+        likelihood's.
     sampler : {"cgm", "pg"}, optional
         The tree step ``pm.sample()`` assigns: :class:`~pymc_trees.CGMTreeStep` or
         :class:`~pymc_trees.PGTreeStep` (default: ``DEFAULT_SAMPLER``, chosen by the mixing
@@ -144,7 +154,7 @@ class BARTTree(Distribution):
     def __new__(cls, name: str, X, Y=None, m: int = 200, alpha: float = 0.95,
                 beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
-                sampler: str | None = None, **kwargs):
+                sampler: str | None = None, link: str | None = None, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -154,7 +164,7 @@ class BARTTree(Distribution):
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
-                             **kwargs)
+                             link=link, **kwargs)
         _refuse_implicit_freeze(name)
         return rv
 
@@ -162,7 +172,7 @@ class BARTTree(Distribution):
     def dist(cls, X, Y=None, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
              k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
-             columns: tuple[str, ...] | None = None, **kwargs):
+             columns: tuple[str, ...] | None = None, link: str | None = None, **kwargs):
         if columns is None:
             columns = _column_names(X, None)
         X = pt.as_tensor_variable(X)
@@ -173,7 +183,10 @@ class BARTTree(Distribution):
             raise ValueError(f"m (the number of trees) must be a positive integer; got {m!r}.")
         if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Integral):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
-        offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m)
+        if link is None and Y is not None:
+            link = "identity"
+        offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
+                                      link="identity" if link is None else link)
         X_value = _data_value(X)
         _check_training_rows(X_value, int(min_leaf))
         if columns is not None and len(columns) != X_value.shape[1]:
@@ -189,12 +202,12 @@ class BARTTree(Distribution):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
-        return super().dist([X, offset, sd, prior, sampler, columns], **kwargs)
+        return super().dist([X, offset, sd, prior, sampler, columns, link], **kwargs)
 
     @classmethod
-    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, columns=None, *,
-              size=None, rng=None):
-        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns)
+    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, columns=None, link=None,
+              *, size=None, rng=None):
+        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         return op(X, float(offset), float(leaf_sd), size=size, rng=rng,

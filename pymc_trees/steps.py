@@ -80,6 +80,7 @@ class _TreeStep(BlockedStep):
         self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()),
                                      float(leaf_sd.eval()))
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+        _check_link(rv, self.likelihood)
         self.level_shifts = level_shifts(model, rv, self.likelihood)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
@@ -107,7 +108,13 @@ class _TreeStep(BlockedStep):
         raise NotImplementedError
 
     def step(self, point):
-        z, omega = self.likelihood.pseudo_data(point, self.sampler.offset)
+        lik = self.likelihood
+        if lik.family == "normal":
+            z, omega = lik.pseudo_data(point, self.sampler.offset)
+        else:
+            # latent variables of bart-math 8, drawn given the current forest
+            z, omega = lik.pseudo_data(point, self.sampler.offset, self.sampler.values(),
+                                       self.rng)
         stats = self._sweep(z, omega)
         new_point = dict(point)
         for shift in self.level_shifts:
@@ -290,6 +297,18 @@ class NoiseGibbs(BlockedStep):
         except ModelStructureError:
             return Competence.INCOMPATIBLE
         return Competence.IDEAL
+
+
+def _check_link(rv, lik) -> None:
+    """A term calibrated for one link must not enter a likelihood with another."""
+    link = rv.owner.op.link
+    if link is not None and link != lik.link:
+        raise ModelStructureError(
+            f"{rv.name!r} was calibrated for the {link!r} link (BARTTree(..., link={link!r})"
+            f"{', the default with Y' if link == 'identity' else ''}), but it enters "
+            f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
+            f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
+            f"link={lik.link!r} to BARTTree (with Y, or an explicit leaf_sd).")
 
 
 def _current_value(stored, forward):

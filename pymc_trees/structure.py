@@ -1,7 +1,9 @@
 """What the tree and noise steps read from a PyMC model.
 
-* :func:`tree_likelihood` finds the Normal likelihood of a ``BARTTree`` term and compiles the
-  per-row pieces of ``y ~ Normal(a + b * f, s)`` (bart-math section 1).
+* :func:`tree_likelihood` finds the likelihood of a ``BARTTree`` term (Normal, Student-t,
+  Bernoulli probit or logit, Binomial logit, negative binomial with a log mean) and compiles
+  the per-row pieces of its linear predictor ``a + b * f`` and parameters (bart-math sections
+  1 and 8).
 * :func:`noise_likelihood` checks that a variance (InverseGamma) or precision (Gamma) enters
   only the scale of Normal likelihoods, as ``s_i^2 = sigma^2 / w_i`` (or ``1 / (tau w_i)``), and
   compiles what the conjugate update of bart-math section 4 needs.
@@ -22,14 +24,28 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.shape import SpecifyShape
 
+from .core import augment
+
 __all__ = ["ModelStructureError", "tree_likelihood", "noise_likelihood", "level_shifts",
            "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
 
+LIKELIHOOD_FORMS = (
+    ("Normal", "identity", "y ~ Normal(mu=eta, sigma)"),
+    ("StudentT", "identity", "y ~ StudentT(nu, mu=eta, sigma)"),
+    ("Bernoulli", "probit", "y ~ Bernoulli(p=pm.math.invprobit(eta))"),
+    ("Bernoulli", "logit", "y ~ Bernoulli(logit_p=eta), or p=pm.math.invlogit(eta) or "
+                           "pm.math.sigmoid(eta)"),
+    ("Binomial", "logit", "y ~ Binomial(n, logit_p=eta), or p=pm.math.invlogit(eta) or "
+                          "pm.math.sigmoid(eta)"),
+    ("NegativeBinomial", "log", "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha)"),
+)
+
 TREE_SUPPORTED = (
-    "The tree steps support a sum-of-trees term f that enters exactly one observed Normal "
-    "likelihood, y ~ Normal(mu = a + b * f, sigma), where a and b do not depend on f (b may be a "
-    "vector, or a sampled variable) and sigma does not depend on f (it may be a vector of row "
-    "scales). No other variable or potential may depend on f."
+    "A sum-of-trees term f must enter exactly one observed likelihood of one of these forms:\n"
+    + "".join(f"  - {form}\n" for _, _, form in LIKELIHOOD_FORMS)
+    + "where eta = a + b * f is affine in f (a and b do not depend on f; b may be a vector or a "
+    "sampled variable) and no other parameter of the likelihood (sigma, nu, n, alpha) depends "
+    "on f. No other variable or potential may depend on f."
 )
 
 
@@ -106,15 +122,26 @@ def _compile(model, outs, inputs=(), mode=None):
 
 @dataclass
 class TreeLikelihood:
-    """The observed Normal of a tree term, compiled to per-row arrays.
+    """The observed likelihood of a tree term, compiled to per-row arrays.
 
-    ``pieces(point)`` returns ``(y, a, b, s)``, each broadcastable to shape (n,).  When none
-    of them depends on a sampled variable (``static``), the pseudo-data are computed once per
-    chain and reused (:meth:`reset` at the start of a chain, as data may have changed).
+    ``family`` is one of ``"normal"``, ``"student_t"``, ``"probit"``, ``"logit"`` (Bernoulli
+    or Binomial) and ``"negative_binomial"``; ``link`` is the link it implies for the term
+    (``"identity"``, ``"probit"``, ``"logit"``, ``"log"``).  ``eta`` is the graph of the linear
+    predictor ``a + b * f`` in which the augmentation works (for the negative binomial:
+    ``logit p = log alpha - eta``, see :func:`tree_likelihood`).
+
+    ``pieces(point)`` returns ``(y, a, b, *params)``, each broadcastable to shape (n,), with
+    params ``(sigma,)`` (normal), ``(nu, sigma)`` (Student-t), ``()`` (probit), ``(trials,)``
+    (logit) and ``(alpha,)`` (negative binomial).  For the Normal, when none of them depends
+    on a sampled variable (``static``), the pseudo-data are computed once per chain and reused
+    (:meth:`reset` at the start of a chain, as data may have changed).
     """
 
     observed_name: str
     observed: object  # the observed RV
+    family: str
+    link: str
+    eta: object  # graph of the linear predictor, affine in f
     pieces: Callable[[dict], tuple]
     n: int
     static: bool = False
@@ -123,27 +150,133 @@ class TreeLikelihood:
     def reset(self) -> None:
         self._cached = None
 
-    def pseudo_data(self, point: dict, offset: float) -> tuple[np.ndarray, np.ndarray]:
-        """``z = (y - a) / b - offset`` and ``omega = b^2 / s^2`` (0 where b = 0)."""
+    def pseudo_data(self, point: dict, offset: float, f: np.ndarray | None = None,
+                    rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Pseudo-data ``r`` for the sum of trees (offset removed) and row precisions
+        ``omega`` (0 where b = 0): given them, the likelihood of the trees is
+        ``prod_i Normal(r_i; sum_j g_j(x_i), 1/omega_i)``.
+
+        Normal: ``r = (y - a)/b - offset``, ``omega = b^2/s^2`` (bart-math 1).  Otherwise the
+        latent variables of bart-math 8 are drawn from ``rng`` given the current values ``f``
+        of the term, which give ``Normal(z, 1/w)`` in eta, and then ``r = (z - a)/b - offset``,
+        ``omega = w b^2``.
+        """
         if self._cached is not None:
             return self._cached
-        y, a, b, s = (np.asarray(x, dtype=np.float64) for x in self.pieces(point))
+        y, a, b, *params = (np.asarray(x, dtype=np.float64) for x in self.pieces(point))
+        n = self.n
+        if self.family == "normal":
+            z, w = y, 1.0 / params[0] ** 2
+        else:
+            if f is None or rng is None:
+                raise ValueError(f"The {self.family} likelihood needs the term's current values "
+                                 "and a generator to draw its latent variables.")
+            eta = np.broadcast_to(a + b * np.asarray(f, dtype=np.float64), (n,))
+            y = np.broadcast_to(y, (n,))
+            if self.family == "probit":
+                z, w = augment.probit_latents(rng, y, eta)
+            elif self.family == "logit":
+                z, w = augment.logit_latents(rng, y, params[0], eta)
+            elif self.family == "negative_binomial":
+                alpha = np.broadcast_to(params[0], (n,))
+                z, w = augment.logit_latents(rng, alpha, y + alpha, eta)
+            elif self.family == "student_t":
+                z, w = augment.student_t_latents(rng, y, eta, params[0], params[1])
+            else:  # pragma: no cover - families are fixed in tree_likelihood
+                raise AssertionError(self.family)
         if np.all(b != 0):
-            z = (y - a) / b - offset
-            omega = (b / s) ** 2
+            r = (z - a) / b - offset
+            omega = w * b * b
         else:
             nz = b != 0
-            z = np.where(nz, (y - a) / np.where(nz, b, 1.0) - offset, 0.0)
-            omega = np.where(nz, (b / s) ** 2, 0.0)
-        out = (np.ascontiguousarray(np.broadcast_to(z, (self.n,))),
-               np.ascontiguousarray(np.broadcast_to(omega, (self.n,))))
+            r = np.where(nz, (z - a) / np.where(nz, b, 1.0) - offset, 0.0)
+            omega = np.where(nz, w * b * b, 0.0)
+        out = (np.ascontiguousarray(np.broadcast_to(r, (n,))),
+               np.ascontiguousarray(np.broadcast_to(omega, (n,))))
         if self.static:
             self._cached = out
         return out
 
 
+def _constant(var) -> float | None:
+    try:
+        return float(pt.get_underlying_scalar_constant_value(var))
+    except Exception:
+        return None
+
+
+def _scalar_op(var):
+    node = var.owner
+    if node is not None and isinstance(node.op, Elemwise):
+        return node.op.scalar_op
+    return None
+
+
+def _strip_log_exp(var, f):
+    """``var`` with every ``log(exp(x))`` that depends on f replaced by x (PyMC writes the
+    negative binomial's ``p`` as ``sigmoid(log alpha - log mu)``)."""
+    repl = {}
+    for v in ancestors([var]):
+        if isinstance(_scalar_op(v), ps.Log):
+            inner = v.owner.inputs[0]
+            if isinstance(_scalar_op(inner), ps.Exp) and _depends_on(inner, f):
+                repl[v] = inner.owner.inputs[0]
+    return graph_replace(var, repl, strict=False) if repl else var
+
+
+def _read_form(obs, f):
+    """``(family, link, eta, params, problem)`` of an observed RV in which f appears: eta is
+    the linear predictor in which the family's augmentation works, params the other
+    parameters (which must not depend on f); problem explains a form that is not supported."""
+    op = obs.owner.op
+    inputs = obs.owner.inputs[2:]
+    kind = type(op).__name__
+    if isinstance(op, NormalRV):
+        mu, sigma = inputs
+        return "normal", "identity", mu, [("sigma", sigma)], None
+    if kind == "StudentTRV":
+        nu, mu, sigma = inputs
+        return "student_t", "identity", mu, [("nu", nu), ("sigma", sigma)], None
+    if kind in ("BernoulliRV", "BinomialRV"):
+        if kind == "BernoulliRV":
+            (p,), trials = inputs, pt.constant(1.0)
+        else:
+            trials, p = inputs
+        sop = _scalar_op(p)
+        if isinstance(sop, ps.Sigmoid):
+            return "logit", "logit", p.owner.inputs[0], [("n", trials)], None
+        if kind == "BernoulliRV" and isinstance(sop, ps.Mul) and len(p.owner.inputs) == 2:
+            c, e = p.owner.inputs
+            if _constant(e) is not None:
+                c, e = e, c
+            if _constant(c) == 0.5 and isinstance(_scalar_op(e), ps.Erfc):
+                # invprobit(eta) = 0.5 erfc(-eta / sqrt 2)
+                return "probit", "probit", e.owner.inputs[0] * (-np.sqrt(2.0)), [], None
+        return None, None, None, None, (
+            f"the probability p of {obs.name!r} is not invprobit(eta) (Bernoulli only), "
+            "invlogit(eta) or sigmoid(eta)")
+    if kind == "NegBinomialRV":
+        alpha, p = inputs
+        if isinstance(_scalar_op(p), ps.Sigmoid):
+            u = _strip_log_exp(p.owner.inputs[0], f)
+            if u is not p.owner.inputs[0]:
+                # p = sigmoid(log alpha - eta): work in u = logit p (bart-math 8)
+                return "negative_binomial", "log", u, [("alpha", alpha)], None
+        return None, None, None, None, (
+            f"the mean of {obs.name!r} is not written as mu=pm.math.exp(eta) (the log link)")
+    return None, None, None, None, (
+        f"{obs.name!r} is a {kind.removesuffix('RV') or kind} likelihood, which has no exact "
+        "augmentation here")
+
+
 def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
-    """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise."""
+    """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise.
+
+    Recognised forms (``LIKELIHOOD_FORMS``): Normal and Student-t with mean eta, Bernoulli
+    with a probit or logit link, Binomial with a logit link, negative binomial with
+    ``mu = exp(eta)``, where ``eta = a + b * f``.  Anything else raises
+    :class:`ModelStructureError` listing every supported form.
+    """
     deps = _dependents(model, f_rv)
     name = f_rv.name
     for d in deps:
@@ -156,34 +289,43 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     if len(deps) != 1:
         found = ", ".join(d.name or str(d) for d in deps) or "none"
         raise ModelStructureError(
-            f"{name!r} must enter exactly one observed Normal likelihood; variables that "
-            f"depend on it: {found}. {TREE_SUPPORTED}")
+            f"{name!r} must enter exactly one observed likelihood; variables that "
+            f"depend on it: {found}.\n{TREE_SUPPORTED}")
     obs = deps[0]
-    if obs not in model.observed_RVs or not isinstance(obs.owner.op, NormalRV):
+    if obs not in model.observed_RVs:
         raise ModelStructureError(
-            f"{obs.name!r} depends on {name!r} but is not an observed Normal. {TREE_SUPPORTED}")
-    _, _, mu, sigma = obs.owner.inputs
-    if _depends_on(sigma, f_rv):
-        raise ModelStructureError(f"The sigma of {obs.name!r} depends on {name!r}. "
+            f"{obs.name!r} depends on {name!r} but is not observed.\n{TREE_SUPPORTED}")
+    family, link, eta, params, problem = _read_form(obs, f_rv)
+    if problem is not None:
+        raise ModelStructureError(f"{name!r} enters {obs.name!r}, but {problem}.\n"
                                   f"{TREE_SUPPORTED}")
-    if (msg := _affine_problem(mu, f_rv)) is not None:
-        raise ModelStructureError(f"The mean of {obs.name!r} is not affine in {name!r}: found "
-                                  f"{msg}. {TREE_SUPPORTED}")
+    for label, par in params:
+        if _depends_on(par, f_rv):
+            raise ModelStructureError(f"The {label} of {obs.name!r} depends on {name!r}.\n"
+                                      f"{TREE_SUPPORTED}")
+    if (msg := _affine_problem(eta, f_rv)) is not None:
+        raise ModelStructureError(f"The linear predictor of {obs.name!r} is not affine in "
+                                  f"{name!r}: found {msg}.\n{TREE_SUPPORTED}")
     zeros = pt.zeros_like(f_rv)
-    a = graph_replace(mu, {f_rv: zeros}, strict=False)
-    b = graph_replace(pytensor.grad(pt.sum(mu), f_rv), {f_rv: zeros}, strict=False)
+    a = graph_replace(eta, {f_rv: zeros}, strict=False)
+    b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
     y = model.rvs_to_values[obs]
-    fn = _compile(model, [y, a, b, sigma])
+    outs = [y, a, b, *(par for _, par in params)]
+    fn = _compile(model, outs)
     # f itself only reaches a and b through its shape (zeros_like), never through its value
     values = set(model.value_vars) - {model.rvs_to_values[f_rv]}
-    static = not any(v in values for v in ancestors(model.replace_rvs_by_values([y, a, b, sigma])))
-    lik = TreeLikelihood(observed_name=obs.name, observed=obs, pieces=fn, n=n, static=static)
-    shapes = [np.shape(x) for x in fn(model.initial_point())]
-    for label, shp in zip(("observed", "a", "b", "sigma"), shapes):
+    static = family == "normal" and not any(
+        v in values for v in ancestors(model.replace_rvs_by_values(outs)))
+    lik = TreeLikelihood(observed_name=obs.name, observed=obs, family=family, link=link,
+                         eta=eta, pieces=fn, n=n, static=static)
+    point = model.initial_point()
+    labels = ("observed", "a", "b", *(label for label, _ in params))
+    for label, x in zip(labels, fn(point)):
+        shp = np.shape(x)
         if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
             raise ModelStructureError(
                 f"In {obs.name!r} the {label} part has shape {shp}, but {name!r} has shape "
-                f"({n},); every row of the likelihood must match one row of X. "
+                f"({n},); every row of the likelihood must match one row of X.\n"
                 f"{TREE_SUPPORTED}")
     return lik
 
@@ -217,7 +359,7 @@ class LevelShift:
 def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
     """The intercept-like variables of tree term ``f_rv`` (see :class:`LevelShift`)."""
     obs = lik.observed
-    mu = obs.owner.inputs[2]
+    mu = lik.eta
     out = []
     for c in model.free_RVs:
         if (c is f_rv or c.ndim != 0 or not isinstance(c.owner.op, NormalRV)

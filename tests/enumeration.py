@@ -245,3 +245,71 @@ def normalise(logs: dict) -> dict:
     mx = max(logs.values())
     z = sum(math.exp(v - mx) for v in logs.values())
     return {k: math.exp(v - mx) / z for k, v in logs.items()}
+
+
+
+def leaf_log_integral(row_logliks, leaf_sd: float) -> tuple[float, float]:
+    """``(log Z, E[mu])`` for ``Z = int prod_i exp(l_i(mu)) Normal(mu; 0, leaf_sd^2) dmu`` by
+    adaptive quadrature (scipy ``quad``) around the integrand's mode; ``row_logliks`` maps an
+    array of leaf values to the summed log-likelihood of the leaf's rows."""
+    from scipy import integrate, optimize
+
+    def logint(mu):
+        return float(row_logliks(np.array([mu]))[0]) - 0.5 * (mu / leaf_sd) ** 2
+
+    mode = optimize.minimize_scalar(lambda u: -logint(u),
+                                    bounds=(-20 * leaf_sd, 20 * leaf_sd), method="bounded").x
+    top = logint(mode)
+    lo, hi = mode - 15 * leaf_sd, mode + 15 * leaf_sd
+    vals = []
+    for power in (0, 1):
+        val, err = integrate.quad(lambda u: u**power * math.exp(logint(u) - top), lo, hi,
+                                  points=[mode], limit=200, epsabs=1e-13, epsrel=1e-10)
+        vals.append(val)
+    return top + math.log(vals[0]) - 0.5 * math.log(2 * math.pi * leaf_sd**2), vals[1] / vals[0]
+
+
+def quadrature_posterior(prior: dict, n: int, loglik_row, leaf_sd: float):
+    """Exact posterior over the row partitions of one tree (m = 1) for any likelihood,
+    ``p(T) prod_leaves int prod_{i in leaf} p(y_i | mu) Normal(mu; 0, leaf_sd^2) dmu``, and the
+    exact posterior mean of the leaf value at every row.  ``loglik_row(i, mu)`` is row i's
+    log-likelihood at leaf value mu (an array).  Returns ``(posterior, f_mean)``."""
+    logs = {}
+    cache = {}
+    for part in prior:
+        total = math.log(prior[part])
+        for rows in part:
+            if rows not in cache:
+                cache[rows] = leaf_log_integral(
+                    lambda mu, rows=rows: sum(loglik_row(i, mu) for i in rows), leaf_sd)
+            total += cache[rows][0]
+        logs[part] = total
+    post = normalise(logs)
+    f_mean = np.zeros(n)
+    for part, pc in post.items():
+        for rows in part:
+            f_mean[list(rows)] += pc * cache[rows][1]
+    return post, f_mean
+
+
+def check_cells(parts, post, prior):
+    """Total variation between the sampled cells (per chain, a list of cells) and the exact
+    posterior, against the N_eff-based tolerance (:func:`tv_tolerance`; N_eff is the smallest
+    ArviZ ESS of the indicators of the five most probable cells); also asserts the test has
+    power (the exact posterior is more than 3 tolerances from the prior)."""
+    import arviz as az
+
+    flat = [p for chain in parts for p in chain]
+    freq = {}
+    for p in flat:
+        freq[p] = freq.get(p, 0.0) + 1.0 / len(flat)
+    top = sorted(post, key=post.get, reverse=True)[:5]
+    n_eff = min(float(az.ess(np.array([[float(p == cell) for p in ch] for ch in parts])))
+                for cell in top)
+    tol = tv_tolerance(post, n_eff)
+    tv = total_variation(freq, post)
+    print(f"TV {tv:.4f} tolerance {tol:.4f} N_eff {n_eff:.0f} TV(prior) "
+          f"{total_variation(post, prior):.3f}")
+    assert total_variation(post, prior) > 3 * tol, "the test would have no power"
+    assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
+    return tv, tol, n_eff

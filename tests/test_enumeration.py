@@ -27,9 +27,9 @@ import pytest
 import pymc_trees as pmt
 import math
 
-from enumeration import (exact_f_moments, forest_row_partitions, gaussian_log_marginal,
-                         incidence_rows, normalise, partition_prior_rows,
-                         row_partition_posterior, total_variation, tv_tolerance)
+from enumeration import (check_cells, exact_f_moments, forest_row_partitions,
+                         gaussian_log_marginal, incidence_rows, normalise, partition_prior_rows,
+                         row_partition_posterior)
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X1 = np.repeat(np.arange(5.0), 2)[:, None]
@@ -88,25 +88,6 @@ def check_against(idata, X, post, prior):
     parts = [[forest_row_partitions(fr, X) for fr in chain]
              for chain in pmt.forests(idata, "f").values]
     return check_cells(parts, post, prior)
-
-
-def check_cells(parts, post, prior):
-    """Total variation between the sampled cells (per chain, a list of cells) and the exact
-    posterior, against the N_eff-based tolerance; also asserts the test has power."""
-    flat = [p for chain in parts for p in chain]
-    freq = {}
-    for p in flat:
-        freq[p] = freq.get(p, 0.0) + 1.0 / len(flat)
-    top = sorted(post, key=post.get, reverse=True)[:5]
-    n_eff = min(float(az.ess(np.array([[float(p == cell) for p in ch] for ch in parts])))
-                for cell in top)
-    tol = tv_tolerance(post, n_eff)
-    tv = total_variation(freq, post)
-    print(f"TV {tv:.4f} tolerance {tol:.4f} N_eff {n_eff:.0f} TV(prior) "
-          f"{total_variation(post, prior):.3f}")
-    assert total_variation(post, prior) > 3 * tol, "the test would have no power"
-    assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
-    return tv, tol, n_eff
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
