@@ -81,7 +81,8 @@ def test_bart_tree_needs_y_or_leaf_sd():
             pmt.BARTTree("f", np.zeros((5, 2)))
 
 
-@pytest.mark.parametrize("case", ["nonlinear", "two_likelihoods", "sigma_depends", "poisson"])
+@pytest.mark.parametrize("case", ["nonlinear", "two_likelihoods", "sigma_depends", "poisson",
+                                  "nb_identity_mean", "probit_binomial", "t_nu_depends"])
 def test_unsupported_likelihood_structures_raise_clear_errors(case):
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(20, 2))
@@ -95,10 +96,21 @@ def test_unsupported_likelihood_structures_raise_clear_errors(case):
             pm.Normal("y2", mu=2 * f, sigma=1.0, observed=y)
         elif case == "sigma_depends":
             pm.Normal("y", mu=0.0, sigma=pm.math.exp(f), observed=y)
+        elif case == "nb_identity_mean":
+            pm.NegativeBinomial("y", mu=f, alpha=2.0, observed=np.abs(y).round())
+        elif case == "probit_binomial":
+            pm.Binomial("y", n=3, p=pm.math.invprobit(f), observed=np.abs(y).round() % 4)
+        elif case == "t_nu_depends":
+            pm.StudentT("y", nu=pm.math.exp(f), mu=0.0, sigma=1.0, observed=y)
         else:
             pm.Poisson("y", mu=pm.math.exp(f), observed=np.abs(y).round())
-    with model, pytest.raises(pmt.ModelStructureError, match="The tree steps support"):
+    with model, pytest.raises(pmt.ModelStructureError,
+                              match="must enter exactly one observed likelihood") as err:
         pmt.CGMTreeStep([f])
+    # the error lists every supported form
+    for form in ("Normal(mu=eta", "StudentT(nu", "invprobit(eta)", "logit_p=eta",
+                 "Binomial(n, logit_p", "NegativeBinomial(mu=pm.math.exp(eta)"):
+        assert form in str(err.value), form
 
 
 @pytest.mark.parametrize("sampler,draws", [("cgm", 500), ("pg", 300)])
