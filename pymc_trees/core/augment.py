@@ -137,4 +137,4 @@ def pg_var(h, c):
     h, c = np.asarray(h, float), np.abs(np.asarray(c, float))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = h * (np.sinh(c) - c) / (4 * c**3 * np.cosh(c / 2) ** 2)
-    return np.where(c > 1e-3, v, h / 24 * (1 - c**2 / 10))
+    return np.where(c > 1e-3, v, h / 24 * (1 - c**2 / 5))
