@@ -205,7 +205,18 @@ def _constant(var) -> float | None:
         return None
 
 
+_WRAPPERS = ("DeepCopyOp", "OutputGuard", "ViewOp", "SpecifyShape")
+
+
+def _unwrap(var):
+    """``var`` without the identity wrappers of ``pm.Deterministic`` (ViewOp) and shapes."""
+    while var.owner is not None and type(var.owner.op).__name__ in _WRAPPERS:
+        var = var.owner.inputs[0]
+    return var
+
+
 def _scalar_op(var):
+    var = _unwrap(var)
     node = var.owner
     if node is not None and isinstance(node.op, Elemwise):
         return node.op.scalar_op
@@ -217,8 +228,10 @@ def _strip_log_exp(var, f):
     negative binomial's ``p`` as ``sigmoid(log alpha - log mu)``)."""
     repl = {}
     for v in ancestors([var]):
-        if isinstance(_scalar_op(v), ps.Log):
-            inner = v.owner.inputs[0]
+        node = v.owner
+        if (node is not None and isinstance(node.op, Elemwise)
+                and isinstance(node.op.scalar_op, ps.Log)):
+            inner = _unwrap(node.inputs[0])
             if isinstance(_scalar_op(inner), ps.Exp) and _depends_on(inner, f):
                 repl[v] = inner.owner.inputs[0]
     return graph_replace(var, repl, strict=False) if repl else var
@@ -242,11 +255,12 @@ def _read_form(obs, f):
             (p,), trials = inputs, pt.constant(1.0)
         else:
             trials, p = inputs
+        p = _unwrap(p)
         sop = _scalar_op(p)
         if isinstance(sop, ps.Sigmoid):
             return "logit", "logit", p.owner.inputs[0], [("n", trials)], None
         if kind == "BernoulliRV" and isinstance(sop, ps.Mul) and len(p.owner.inputs) == 2:
-            c, e = p.owner.inputs
+            c, e = (_unwrap(x) for x in p.owner.inputs)
             if _constant(e) is not None:
                 c, e = e, c
             if _constant(c) == 0.5 and isinstance(_scalar_op(e), ps.Erfc):
@@ -257,6 +271,7 @@ def _read_form(obs, f):
             "invlogit(eta) or sigmoid(eta)")
     if kind == "NegBinomialRV":
         alpha, p = inputs
+        p = _unwrap(p)
         if isinstance(_scalar_op(p), ps.Sigmoid):
             u = _strip_log_exp(p.owner.inputs[0], f)
             if u is not p.owner.inputs[0]:

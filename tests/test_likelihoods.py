@@ -183,6 +183,47 @@ def test_likelihood_matches_enumeration(case, sampler):
     assert np.all(np.abs(got - f_mean) < 4 * se), (got, f_mean, se)
 
 
+# --- reading the form from the graph ------------------------------------------------------
+
+Y01 = np.array([0, 1, 0, 1, 1, 0])
+FORMS = {
+    "invprobit": (lambda f: pm.Bernoulli("y", p=pm.math.invprobit(0.5 * f - 1), observed=Y01),
+                  "probit", -1.0, 0.5),
+    "logit_p": (lambda f: pm.Bernoulli("y", logit_p=2 * f + 1, observed=Y01), "logit", 1, 2),
+    "invlogit": (lambda f: pm.Bernoulli("y", p=pm.math.invlogit(f), observed=Y01), "logit", 0, 1),
+    "sigmoid": (lambda f: pm.Bernoulli("y", p=pm.math.sigmoid(-f), observed=Y01), "logit", 0,
+                -1),
+    "deterministic_p": (lambda f: pm.Bernoulli("y", p=pm.Deterministic("p", pm.math.invlogit(f)),
+                                               observed=Y01), "logit", 0, 1),
+    "binomial": (lambda f: pm.Binomial("y", n=3, logit_p=f, observed=Y01), "logit", 0, 1),
+    # the negative binomial is augmented in u = logit p = log(alpha) - eta
+    "negative_binomial": (lambda f: pm.NegativeBinomial(
+        "y", mu=pm.Deterministic("mu", pm.math.exp(f + 0.5)), alpha=4.0, observed=Y01),
+        "negative_binomial", np.log(4.0) - 0.5, -1),
+    "student_t": (lambda f: pm.StudentT("y", nu=3, mu=3 * f, sigma=1, observed=Y01),
+                  "student_t", 0, 3),
+}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_likelihood_forms_are_read_from_the_graph(form):
+    """Each supported spelling gives its family and the affine pieces a, b of its linear
+    predictor (including through pm.Deterministic)."""
+    from pymc_trees.structure import tree_likelihood
+
+    build, family, a, b = FORMS[form]
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        build(f)
+    lik = tree_likelihood(model, f, 6)
+    assert lik.family == family
+    _, a_got, b_got, *_ = lik.pieces(model.initial_point())
+    # PyMC builds some constants in float32 (sqrt(2) in invprobit, log(alpha)); the model's own
+    # log density uses the same graph, so the pieces follow it
+    np.testing.assert_allclose(np.broadcast_to(a_got, 6), a, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.broadcast_to(b_got, 6), b, rtol=1e-6)
+
+
 # --- calibration per link, and the link check at sampling time ---------------------------
 
 
