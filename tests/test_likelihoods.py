@@ -384,3 +384,53 @@ def _oracle(case, y, eta):
         nu, _, sigma = stats.t.fit(y - eta, floc=0)
         return {"nu": nu, "sigma": sigma}
     return {}
+
+
+# --- an intercept moved by the level shift, under a logit likelihood -----------------------
+
+
+def test_logit_intercept_level_shift_matches_enumeration():
+    """y ~ Bernoulli(logit_p = c + f(x)), c ~ Normal(m0, s0), m = 1: c is moved only by the
+    tree step's level shift (its own step is a Metropolis with a negligible proposal), which
+    keeps c + f fixed, so the likelihood is unchanged whatever the family.  Exact posterior
+    over partitions and the first two moments of c by Gauss-Hermite quadrature over (c, each
+    leaf's value): p(T) int N(c) prod_leaves int N(mu) prod_rows p(y_i | c + mu) dmu dc."""
+    m0, s0, leaf_sd = 0.3, 1.2, 2.0
+    prior = _prior()
+    nodes, weights = np.polynomial.hermite_e.hermegauss(120)  # for N(0, 1) expectations
+    weights = weights / weights.sum()
+    c = m0 + s0 * nodes
+    mu = leaf_sd * nodes
+    eta = c[:, None] + mu[None, :]
+    loglik = {y: np.where(y, eta, 0.0) - np.logaddexp(0.0, eta) for y in (0, 1)}
+    leaf_z = {}
+    for part in prior:
+        for rows in part:
+            if rows not in leaf_z:
+                ll = sum(loglik[int(Y_BIN[i])] for i in rows)
+                leaf_z[rows] = np.exp(ll) @ weights  # shape (len(c),): int over mu given c
+    post_w, c_mom = {}, {}
+    for part in prior:
+        g = np.prod([leaf_z[rows] for rows in part], axis=0) * weights
+        post_w[part] = prior[part] * g.sum()
+        c_mom[part] = (g @ c / g.sum(), g @ c**2 / g.sum())
+    total = sum(post_w.values())
+    post = {k: v / total for k, v in post_w.items()}
+    with pm.Model():
+        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+                         link="logit")
+        a = pm.Normal("c", m0, s0)
+        pm.Bernoulli("y", logit_p=a + f, observed=Y_BIN)
+        step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
+        idata = pm.sample(draws=15000, tune=300, chains=2, cores=1, step=step, random_seed=33,
+                          progressbar=False, compute_convergence_checks=False)
+    parts = [[forest_row_partitions(fr, X6)[0] for fr in ch]
+             for ch in pmt.forests(idata, "f").values]
+    check_cells(parts, post, prior)
+    draws = idata.posterior["c"]
+    for j, d in enumerate((draws, draws**2)):
+        exact_val = sum(post[k] * c_mom[k][j] for k in post)
+        got = float(d.mean())
+        se = float(np.asarray(az.mcse(d.values)))
+        print(f"c moment {j + 1}: {got:.4f} exact {exact_val:.4f} (4 MCSE {4 * se:.4f})")
+        assert abs(got - exact_val) < 4 * se, (j, got, exact_val, se)
