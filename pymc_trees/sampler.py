@@ -73,7 +73,7 @@ class TreePrior:
 
 
 NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
-                       ("value", np.float64)])
+                       ("value", np.float64), ("missing_left", np.uint8)])
 
 
 @dataclass(slots=True)
@@ -87,7 +87,8 @@ class PackedForest:
     nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
         ``feature`` (-1 at leaves), ``left`` (absolute index of the left child; the right child
         follows it), ``threshold`` (a row goes left when ``x[feature] <= threshold``) and
-        ``value`` (leaf value).
+        ``value`` (leaf value) and ``missing_left`` (where a row with NaN in ``feature``
+        goes: 1 left, 0 right; boosting learns it per split, BART trees send NaN left).
     offset : float
         Constant added to the sum of trees.
     """

@@ -115,6 +115,7 @@ class TermForests:
         internal = feature >= 0
         nodes["threshold"] = np.where(internal, value, 0.0)
         nodes["value"] = np.where(internal, 0.0, value)
+        nodes["missing_left"] = 1
         left = np.full(feature.size, -1, np.int32)
         relink_packed(np.ascontiguousarray(starts[:, :-1].ravel()), sz.ravel(), feature, left)
         nodes["left"] = left

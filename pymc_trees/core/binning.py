@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["BIN_DTYPE", "make_cutpoints", "bin_data"]
+__all__ = ["BIN_DTYPE", "MISSING_BIN", "make_cutpoints", "bin_data"]
 
 BIN_DTYPE = np.uint16
 MAX_NUMCUT = int(np.iinfo(BIN_DTYPE).max) - 1
@@ -30,7 +30,8 @@ def _feature_cutpoints(x: np.ndarray, numcut: int) -> np.ndarray:
     return mids[np.unique(pos)]
 
 
-def make_cutpoints(X: np.ndarray, numcut: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def make_cutpoints(X: np.ndarray, numcut: int = 100,
+                   allow_nan: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Candidate cutpoints for every feature.
 
     Parameters
@@ -41,6 +42,9 @@ def make_cutpoints(X: np.ndarray, numcut: int = 100) -> tuple[np.ndarray, np.nda
         At most this many cutpoints per feature.  A feature with at most ``numcut + 1``
         distinct values gets every midpoint between consecutive distinct values; otherwise
         ``numcut`` of those midpoints, chosen at evenly spaced empirical quantiles.
+    allow_nan : bool, default False
+        Accept NaN (missing values; the boosting learner routes them per split): cutpoints
+        come from each feature's non-missing values.  Infinite values are always refused.
 
     Returns
     -------
@@ -52,16 +56,26 @@ def make_cutpoints(X: np.ndarray, numcut: int = 100) -> tuple[np.ndarray, np.nda
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array of shape (n, p); got shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values; impute or drop them first.")
+    bad = np.isinf(X) if allow_nan else ~np.isfinite(X)
+    if np.any(bad):
+        raise ValueError("X contains NaN or infinite values; impute or drop them first."
+                         if not allow_nan else "X contains infinite values; replace them.")
     if not 1 <= numcut <= MAX_NUMCUT:
         raise ValueError(f"numcut must be between 1 and {MAX_NUMCUT}; got {numcut}.")
-    per_feature = [_feature_cutpoints(X[:, v], numcut) for v in range(X.shape[1])]
+    per_feature = []
+    for v in range(X.shape[1]):
+        x = X[:, v]
+        if allow_nan:
+            x = x[~np.isnan(x)]
+        per_feature.append(_feature_cutpoints(x, numcut) if x.size else np.empty(0))
     ncuts = np.array([c.size for c in per_feature], dtype=np.int32)
     cuts = np.full((X.shape[1], max(1, int(ncuts.max(initial=0)))), np.inf)
     for v, c in enumerate(per_feature):
         cuts[v, : c.size] = c
     return cuts, ncuts
+
+
+MISSING_BIN = int(np.iinfo(BIN_DTYPE).max)  # the bin of a NaN (never a real bin)
 
 
 @numba.njit(cache=True)
@@ -70,7 +84,8 @@ def _bin_kernel(X, cuts, ncuts, out):
     for v in range(p):
         c = cuts[v, : ncuts[v]]
         for i in range(n):
-            out[i, v] = np.searchsorted(c, X[i, v], side="left")
+            x = X[i, v]
+            out[i, v] = MISSING_BIN if x != x else np.searchsorted(c, x, side="left")
 
 
 def bin_data(X: np.ndarray, cuts: np.ndarray, ncuts: np.ndarray) -> np.ndarray:
@@ -79,7 +94,8 @@ def bin_data(X: np.ndarray, cuts: np.ndarray, ncuts: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n, p), dtype uint16
-        ``out[i, v]`` is the number of cutpoints of feature ``v`` strictly below ``X[i, v]``.
+        ``out[i, v]`` is the number of cutpoints of feature ``v`` strictly below ``X[i, v]``
+        (``MISSING_BIN`` when ``X[i, v]`` is NaN).
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     out = np.empty(X.shape, dtype=BIN_DTYPE)

@@ -14,8 +14,8 @@ __all__ = ["pack_forest", "predict_packed", "relink_packed", "predict_draws"]
 
 @numba.njit(cache=True)
 def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts, nodes):
-    """Fill the structured array ``nodes`` (fields feature, left, threshold, value; one entry
-    per used node slot) and return ``start`` of shape (m + 1,): tree ``t`` occupies
+    """Fill the structured array ``nodes`` (fields feature, left, threshold, value and
+    missing_left, always 1 here; one entry per used node slot) and return ``start`` of shape (m + 1,): tree ``t`` occupies
     ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node are stored
     side by side (right = left + 1); ``feature`` is -1 at leaves."""
     m = var.shape[0]
@@ -35,6 +35,7 @@ def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts, nodes):
             k = stack[top]
             o = dest[top]
             v = var[t, k]
+            nodes[o].missing_left = 1
             if v == LEAF:
                 nodes[o].feature = -1
                 nodes[o].left = -1
@@ -56,7 +57,8 @@ def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts, nodes):
 
 @numba.njit(cache=True)
 def predict_packed(start, nodes, offset, X, out):
-    """``out[i] = offset + sum_t tree_t(X[i])``, trees summed in order."""
+    """``out[i] = offset + sum_t tree_t(X[i])``, trees summed in order.  A row goes left when
+    ``x <= threshold``; a NaN goes where the node's ``missing_left`` says."""
     n = X.shape[0]
     m = start.shape[0] - 1
     for i in range(n):
@@ -64,10 +66,13 @@ def predict_packed(start, nodes, offset, X, out):
         for t in range(m):
             k = start[t]
             while nodes[k].feature >= 0:
-                if X[i, nodes[k].feature] <= nodes[k].threshold:
+                x = X[i, nodes[k].feature]
+                if x <= nodes[k].threshold:
                     k = nodes[k].left
-                else:
+                elif x > nodes[k].threshold or nodes[k].missing_left == 0:
                     k = nodes[k].left + 1
+                else:  # NaN, sent left
+                    k = nodes[k].left
             acc += nodes[k].value
         out[i] = acc
 

@@ -1,0 +1,668 @@
+"""Gradient-boosted trees in the style of XGBoost, with a scikit-learn API: the frequentist
+baseline that shares the tree core with BART (binning, packed forests, the prediction kernel).
+
+Nothing of PyMC is imported here.  The math is bart-math section 7 (XGBoost's second-order
+objective); ``pymc_trees.core.boost`` grows the trees and documents the split rules.
+
+* :class:`BoostedTreesRegressor`: ``objective`` ``"reg:squarederror"`` (default),
+  ``"count:poisson"`` (log link) or ``"reg:quantileerror"`` with ``quantile_alpha`` (a float or
+  a list: one forest per quantile, ``predict`` then returns one column per quantile).
+* :class:`BoostedTreesClassifier`: ``"binary:logistic"`` for two classes, ``"multi:softprob"``
+  (one tree per class per round) for more, chosen from the labels.
+
+Parameters follow XGBoost's names and defaults (``learning_rate=0.3``, ``max_depth=6``,
+``min_child_weight=1``, ``reg_lambda=1``, ``max_bin=256``, ``tree_method="hist"``, 100
+rounds).  Choices where XGBoost leaves room are in ``docs/boosting.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .core import boost
+from .core.binning import bin_data, make_cutpoints
+from .core.packed import predict_packed
+from .sampler import NODE_DTYPE, PackedForest
+
+__all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
+
+OBJECTIVES = ("reg:squarederror", "count:poisson", "reg:quantileerror", "binary:logistic",
+              "multi:softprob")
+# log link: XGBoost sets max_delta_step = 0.7 for count:poisson (and uses it in the hessian)
+POISSON_MAX_DELTA_STEP = 0.7
+
+
+# --- objectives: gradient and hessian with respect to the margin ---------------------------
+
+
+def _grad_hess(objective, margin, y, w, alphas, mds):
+    """g, h of shape (n, K) for margins (n, K); w the sample weights (n,)."""
+    if objective == "reg:squarederror":
+        g = margin - y[:, None]
+        h = np.ones_like(margin)
+    elif objective == "binary:logistic":
+        p = expit(margin)
+        g = p - y[:, None]
+        h = np.maximum(p * (1.0 - p), 1e-16)
+    elif objective == "multi:softprob":
+        p = np.exp(margin - logsumexp(margin, axis=1, keepdims=True))
+        onehot = np.zeros_like(margin)
+        onehot[np.arange(len(y)), y.astype(np.int64)] = 1.0
+        g = p - onehot
+        h = np.maximum(2.0 * p * (1.0 - p), 1e-16)  # XGBoost's softmax hessian
+    elif objective == "count:poisson":
+        g = np.exp(margin) - y[:, None]
+        h = np.exp(margin + mds)  # as XGBoost: the hessian is inflated by max_delta_step
+    elif objective == "reg:quantileerror":
+        diff = y[:, None] - margin
+        g = np.where(diff >= 0, -alphas[None, :], 1.0 - alphas[None, :])
+        h = np.ones_like(margin)
+    else:  # pragma: no cover - checked in fit
+        raise AssertionError(objective)
+    return g * w[:, None], h * w[:, None]
+
+
+def _weighted_quantile(y, w, q):
+    order = np.argsort(y, kind="stable")
+    ys, ws = y[order], w[order]
+    cw = np.cumsum(ws)
+    return float(ys[min(np.searchsorted(cw, q * cw[-1], side="left"), ys.size - 1)])
+
+
+def _base_margin(objective, base_score, y, w, K, alphas, n_classes):
+    """Initial margin per output.  ``base_score`` is on the response scale, as in XGBoost."""
+    if base_score is not None:
+        b = float(base_score)
+        if objective == "binary:logistic":
+            if not 0 < b < 1:
+                raise ValueError(f"base_score must lie in (0, 1) for binary:logistic; got {b}.")
+            return np.full(K, np.log(b / (1 - b)))
+        if objective == "count:poisson":
+            if not b > 0:
+                raise ValueError(f"base_score must be positive for count:poisson; got {b}.")
+            return np.full(K, np.log(b))
+        if objective == "multi:softprob":
+            return np.zeros(K)
+        return np.full(K, b)
+    if objective == "reg:squarederror":
+        return np.full(K, np.average(y, weights=w))
+    if objective == "binary:logistic":
+        p = np.clip(np.average(y, weights=w), 1e-6, 1 - 1e-6)
+        return np.full(K, np.log(p / (1 - p)))
+    if objective == "count:poisson":
+        return np.full(K, np.log(max(np.average(y, weights=w), 1e-6)))
+    if objective == "reg:quantileerror":
+        return np.array([_weighted_quantile(y, w, a) for a in alphas])
+    freq = np.bincount(y.astype(np.int64), weights=w, minlength=n_classes) / w.sum()
+    return np.log(np.clip(freq, 1e-6, None))
+
+
+# --- evaluation metrics ------------------------------------------------------------------
+
+
+def _metric(name, margin, y, w, alphas):
+    """Weighted metric of margins (n, K) against y (lower is better except auc)."""
+    if name == "rmse":
+        return float(np.sqrt(np.average((margin[:, 0] - y) ** 2, weights=w)))
+    if name == "mae":
+        return float(np.average(np.abs(margin[:, 0] - y), weights=w))
+    if name == "logloss":
+        p = np.clip(expit(margin[:, 0]), 1e-15, 1 - 1e-15)
+        return float(np.average(-(y * np.log(p) + (1 - y) * np.log1p(-p)), weights=w))
+    if name == "error":
+        return float(np.average((margin[:, 0] > 0) != (y > 0.5), weights=w))
+    if name == "mlogloss":
+        lp = margin - logsumexp(margin, axis=1, keepdims=True)
+        return float(np.average(-lp[np.arange(len(y)), y.astype(np.int64)], weights=w))
+    if name == "merror":
+        return float(np.average(np.argmax(margin, axis=1) != y, weights=w))
+    if name == "poisson-nloglik":
+        from scipy.special import gammaln
+
+        mu = np.exp(margin[:, 0])
+        return float(np.average(mu - y * margin[:, 0] + gammaln(y + 1), weights=w))
+    if name == "quantile":
+        diff = y[:, None] - margin
+        loss = np.where(diff >= 0, alphas[None, :] * diff, (alphas[None, :] - 1) * diff)
+        return float(np.average(loss.mean(axis=1), weights=w))
+    raise AssertionError(name)  # pragma: no cover
+
+
+METRICS = {
+    "reg:squarederror": ("rmse", "mae"),
+    "count:poisson": ("poisson-nloglik", "rmse", "mae"),
+    "reg:quantileerror": ("quantile",),
+    "binary:logistic": ("logloss", "error"),
+    "multi:softprob": ("mlogloss", "merror"),
+}
+
+
+# --- the fitted model ----------------------------------------------------------------------
+
+
+@dataclass
+class _Forest:
+    """The trees of one output, in the packed layout shared with BART."""
+
+    start: np.ndarray  # (n_rounds + 1,)
+    nodes: np.ndarray  # NODE_DTYPE
+    gain: np.ndarray  # per node, 0 at leaves
+    cover: np.ndarray  # per node
+
+
+def _compact(feature, threshold, missing_left, left, value, gain, cover):
+    """The reachable nodes of a grown tree (pruning may leave unreachable ones) in the packed
+    layout: depth-first, the two children of a node side by side; ``left`` relative to the
+    tree's root."""
+    order = []  # (source node, destination slot)
+    dest_left = {}
+    stack = [(0, 0)]
+    slots = 1
+    while stack:
+        k, dest = stack.pop()
+        order.append((k, dest))
+        if feature[k] >= 0:
+            dest_left[dest] = slots
+            stack.append((int(left[k]) + 1, slots + 1))
+            stack.append((int(left[k]), slots))
+            slots += 2
+    nodes = np.zeros(slots, NODE_DTYPE)
+    gains = np.zeros(slots)
+    covers = np.zeros(slots)
+    for k, dest in order:
+        internal = feature[k] >= 0
+        nodes[dest] = (feature[k], dest_left.get(dest, -1), threshold[k] if internal else 0.0,
+                       0.0 if internal else value[k], missing_left[k])
+        gains[dest] = gain[k] if internal else 0.0
+        covers[dest] = cover[k]
+    return nodes, gains, covers
+
+
+class _BoostedTrees(BaseEstimator):
+    """Shared fitting loop of the two estimators (see the module docstring)."""
+
+    def __init__(self, *, n_estimators: int = 100, learning_rate: float = 0.3,
+                 max_depth: int = 6, min_child_weight: float = 1.0, reg_lambda: float = 1.0,
+                 reg_alpha: float = 0.0, gamma: float = 0.0, subsample: float = 1.0,
+                 colsample_bytree: float = 1.0, max_bin: int = 256, tree_method: str = "hist",
+                 base_score: float | None = None, max_delta_step: float | None = None,
+                 early_stopping_rounds: int | None = None, eval_metric: str | None = None,
+                 importance_type: str = "gain", random_state=None, n_jobs: int | None = None):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_child_weight = min_child_weight
+        self.reg_lambda = reg_lambda
+        self.reg_alpha = reg_alpha
+        self.gamma = gamma
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.max_bin = max_bin
+        self.tree_method = tree_method
+        self.base_score = base_score
+        self.max_delta_step = max_delta_step
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.importance_type = importance_type
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # -- validation ----------------------------------------------------------------------
+
+    def _check_params(self, objective):
+        def positive_int(name, allow_zero=False):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < (
+                    0 if allow_zero else 1):
+                raise ValueError(f"{name} must be an integer >= {0 if allow_zero else 1}; "
+                                 f"got {v!r}.")
+
+        positive_int("n_estimators")
+        positive_int("max_depth", allow_zero=True)
+        positive_int("max_bin")
+        if self.max_bin < 2:
+            raise ValueError(f"max_bin must be at least 2; got {self.max_bin}.")
+        for name, lo, lo_open in (("learning_rate", 0, True), ("min_child_weight", 0, False),
+                                  ("reg_lambda", 0, False), ("reg_alpha", 0, False),
+                                  ("gamma", 0, False)):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < lo or (
+                    lo_open and v == lo):
+                raise ValueError(f"{name} must be a finite number {'>' if lo_open else '>='} "
+                                 f"{lo}; got {v!r}.")
+        for name in ("subsample", "colsample_bytree"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not 0 < v <= 1:
+                raise ValueError(f"{name} must lie in (0, 1]; got {v!r}.")
+        if self.tree_method not in ("hist", "exact"):
+            raise ValueError(f"tree_method must be 'hist' or 'exact'; got {self.tree_method!r}.")
+        if self.importance_type not in ("gain", "weight", "cover", "total_gain", "total_cover"):
+            raise ValueError("importance_type must be one of 'gain', 'weight', 'cover', "
+                             f"'total_gain', 'total_cover'; got {self.importance_type!r}.")
+        if self.early_stopping_rounds is not None:
+            positive_int("early_stopping_rounds")
+        if self.eval_metric is not None and self.eval_metric not in METRICS[objective]:
+            raise ValueError(f"eval_metric {self.eval_metric!r} is not available for "
+                             f"{objective}; choose one of {METRICS[objective]}.")
+        if self.max_delta_step is not None and not (
+                isinstance(self.max_delta_step, numbers.Real) and self.max_delta_step >= 0):
+            raise ValueError(f"max_delta_step must be >= 0; got {self.max_delta_step!r}.")
+
+    # -- fitting ---------------------------------------------------------------------------
+
+    def _fit(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes):
+        self._check_params(objective)
+        n, p = X.shape
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(w < 0):
+            raise ValueError("sample_weight must be non-negative.")
+        if not w.sum() > 0:
+            raise ValueError("sample_weight must have a positive sum.")
+        rng = check_random_state(self.random_state)
+        mds = (self.max_delta_step if self.max_delta_step is not None else
+               POISSON_MAX_DELTA_STEP if objective == "count:poisson" else 0.0)
+        self._mds = float(mds)
+        base = _base_margin(objective, self.base_score, y, w, K, alphas, n_classes)
+        feat_missing = np.isnan(X).any(axis=0)
+        exact = self.tree_method == "exact"
+        if exact:
+            XT = np.ascontiguousarray(X.T)
+            n_present = (~np.isnan(X)).sum(axis=0).astype(np.int64)
+            sorted_idx = np.zeros((p, n), np.int64)
+            for v in range(p):
+                rows = np.flatnonzero(~np.isnan(X[:, v]))
+                sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
+        else:
+            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True)
+            XbT = np.ascontiguousarray(bin_data(X, cuts, ncuts).T)
+        evals = []
+        for j, item in enumerate(eval_set or []):
+            if not (isinstance(item, (tuple, list)) and len(item) in (2, 3)):
+                raise ValueError("eval_set must be a list of (X, y) or (X, y, sample_weight) "
+                                 f"tuples; item {j} is {type(item).__name__}.")
+            Xe, ye = item[0], item[1]
+            Xe = validate_data(self, Xe, reset=False, ensure_all_finite="allow-nan",
+                               dtype=np.float64)
+            ye = self._encode_eval_y(ye)
+            we = _check_sample_weight(item[2] if len(item) == 3 else None, Xe,
+                                      dtype=np.float64)
+            evals.append((np.ascontiguousarray(Xe.T), ye, we,
+                          np.tile(base, (Xe.shape[0], 1))))
+        metric = self.eval_metric or METRICS[objective][0]
+        self.evals_result_ = {f"validation_{j}": {metric: []} for j in range(len(evals))}
+        cap = boost.tree_capacity(self.max_depth)
+        bufs = dict(feature=np.empty(cap, np.int64), threshold=np.zeros(cap),
+                    cutbin=np.zeros(cap, np.int64), missing_left=np.ones(cap, np.bool_),
+                    left=np.empty(cap, np.int64), value=np.zeros(cap), loss_chg=np.zeros(cap),
+                    cover=np.zeros(cap))
+        margin = np.tile(base, (n, 1))
+        trees = [[] for _ in range(K)]
+        n_cols = max(1, int(np.floor(self.colsample_bytree * p)))
+        best_score, best_round, rounds_done = np.inf, 0, 0
+        lam, alpha, eta = float(self.reg_lambda), float(self.reg_alpha), float(self.learning_rate)
+        mcw = float(self.min_child_weight)
+        n_threads = self.n_jobs
+        import numba
+
+        old_threads = numba.get_num_threads()
+        if n_threads is not None and n_threads != 0:
+            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS,
+                                             n_threads if n_threads > 0 else
+                                             numba.config.NUMBA_NUM_THREADS)))
+        try:
+            for r in range(self.n_estimators):
+                g, h = _grad_hess(objective, margin, y, w, alphas, self._mds)
+                if self.subsample < 1.0:
+                    in_bag = rng.random_sample(n) < self.subsample
+                else:
+                    in_bag = np.ones(n, bool)
+                rows = np.flatnonzero(in_bag).astype(np.int64)
+                for k in range(K):
+                    colmask = np.zeros(p, np.bool_)
+                    if n_cols < p:
+                        colmask[rng.choice(p, n_cols, replace=False)] = True
+                    else:
+                        colmask[:] = True
+                    gk = np.ascontiguousarray(g[:, k])
+                    hk = np.ascontiguousarray(h[:, k])
+                    b = bufs
+                    if exact:
+                        n_nodes = boost.grow_exact(
+                            XT, sorted_idx, n_present, feat_missing, gk, hk, in_bag, colmask,
+                            self.max_depth, mcw, lam, alpha, self._mds, eta, b["feature"],
+                            b["threshold"], b["missing_left"], b["left"], b["value"],
+                            b["loss_chg"], b["cover"])
+                    else:
+                        n_nodes = boost.grow_hist(
+                            XbT, ncuts, gk, hk, rows, colmask, feat_missing, self.max_depth,
+                            mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
+                            b["missing_left"], b["left"], b["value"], b["loss_chg"],
+                            b["cover"])
+                        internal = b["feature"][:n_nodes] >= 0
+                        b["threshold"][:n_nodes][internal] = cuts[
+                            b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
+                    if self.gamma > 0:
+                        boost.prune_gamma(b["feature"], b["left"], b["value"], b["loss_chg"],
+                                          float(self.gamma), n_nodes)
+                    if objective == "reg:quantileerror":
+                        self._refresh_quantile_leaves(b, n_nodes, X, y - margin[:, k], w,
+                                                      in_bag, alphas[k], eta)
+                    nodes, gains, covers = _compact(
+                        b["feature"], b["threshold"], b["missing_left"], b["left"], b["value"],
+                        b["loss_chg"], b["cover"])
+                    trees[k].append((nodes, gains, covers))
+                    if exact:
+                        upd = np.zeros(n)
+                        boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
+                                               b["left"], b["value"], XT, upd)
+                    else:
+                        upd = np.zeros(n)
+                        boost.predict_tree_binned(b["feature"], b["cutbin"], b["missing_left"],
+                                                  b["left"], b["value"], XbT, upd)
+                    margin[:, k] += upd
+                    for XeT, _, _, me in evals:
+                        upd = np.zeros(XeT.shape[1])
+                        boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
+                                               b["left"], b["value"], XeT, upd)
+                        me[:, k] += upd
+                rounds_done = r + 1
+                for j, (_, ye, we, me) in enumerate(evals):
+                    self.evals_result_[f"validation_{j}"][metric].append(
+                        _metric(metric, me, ye, we, alphas))
+                if evals and self.early_stopping_rounds is not None:
+                    score = self.evals_result_[f"validation_{len(evals) - 1}"][metric][-1]
+                    if score < best_score:
+                        best_score, best_round = score, r
+                    elif r - best_round >= self.early_stopping_rounds:
+                        break
+        finally:
+            numba.set_num_threads(old_threads)
+        if self.early_stopping_rounds is not None and not evals:
+            raise ValueError("early_stopping_rounds needs at least one eval_set; the last one "
+                             "decides when to stop.")
+        self.best_iteration = (best_round if evals and self.early_stopping_rounds is not None
+                               else rounds_done - 1)
+        self.n_rounds_ = rounds_done
+        self._base = base
+        self._forests = []
+        for k in range(K):
+            sizes = np.array([t[0].size for t in trees[k]], np.int64)
+            start = np.zeros(sizes.size + 1, np.int32)
+            start[1:] = np.cumsum(sizes)
+            nodes = np.concatenate([t[0] for t in trees[k]])
+            nodes["left"] = np.where(nodes["left"] >= 0,
+                                     nodes["left"] + np.repeat(start[:-1], sizes), -1)
+            self._forests.append(_Forest(start, nodes, np.concatenate([t[1] for t in trees[k]]),
+                                         np.concatenate([t[2] for t in trees[k]])))
+        self.n_features_in_ = p
+        return self
+
+    def _refresh_quantile_leaves(self, b, n_nodes, X, resid, w, in_bag, alpha_q, eta):
+        """XGBoost's adaptive leaves for quantile loss: each leaf takes the weighted
+        alpha-quantile of the residuals of its in-bag rows, times the learning rate."""
+        leaf = np.zeros(X.shape[0], np.int64)
+        boost.leaf_index(b["feature"], b["threshold"], b["missing_left"], b["left"],
+                         np.ascontiguousarray(X.T), leaf)
+        for k in np.unique(leaf[in_bag]):
+            sel = in_bag & (leaf == k)
+            b["value"][k] = eta * _weighted_quantile(resid[sel], w[sel], alpha_q)
+
+    def _margin(self, X, iteration_range=None):
+        check_is_fitted(self, "_forests")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
+        X = np.ascontiguousarray(X)
+        stop = self.best_iteration + 1 if iteration_range is None else iteration_range[1]
+        out = np.empty((X.shape[0], len(self._forests)))
+        for k, fo in enumerate(self._forests):
+            col = np.empty(X.shape[0])
+            predict_packed(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X, col)
+            out[:, k] = col
+        return out
+
+    # -- introspection --------------------------------------------------------------------
+
+    def get_score(self, importance_type: str = "gain") -> dict:
+        """Importance per feature name (``feature_names_in_`` or ``f0, f1, ...``), as
+        XGBoost's ``Booster.get_score``: ``weight`` (number of splits), ``gain`` / ``cover``
+        (mean loss change / mean sum of hessians over the feature's splits) and
+        ``total_gain`` / ``total_cover``.  Features never split on are left out."""
+        check_is_fitted(self, "_forests")
+        p = self.n_features_in_
+        count = np.zeros(p)
+        gain = np.zeros(p)
+        cover = np.zeros(p)
+        for fo in self._forests:
+            feat = fo.nodes["feature"]
+            sel = feat >= 0
+            np.add.at(count, feat[sel], 1)
+            np.add.at(gain, feat[sel], fo.gain[sel])
+            np.add.at(cover, feat[sel], fo.cover[sel])
+        names = (list(self.feature_names_in_) if hasattr(self, "feature_names_in_")
+                 else [f"f{j}" for j in range(p)])
+        vals = {"weight": count, "total_gain": gain, "total_cover": cover,
+                "gain": np.divide(gain, count, out=np.zeros(p), where=count > 0),
+                "cover": np.divide(cover, count, out=np.zeros(p), where=count > 0)}
+        if importance_type not in vals:
+            raise ValueError(f"importance_type must be one of {sorted(vals)}; got "
+                             f"{importance_type!r}.")
+        return {names[j]: float(vals[importance_type][j]) for j in range(p) if count[j] > 0}
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Importances of shape (n_features,) for ``importance_type``, normalised to sum 1
+        (all 0 when no tree split)."""
+        score = self.get_score(self.importance_type)
+        names = (list(self.feature_names_in_) if hasattr(self, "feature_names_in_")
+                 else [f"f{j}" for j in range(self.n_features_in_)])
+        v = np.array([score.get(nm, 0.0) for nm in names])
+        return v / v.sum() if v.sum() > 0 else v
+
+    def forests(self) -> list[PackedForest]:
+        """The fitted trees of each output as :class:`~pymc_trees.PackedForest` (the BART
+        representation; the base margin is the offset), up to ``best_iteration``."""
+        check_is_fitted(self, "_forests")
+        stop = self.best_iteration + 1
+        out = []
+        for k, fo in enumerate(self._forests):
+            end = fo.start[stop]
+            out.append(PackedForest(fo.start[:stop + 1].copy(), fo.nodes[:end].copy(),
+                                    float(self._base[k])))
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    n_estimators : int, default 100
+        Boosting rounds.
+    learning_rate : float, default 0.3
+        Shrinkage of every leaf (XGBoost's ``eta``).
+    max_depth : int, default 6
+        Depth of every tree (depth-wise growth).
+    min_child_weight : float, default 1
+        Smallest sum of hessians in a child.
+    reg_lambda, reg_alpha : float, default 1 and 0
+        L2 and L1 penalties on leaf weights.
+    gamma : float, default 0
+        Splits whose loss change is below gamma are pruned after growing.
+    subsample : float, default 1
+        Fraction of rows drawn (without replacement, independently per row) for each round.
+    colsample_bytree : float, default 1
+        Fraction of columns drawn for each tree (``floor(fraction * p)``, at least 1).
+    max_bin : int, default 256
+        ``tree_method="hist"``: at most ``max_bin - 1`` cutpoints per feature, at empirical
+        quantiles (the binning BART uses), so at most ``max_bin`` bins.
+    tree_method : {"hist", "exact"}, default "hist"
+        Histogram split finding with sibling subtraction, or exact greedy (every midpoint
+        between consecutive distinct values).
+    base_score : float, optional
+        Initial prediction on the response scale; estimated from y when None (see
+        ``docs/boosting.md``).
+    max_delta_step : float, optional
+        Bound on leaf weights; None is 0 (no bound), except 0.7 for ``count:poisson``, as in
+        XGBoost.
+    early_stopping_rounds : int, optional
+        Stop when the metric on the last ``eval_set`` has not improved for this many rounds;
+        ``best_iteration`` is then the best round and prediction uses the trees up to it.
+    eval_metric : str, optional
+        Metric recorded in ``evals_result_`` (default: the objective's own).
+    importance_type : {"gain", "weight", "cover", "total_gain", "total_cover"}, default "gain"
+        What ``feature_importances_`` measures.
+    random_state : int, RandomState or None
+        Seeds row and column sampling; with a seed a fit is reproduced exactly.
+    n_jobs : int, optional
+        Threads for histogram building (None: numba's current setting).  The trees do not
+        depend on it.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, for DataFrames
+    evals_result_ : dict
+        ``{"validation_j": {metric: [value per round]}}`` for every ``eval_set`` item.
+    best_iteration : int
+        The best round with early stopping; otherwise the last round.
+    feature_importances_ : ndarray of shape (n_features,)
+"""
+
+
+class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
+    __doc__ = """Gradient-boosted regression trees (XGBoost's objective and split rules).
+
+    ``objective``: ``"reg:squarederror"`` (default), ``"count:poisson"`` (log link; ``predict``
+    returns the mean count) or ``"reg:quantileerror"`` (pinball loss at ``quantile_alpha``, a
+    float or a list of floats; with a list, ``predict`` returns shape (n, len(list)), which
+    gives prediction intervals).
+    """ + _PARAMS_DOC
+
+    def __init__(self, *, objective: str = "reg:squarederror", quantile_alpha=0.5,
+                 n_estimators: int = 100, learning_rate: float = 0.3, max_depth: int = 6,
+                 min_child_weight: float = 1.0, reg_lambda: float = 1.0, reg_alpha: float = 0.0,
+                 gamma: float = 0.0, subsample: float = 1.0, colsample_bytree: float = 1.0,
+                 max_bin: int = 256, tree_method: str = "hist", base_score: float | None = None,
+                 max_delta_step: float | None = None, early_stopping_rounds: int | None = None,
+                 eval_metric: str | None = None, importance_type: str = "gain",
+                 random_state=None, n_jobs: int | None = None):
+        super().__init__(n_estimators=n_estimators, learning_rate=learning_rate,
+                         max_depth=max_depth, min_child_weight=min_child_weight,
+                         reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
+                         subsample=subsample, colsample_bytree=colsample_bytree,
+                         max_bin=max_bin, tree_method=tree_method, base_score=base_score,
+                         max_delta_step=max_delta_step,
+                         early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
+                         importance_type=importance_type, random_state=random_state,
+                         n_jobs=n_jobs)
+        self.objective = objective
+        self.quantile_alpha = quantile_alpha
+
+    def _alphas(self):
+        a = np.atleast_1d(np.asarray(self.quantile_alpha, dtype=np.float64))
+        if a.ndim != 1 or a.size == 0 or not np.all((a > 0) & (a < 1)):
+            raise ValueError("quantile_alpha must be a float or a list of floats in (0, 1); "
+                             f"got {self.quantile_alpha!r}.")
+        return a
+
+    def _encode_eval_y(self, y):
+        return np.asarray(y, dtype=np.float64).ravel()
+
+    def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesRegressor":
+        """Fit on X of shape (n, p) (NaN allowed: missing values) and y of shape (n,).
+
+        ``eval_set``: list of ``(X, y)`` or ``(X, y, sample_weight)`` monitored every round
+        (``evals_result_``; the last one drives early stopping)."""
+        if self.objective not in ("reg:squarederror", "count:poisson", "reg:quantileerror"):
+            raise ValueError("objective must be 'reg:squarederror', 'count:poisson' or "
+                             f"'reg:quantileerror' for a regressor; got {self.objective!r}.")
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
+                             y_numeric=True)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values.")
+        if self.objective == "count:poisson" and np.any(y < 0):
+            raise ValueError("count:poisson needs non-negative y (counts or rates).")
+        alphas = (self._alphas() if self.objective == "reg:quantileerror" else np.zeros(1))
+        return self._fit(np.ascontiguousarray(X), y, sample_weight, eval_set, self.objective,
+                         alphas.size, alphas, 0)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions of shape (n,): the mean (squared error), the mean count (Poisson) or
+        the quantile; (n, q) for q quantiles."""
+        m = self._margin(X)
+        if self.objective == "count:poisson":
+            return np.exp(m[:, 0])
+        if self.objective == "reg:quantileerror" and m.shape[1] > 1:
+            return m
+        return m[:, 0]
+
+
+class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
+    __doc__ = """Gradient-boosted classification trees (XGBoost's objective and split rules).
+
+    Two classes: ``"binary:logistic"``; more: ``"multi:softprob"`` (softmax, one tree per class
+    per round), chosen from the labels.  Labels may be of any type (``classes_``).
+    """ + _PARAMS_DOC
+
+    def __init__(self, *, n_estimators: int = 100, learning_rate: float = 0.3,
+                 max_depth: int = 6, min_child_weight: float = 1.0, reg_lambda: float = 1.0,
+                 reg_alpha: float = 0.0, gamma: float = 0.0, subsample: float = 1.0,
+                 colsample_bytree: float = 1.0, max_bin: int = 256, tree_method: str = "hist",
+                 base_score: float | None = None, max_delta_step: float | None = None,
+                 early_stopping_rounds: int | None = None, eval_metric: str | None = None,
+                 importance_type: str = "gain", random_state=None, n_jobs: int | None = None):
+        super().__init__(n_estimators=n_estimators, learning_rate=learning_rate,
+                         max_depth=max_depth, min_child_weight=min_child_weight,
+                         reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
+                         subsample=subsample, colsample_bytree=colsample_bytree,
+                         max_bin=max_bin, tree_method=tree_method, base_score=base_score,
+                         max_delta_step=max_delta_step,
+                         early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
+                         importance_type=importance_type, random_state=random_state,
+                         n_jobs=n_jobs)
+
+    def _encode_eval_y(self, y):
+        y = np.asarray(y).ravel()
+        unseen = ~np.isin(y, self.classes_)
+        if np.any(unseen):
+            raise ValueError(f"eval_set has labels not seen in training: {np.unique(y[unseen])}.")
+        return self._le.transform(y).astype(np.float64)
+
+    def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesClassifier":
+        """Fit on X of shape (n, p) (NaN allowed) and labels y of shape (n,)."""
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        check_classification_targets(y)
+        self._le = LabelEncoder().fit(y)
+        self.classes_ = self._le.classes_
+        k = self.classes_.size
+        if k < 2:
+            raise ValueError(f"The classifier needs at least two classes in y; got {k} class.")
+        self.objective_ = "binary:logistic" if k == 2 else "multi:softprob"
+        yi = self._le.transform(y).astype(np.float64)
+        K = 1 if k == 2 else k
+        return self._fit(np.ascontiguousarray(X), yi, sample_weight, eval_set, self.objective_,
+                         K, np.zeros(1), k)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of shape (n, n_classes), columns in the order of ``classes_``."""
+        m = self._margin(X)
+        if m.shape[1] == 1:
+            p1 = expit(m[:, 0])
+            return np.column_stack([1.0 - p1, p1])
+        return np.exp(m - logsumexp(m, axis=1, keepdims=True))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of every row, shape (n,)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

@@ -1,0 +1,250 @@
+"""The boosting learner: exact greedy against a naive implementation and against xgboost,
+histogram against xgboost's, early stopping, missing values, and the scikit-learn contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_friedman1
+
+from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
+
+xgb = pytest.importorskip("xgboost")
+
+
+# --- a naive exact greedy tree, written from XGBoost's rules without the kernel's tricks ---
+
+
+def _weight(G, H, lam, alpha, mds):
+    if H <= 0:
+        return 0.0
+    t = G - alpha if G > alpha else (G + alpha if G < -alpha else 0.0)
+    w = -t / (H + lam)
+    if mds and abs(w) > mds:
+        w = float(np.sign(w)) * mds
+    return w
+
+
+def _gain(G, H, lam, alpha, mds):
+    if H <= 0:
+        return 0.0
+    w = _weight(G, H, lam, alpha, mds)
+    return -(2 * G * w + (H + lam) * w * w + 2 * alpha * abs(w))
+
+
+def naive_tree(X, g, h, depth, max_depth, mcw, lam, alpha, mds, eta, rows=None):
+    """A nested dict tree: for every node, every feature, every candidate, the first strictly
+    best wins (loss changes compared as float32).  Directions: scanning up sends missing rows right, scanning down sends them
+    left; a feature without missing values in training is scanned down only, one with missing
+    values up, and also down when the node has rows missing it; the candidate "every row with
+    a value on one side, the missing rows on the other" only when the node has such rows."""
+    rows = np.arange(len(g)) if rows is None else rows
+    G, H = g[rows].sum(), h[rows].sum()
+    leaf = {"value": eta * _weight(G, H, lam, alpha, mds)}
+    if depth == max_depth:
+        return leaf
+    root = _gain(G, H, lam, alpha, mds)
+    best = (0.0, None)
+    has_missing = np.isnan(X).any(axis=0)
+    for v in range(X.shape[1]):
+        x = X[rows, v]
+        pres = rows[~np.isnan(x)]
+        srt = pres[np.argsort(X[pres, v], kind="stable")]
+        xs = X[srt, v]
+        node_missing = bool(np.isnan(x).any())
+        dirs = (False,) if not has_missing[v] else ((True, False) if node_missing else (True,))
+        for up in dirs:
+            seq = range(len(srt)) if up else range(len(srt) - 1, -1, -1)
+            RG = RH = 0.0
+            last = None
+            for t in seq:
+                if last is not None and xs[t] != last and RH >= mcw:
+                    GL, HL = (RG, RH) if up else (G - RG, H - RH)
+                    GR, HR = G - GL, H - HL
+                    if HL > 0 and HR > 0 and HL >= mcw and HR >= mcw:
+                        chg = float(np.float32(_gain(GL, HL, lam, alpha, mds)
+                                               + _gain(GR, HR, lam, alpha, mds) - root))
+                        if chg > best[0]:
+                            lo, hi = (last, xs[t]) if up else (xs[t], last)
+                            thr = 0.5 * (lo + hi)
+                            thr = lo if thr >= hi else thr
+                            best = (chg, (v, thr, not up, GL, HL))
+                RG += g[srt[t]]
+                RH += h[srt[t]]
+                last = xs[t]
+            if last is not None and node_missing:  # values one side, missing the other
+                GL, HL = (RG, RH) if up else (G - RG, H - RH)
+                GR, HR = G - GL, H - HL
+                oth = H - RH
+                if RH >= mcw and oth >= mcw and HL > 0 and HR > 0:
+                    chg = float(np.float32(_gain(GL, HL, lam, alpha, mds)
+                                           + _gain(GR, HR, lam, alpha, mds) - root))
+                    if chg > best[0]:
+                        gap = abs(last) + 1e-6
+                        best = (chg, (v, last + gap if up else last - gap, not up, GL, HL))
+    if best[1] is None or best[0] <= 1e-6:
+        return leaf
+    v, thr, dl, _, _ = best[1]
+    x = X[rows, v]
+    go_left = np.where(np.isnan(x), dl, x <= thr)
+    return {"feature": v, "threshold": thr, "missing_left": dl, "gain": best[0],
+            "left": naive_tree(X, g, h, depth + 1, max_depth, mcw, lam, alpha, mds, eta,
+                               rows[go_left]),
+            "right": naive_tree(X, g, h, depth + 1, max_depth, mcw, lam, alpha, mds, eta,
+                                rows[~go_left])}
+
+
+def packed_to_dict(nodes, k=0):
+    nd = nodes[k]
+    if nd["feature"] < 0:
+        return {"value": float(nd["value"])}
+    return {"feature": int(nd["feature"]), "threshold": float(nd["threshold"]),
+            "missing_left": bool(nd["missing_left"]),
+            "left": packed_to_dict(nodes, int(nd["left"])),
+            "right": packed_to_dict(nodes, int(nd["left"]) + 1)}
+
+
+def assert_same_tree(a, b, path="root"):
+    assert ("feature" in a) == ("feature" in b), f"{path}: leaf in one tree only"
+    if "feature" not in a:
+        assert a["value"] == pytest.approx(b["value"], rel=1e-12, abs=1e-14), path
+        return
+    assert a["feature"] == b["feature"], path
+    assert a["threshold"] == pytest.approx(b["threshold"], rel=1e-15), path
+    assert a["missing_left"] == b["missing_left"], path
+    assert_same_tree(a["left"], b["left"], path + "L")
+    assert_same_tree(a["right"], b["right"], path + "R")
+
+
+def _data(n=300, p=4, nan_frac=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + 0.2 * rng.normal(size=n)
+    if nan_frac:
+        X[rng.uniform(size=X.shape) < nan_frac] = np.nan
+    return X, y
+
+
+@pytest.mark.parametrize("params", [
+    dict(min_child_weight=1.0, reg_lambda=1.0, reg_alpha=0.0, max_delta_step=0.0),
+    dict(min_child_weight=5.0, reg_lambda=0.3, reg_alpha=2.0, max_delta_step=0.0),
+    dict(min_child_weight=0.5, reg_lambda=2.0, reg_alpha=0.0, max_delta_step=0.4),
+])
+@pytest.mark.parametrize("nan_frac", [0.0, 0.15])
+def test_exact_kernel_equals_naive_greedy(params, nan_frac):
+    """The first three trees of the exact method, node for node, against the naive greedy
+    grown on the same gradients (squared error and then logistic gradients)."""
+    X, y = _data(nan_frac=nan_frac)
+    for objective, target in (("reg", y), ("clf", (y > 0).astype(int))):
+        kw = dict(n_estimators=3, tree_method="exact", max_depth=4, learning_rate=0.5,
+                  base_score=0.5, **params)
+        est = (BoostedTreesRegressor(**kw) if objective == "reg" else
+               BoostedTreesClassifier(**kw)).fit(X, target)
+        margin = np.full(len(y), 0.0 if objective == "clf" else 0.5)
+        fo = est._forests[0]
+        for t in range(3):
+            if objective == "reg":
+                g, h = margin - y, np.ones_like(y)
+            else:
+                pr = 1 / (1 + np.exp(-margin))
+                g, h = pr - target, np.maximum(pr * (1 - pr), 1e-16)
+            want = naive_tree(X, g, h, 0, 4, params["min_child_weight"], params["reg_lambda"],
+                              params["reg_alpha"], params["max_delta_step"], 0.5)
+            nodes = fo.nodes[fo.start[t]:fo.start[t + 1]].copy()
+            nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - fo.start[t], -1)
+            assert_same_tree(packed_to_dict(nodes), want, f"tree {t}")
+            from pymc_trees.sampler import PackedForest
+
+            margin = margin + PackedForest(np.array([0, nodes.size], np.int32), nodes,
+                                           0.0).predict(X)
+
+
+# --- against xgboost ------------------------------------------------------------------------
+
+
+def xgb_trees(model):
+    """Every tree of a fitted xgboost model as nested dicts (preorder by the Yes branch,
+    which is ``x < split``: left)."""
+    df = model.get_booster().trees_to_dataframe()
+    out = []
+    for _, tdf in df.groupby("Tree", sort=True):
+        nodes = {row.ID: row for row in tdf.itertuples()}
+
+        def build(node_id):
+            r = nodes[node_id]
+            if r.Feature == "Leaf":
+                return {"value": float(r.Gain)}
+            return {"feature": int(r.Feature[1:]), "threshold": float(r.Split),
+                    "missing_left": r.Missing == r.Yes, "left": build(r.Yes),
+                    "right": build(r.No)}
+        out.append(build(f"{tdf.Tree.iloc[0]}-0"))
+    return out
+
+
+def our_trees(est, k=0):
+    fo = est._forests[k]
+    out = []
+    for t in range(fo.start.size - 1):
+        nodes = fo.nodes[fo.start[t]:fo.start[t + 1]].copy()
+        nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - fo.start[t], -1)
+        out.append(packed_to_dict(nodes))
+    return out
+
+
+def assert_like_xgboost(a, b, path="root"):
+    """Same split features and missing directions everywhere; thresholds and leaf values up
+    to xgboost's float32 storage."""
+    assert ("feature" in a) == ("feature" in b), f"{path}: leaf in one tree only"
+    if "feature" not in a:
+        assert a["value"] == pytest.approx(b["value"], rel=1e-4, abs=1e-6), path
+        return
+    assert a["feature"] == b["feature"], path
+    assert a["threshold"] == pytest.approx(b["threshold"], rel=1e-6, abs=1e-6), path
+    assert a["missing_left"] == b["missing_left"], path
+    assert_like_xgboost(a["left"], b["left"], path + "L")
+    assert_like_xgboost(a["right"], b["right"], path + "R")
+
+
+def _f32_data(n=500, p=5, nan_frac=0.0, seed=1):
+    """Continuous data exactly representable in float32 (xgboost's storage), no ties."""
+    X, y = _data(n=n, p=p, nan_frac=nan_frac, seed=seed)
+    return X.astype(np.float32).astype(np.float64), y.astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("nan_frac", [0.0, 0.1])
+@pytest.mark.parametrize("task", ["squared_error", "logistic", "softmax", "poisson"])
+def test_exact_matches_xgboost_exact(task, nan_frac):
+    """tree_method="exact" with xgboost's parameters (base_score given): every tree has the
+    same split features, directions for missing values and (up to float32) thresholds and
+    leaf values, and the predictions agree to 1e-4 relative."""
+    X, y = _f32_data(nan_frac=nan_frac)
+    Xt, _ = _f32_data(n=300, nan_frac=nan_frac, seed=2)
+    kw = dict(n_estimators=20, max_depth=4, learning_rate=0.3, tree_method="exact",
+              reg_lambda=1.0, min_child_weight=1.0, base_score=0.5)
+    if task == "squared_error":
+        ours = BoostedTreesRegressor(**kw).fit(X, y)
+        theirs = xgb.XGBRegressor(**kw).fit(X, y)
+        pred = ours.predict(Xt), theirs.predict(Xt)
+    elif task == "poisson":
+        Z = np.nan_to_num(X)
+        yc = np.random.default_rng(3).poisson(np.exp(0.5 * Z[:, 0] - 0.3 * Z[:, 1])).astype(float)
+        ours = BoostedTreesRegressor(objective="count:poisson", **kw).fit(X, yc)
+        theirs = xgb.XGBRegressor(objective="count:poisson", **kw).fit(X, yc)
+        pred = ours.predict(Xt), theirs.predict(Xt)
+    elif task == "logistic":
+        yb = (y > 0.3).astype(int)
+        ours = BoostedTreesClassifier(**kw).fit(X, yb)
+        theirs = xgb.XGBClassifier(**kw).fit(X, yb)
+        pred = ours.predict_proba(Xt), theirs.predict_proba(Xt)
+    else:
+        ym = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+        ours = BoostedTreesClassifier(**kw).fit(X, ym)
+        theirs = xgb.XGBClassifier(**kw).fit(X, ym)
+        pred = ours.predict_proba(Xt), theirs.predict_proba(Xt)
+    xt = xgb_trees(theirs)
+    K = len(ours._forests)
+    ot = [our_trees(ours, k) for k in range(K)]
+    assert len(xt) == K * len(ot[0])
+    for t, tree in enumerate(xt):  # xgboost stores round r's class-k tree at r * K + k
+        assert_like_xgboost(ot[t % K][t // K], tree, f"tree {t}")
+    np.testing.assert_allclose(pred[0], pred[1], rtol=1e-4, atol=1e-6)
