@@ -272,17 +272,20 @@ class _BoostedTrees(BaseEstimator):
                POISSON_MAX_DELTA_STEP if objective == "count:poisson" else 0.0)
         self._mds = float(mds)
         base = _base_margin(objective, self.base_score, y, w, K, alphas, n_classes)
-        feat_missing = np.isnan(X).any(axis=0)
+        # rows of weight 0 take no part in the fit (as if removed): no cutpoints, no bag
+        live = w > 0
+        feat_missing = np.isnan(X[live]).any(axis=0)
         exact = self.tree_method == "exact"
         if exact:
             XT = np.ascontiguousarray(X.T)
-            n_present = (~np.isnan(X)).sum(axis=0).astype(np.int64)
+            n_present = np.zeros(p, np.int64)
             sorted_idx = np.zeros((p, n), np.int64)
             for v in range(p):
-                rows = np.flatnonzero(~np.isnan(X[:, v]))
+                rows = np.flatnonzero(~np.isnan(X[:, v]) & live)
+                n_present[v] = rows.size
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
-            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True)
+            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
             XbT = np.ascontiguousarray(bin_data(X, cuts, ncuts).T)
         evals = []
         for j, item in enumerate(eval_set or []):
@@ -322,9 +325,9 @@ class _BoostedTrees(BaseEstimator):
             for r in range(self.n_estimators):
                 g, h = _grad_hess(objective, margin, y, w, alphas, self._mds)
                 if self.subsample < 1.0:
-                    in_bag = rng.random_sample(n) < self.subsample
+                    in_bag = (rng.random_sample(n) < self.subsample) & live
                 else:
-                    in_bag = np.ones(n, bool)
+                    in_bag = live
                 rows = np.flatnonzero(in_bag).astype(np.int64)
                 for k in range(K):
                     colmask = np.zeros(p, np.bool_)
@@ -389,8 +392,8 @@ class _BoostedTrees(BaseEstimator):
         if self.early_stopping_rounds is not None and not evals:
             raise ValueError("early_stopping_rounds needs at least one eval_set; the last one "
                              "decides when to stop.")
-        self.best_iteration = (best_round if evals and self.early_stopping_rounds is not None
-                               else rounds_done - 1)
+        self.best_iteration_ = (best_round if evals and self.early_stopping_rounds is not None
+                                else rounds_done - 1)
         self.n_rounds_ = rounds_done
         self._base = base
         self._forests = []
@@ -420,7 +423,7 @@ class _BoostedTrees(BaseEstimator):
         check_is_fitted(self, "_forests")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         X = np.ascontiguousarray(X)
-        stop = self.best_iteration + 1 if iteration_range is None else iteration_range[1]
+        stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
         for k, fo in enumerate(self._forests):
             col = np.empty(X.shape[0])
@@ -429,6 +432,13 @@ class _BoostedTrees(BaseEstimator):
         return out
 
     # -- introspection --------------------------------------------------------------------
+
+    @property
+    def best_iteration(self) -> int:
+        """XGBoost's name for ``best_iteration_``: the best round (0-based) with early
+        stopping, otherwise the last round."""
+        check_is_fitted(self, "best_iteration_")
+        return self.best_iteration_
 
     def get_score(self, importance_type: str = "gain") -> dict:
         """Importance per feature name (``feature_names_in_`` or ``f0, f1, ...``), as
@@ -470,7 +480,7 @@ class _BoostedTrees(BaseEstimator):
         """The fitted trees of each output as :class:`~pymc_trees.PackedForest` (the BART
         representation; the base margin is the offset), up to ``best_iteration``."""
         check_is_fitted(self, "_forests")
-        stop = self.best_iteration + 1
+        stop = self.best_iteration_ + 1
         out = []
         for k, fo in enumerate(self._forests):
             end = fo.start[stop]
@@ -535,8 +545,9 @@ _PARAMS_DOC = """
     feature_names_in_ : ndarray of str, for DataFrames
     evals_result_ : dict
         ``{"validation_j": {metric: [value per round]}}`` for every ``eval_set`` item.
-    best_iteration : int
-        The best round with early stopping; otherwise the last round.
+    best_iteration_ : int
+        The best round (0-based) with early stopping; otherwise the last round.  Also
+        available as ``best_iteration`` (XGBoost's name).
     feature_importances_ : ndarray of shape (n_features,)
 """
 
@@ -665,4 +676,5 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of every row, shape (n,)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

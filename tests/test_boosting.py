@@ -248,3 +248,141 @@ def test_exact_matches_xgboost_exact(task, nan_frac):
     for t, tree in enumerate(xt):  # xgboost stores round r's class-k tree at r * K + k
         assert_like_xgboost(ot[t % K][t // K], tree, f"tree {t}")
     np.testing.assert_allclose(pred[0], pred[1], rtol=1e-4, atol=1e-6)
+
+
+# --- histogram method against xgboost's ----------------------------------------------------
+
+
+def _heldout(task, nan_frac, seed=5):
+    rng = np.random.default_rng(seed)
+    if task == "regression":
+        X, y = make_friedman1(n_samples=6000, n_features=10, noise=1.0, random_state=seed)
+    else:
+        X, y = make_classification(n_samples=6000, n_features=12, n_informative=6,
+                                   flip_y=0.05, random_state=seed)
+    if nan_frac:
+        X = X.copy()
+        X[rng.uniform(size=X.shape) < nan_frac] = np.nan
+    return X[:4000], y[:4000], X[4000:], y[4000:]
+
+
+@pytest.mark.parametrize("nan_frac", [0.0, 0.1])
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_hist_matches_xgboost_hist_held_out_loss(task, nan_frac):
+    """Same parameters (200 rounds, depth 6, eta 0.1, 256 bins): held-out RMSE or log loss
+    within 1% of xgboost's hist.  The bins differ (quantile midpoints against xgboost's
+    sketch), so the trees do too; the loss must not."""
+    from sklearn.metrics import log_loss, mean_squared_error
+
+    X, y, Xt, yt = _heldout(task, nan_frac)
+    kw = dict(n_estimators=200, max_depth=6, learning_rate=0.1, max_bin=256,
+              tree_method="hist")
+    if task == "regression":
+        ours = BoostedTreesRegressor(**kw).fit(X, y).predict(Xt)
+        theirs = xgb.XGBRegressor(**kw).fit(X, y).predict(Xt)
+        loss = [np.sqrt(mean_squared_error(yt, q)) for q in (ours, theirs)]
+    else:
+        ours = BoostedTreesClassifier(**kw).fit(X, y).predict_proba(Xt)
+        theirs = xgb.XGBClassifier(**kw).fit(X, y).predict_proba(Xt)
+        loss = [log_loss(yt, q) for q in (ours, theirs)]
+    print(task, nan_frac, "ours", loss[0], "xgboost", loss[1])
+    assert loss[0] <= 1.01 * loss[1], loss
+
+
+# --- early stopping, quantiles, threads, names ---------------------------------------------
+
+
+def test_early_stopping_stops_where_the_validation_curve_says():
+    X, y, Xt, yt = _heldout("regression", 0.0)
+    est = BoostedTreesRegressor(n_estimators=500, learning_rate=0.3, early_stopping_rounds=10,
+                                eval_metric="rmse").fit(X, y, eval_set=[(X, y), (Xt, yt)])
+    curve = np.array(est.evals_result_["validation_1"]["rmse"])
+    best = int(np.argmin(curve))
+    assert est.best_iteration == best
+    assert curve.size == best + 11  # stopped 10 rounds after the minimum
+    assert est.n_rounds_ == curve.size < 500
+    # the training curve keeps falling; prediction uses the trees up to the best round
+    assert est.evals_result_["validation_0"]["rmse"][-1] < est.evals_result_["validation_0"][
+        "rmse"][best]
+    full = BoostedTreesRegressor(n_estimators=best + 1, learning_rate=0.3).fit(X, y)
+    np.testing.assert_allclose(est.predict(Xt), full.predict(Xt))
+    assert np.sqrt(np.mean((est.predict(Xt) - yt) ** 2)) == pytest.approx(curve[best])
+
+
+def test_quantile_regression_gives_intervals():
+    """Quantiles 0.05 and 0.95 from one regressor (shape (n, 2), ordered): their held-out
+    pinball loss is no worse than xgboost's with the same parameters (measured: 0.314 against
+    0.370), and the interval covers most held-out rows.  Boosted quantiles fit on the training
+    rows are too narrow out of sample (measured coverage 0.79 for a nominal 0.90; xgboost's,
+    less converged, 0.88), so coverage is only bounded loosely here."""
+    X, y, Xt, yt = _heldout("regression", 0.0)
+    kw = dict(n_estimators=200, learning_rate=0.1, max_depth=4)
+    est = BoostedTreesRegressor(objective="reg:quantileerror", quantile_alpha=[0.05, 0.95],
+                                **kw).fit(X, y)
+    q = est.predict(Xt)
+    xq = xgb.XGBRegressor(objective="reg:quantileerror", quantile_alpha=np.array([0.05, 0.95]),
+                          **kw).fit(X, y).predict(Xt)
+    assert q.shape == (len(yt), 2)
+    assert np.mean(q[:, 0] <= q[:, 1]) > 0.99
+
+    def pinball(pred):
+        return sum(np.mean(np.maximum(a * (yt - pred[:, j]), (a - 1) * (yt - pred[:, j])))
+                   for j, a in enumerate((0.05, 0.95)))
+
+    cover = np.mean((q[:, 0] <= yt) & (yt <= q[:, 1]))
+    print("pinball", pinball(q), "xgboost", pinball(xq), "coverage", cover)
+    assert pinball(q) <= 1.01 * pinball(xq)
+    assert 0.7 < cover < 0.97, cover
+
+
+def test_threads_do_not_change_the_trees():
+    X, y, _, _ = _heldout("regression", 0.1)
+    a = BoostedTreesRegressor(n_estimators=30, n_jobs=1, subsample=0.8, colsample_bytree=0.7,
+                              random_state=3).fit(X, y)
+    b = BoostedTreesRegressor(n_estimators=30, n_jobs=2, subsample=0.8, colsample_bytree=0.7,
+                              random_state=3).fit(X, y)
+    assert np.array_equal(a._forests[0].nodes, b._forests[0].nodes)
+
+
+def test_dataframe_names_importances_and_sklearn_tools():
+    pd = pytest.importorskip("pandas")
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _, _ = _heldout("classification", 0.0)
+    df = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    est = BoostedTreesClassifier(n_estimators=20).fit(df, y)
+    assert list(est.feature_names_in_) == list(df.columns)
+    imp = est.feature_importances_
+    assert imp.shape == (X.shape[1],) and imp.sum() == pytest.approx(1.0)
+    assert set(est.get_score("weight")) <= set(df.columns)
+    total = sum(est.get_score("weight").values())
+    assert total == sum(int((fo.nodes["feature"] >= 0).sum()) for fo in est._forests)
+    pipe = make_pipeline(StandardScaler(), BoostedTreesClassifier(n_estimators=10))
+    assert cross_val_score(pipe, X[:600], y[:600], cv=3).mean() > 0.7
+    gs = GridSearchCV(BoostedTreesRegressor(n_estimators=10), {"max_depth": [2, 4]}, cv=2)
+    gs.fit(X[:600], y[:600].astype(float))
+    assert gs.best_params_["max_depth"] in (2, 4)
+
+
+def test_bad_parameters_name_the_input():
+    X, y, _, _ = _heldout("regression", 0.0)
+    with pytest.raises(ValueError, match="tree_method"):
+        BoostedTreesRegressor(tree_method="approx").fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="subsample"):
+        BoostedTreesRegressor(subsample=0.0).fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="early_stopping_rounds needs"):
+        BoostedTreesRegressor(early_stopping_rounds=3).fit(X[:50], y[:50])
+    with pytest.raises(ValueError, match="quantile_alpha"):
+        BoostedTreesRegressor(objective="reg:quantileerror", quantile_alpha=1.5).fit(X[:50],
+                                                                                     y[:50])
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([BoostedTreesRegressor(n_estimators=20),
+                          BoostedTreesClassifier(n_estimators=20)])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)

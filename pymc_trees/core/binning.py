@@ -17,21 +17,25 @@ BIN_DTYPE = np.uint16
 MAX_NUMCUT = int(np.iinfo(BIN_DTYPE).max) - 1
 
 
-def _feature_cutpoints(x: np.ndarray, numcut: int) -> np.ndarray:
-    values, counts = np.unique(x, return_counts=True)
+def _feature_cutpoints(x: np.ndarray, numcut: int, w: np.ndarray | None = None) -> np.ndarray:
+    if w is None:
+        values, counts = np.unique(x, return_counts=True)
+    else:
+        values, inv = np.unique(x, return_inverse=True)
+        counts = np.bincount(inv, weights=w)
     mids = 0.5 * (values[:-1] + values[1:])
     if mids.size <= numcut:
         return mids
     # More candidates than allowed: keep the midpoints closest to evenly spaced empirical
     # quantiles, so that the bins hold roughly equal numbers of rows.
-    below = np.cumsum(counts)[:-1]  # rows with x <= mids[i]
-    targets = np.arange(1, numcut + 1) * (x.size / (numcut + 1))
+    below = np.cumsum(counts)[:-1]  # rows (or weight) with x <= mids[i]
+    targets = np.arange(1, numcut + 1) * (counts.sum() / (numcut + 1))
     pos = np.clip(np.searchsorted(below, targets), 0, mids.size - 1)
     return mids[np.unique(pos)]
 
 
-def make_cutpoints(X: np.ndarray, numcut: int = 100,
-                   allow_nan: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def make_cutpoints(X: np.ndarray, numcut: int = 100, allow_nan: bool = False,
+                   weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate cutpoints for every feature.
 
     Parameters
@@ -45,6 +49,9 @@ def make_cutpoints(X: np.ndarray, numcut: int = 100,
     allow_nan : bool, default False
         Accept NaN (missing values; the boosting learner routes them per split): cutpoints
         come from each feature's non-missing values.  Infinite values are always refused.
+    weights : ndarray of shape (n,), optional
+        Row weights (the boosting learner's sample weights): rows of weight 0 add no
+        cutpoints, and the quantiles are weighted, so a weight of 2 acts as a repeated row.
 
     Returns
     -------
@@ -63,11 +70,15 @@ def make_cutpoints(X: np.ndarray, numcut: int = 100,
     if not 1 <= numcut <= MAX_NUMCUT:
         raise ValueError(f"numcut must be between 1 and {MAX_NUMCUT}; got {numcut}.")
     per_feature = []
+    w_all = None if weights is None else np.asarray(weights, dtype=np.float64)
     for v in range(X.shape[1]):
         x = X[:, v]
-        if allow_nan:
-            x = x[~np.isnan(x)]
-        per_feature.append(_feature_cutpoints(x, numcut) if x.size else np.empty(0))
+        keep = ~np.isnan(x) if allow_nan else np.ones(x.size, bool)
+        if w_all is not None:
+            keep &= w_all > 0
+        x = x[keep]
+        w = None if w_all is None else w_all[keep]
+        per_feature.append(_feature_cutpoints(x, numcut, w) if x.size else np.empty(0))
     ncuts = np.array([c.size for c in per_feature], dtype=np.int32)
     cuts = np.full((X.shape[1], max(1, int(ncuts.max(initial=0)))), np.inf)
     for v, c in enumerate(per_feature):
