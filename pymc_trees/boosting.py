@@ -286,7 +286,8 @@ class _BoostedTrees(BaseEstimator):
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
             cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
-            XbT = np.ascontiguousarray(bin_data(X, cuts, ncuts).T)
+            XbT = np.ascontiguousarray(bin_data(X, cuts, ncuts).T)  # column-major (p, n)
+            all_rows = np.arange(n, dtype=np.int64)
         evals = []
         for j, item in enumerate(eval_set or []):
             if not (isinstance(item, (tuple, list)) and len(item) in (2, 3)):
@@ -345,11 +346,12 @@ class _BoostedTrees(BaseEstimator):
                             b["threshold"], b["missing_left"], b["left"], b["value"],
                             b["loss_chg"], b["cover"])
                     else:
+                        upd = np.zeros(n)
                         n_nodes = boost.grow_hist(
                             XbT, ncuts, gk, hk, rows, colmask, feat_missing, self.max_depth,
                             mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
                             b["missing_left"], b["left"], b["value"], b["loss_chg"],
-                            b["cover"])
+                            b["cover"], upd)
                         internal = b["feature"][:n_nodes] >= 0
                         b["threshold"][:n_nodes][internal] = cuts[
                             b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
@@ -368,9 +370,16 @@ class _BoostedTrees(BaseEstimator):
                         boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
                                                b["left"], b["value"], XT, upd)
                     else:
-                        upd = np.zeros(n)
-                        boost.predict_tree_binned(b["feature"], b["cutbin"], b["missing_left"],
-                                                  b["left"], b["value"], XbT, upd)
+                        # grow_hist added the leaf values at the bag's rows; the other rows,
+                        # or every row when pruning or quantile leaves changed the values
+                        changed = self.gamma > 0 or objective == "reg:quantileerror"
+                        todo = all_rows if changed else np.flatnonzero(~in_bag)
+                        if changed:
+                            upd[:] = 0.0
+                        if todo.size:
+                            boost.predict_tree_binned(b["feature"], b["cutbin"],
+                                                      b["missing_left"], b["left"], b["value"],
+                                                      XbT, todo.astype(np.int64), upd)
                     margin[:, k] += upd
                     for XeT, _, _, me in evals:
                         upd = np.zeros(XeT.shape[1])

@@ -66,6 +66,8 @@ def calc_weight(G, H, lam, alpha, mds):
 def node_gain(G, H, lam, alpha, mds):
     if H <= 0.0:
         return 0.0
+    if mds == 0.0 and alpha == 0.0:
+        return G * G / (H + lam)  # the same value, with one division
     w = calc_weight(G, H, lam, alpha, mds)
     return -(2.0 * G * w + (H + lam) * w * w + 2.0 * alpha * abs(w))
 
@@ -83,34 +85,49 @@ def _valid(HL, HR, mcw):
 
 
 @numba.njit(cache=True, parallel=True)
-def _build_hist(XbT, g, h, order, lo, hi, colmask, HG, HH, MC):
-    """Histogram of the rows ``order[lo:hi]``: ``HG[v, b] = sum g`` over rows in bin b of v
-    (missing rows skipped; ``MC[v]`` counts them).  Parallel over features; each feature sums
-    its rows in the same order whatever the number of threads, so the result does not depend
-    on it."""
+def _build_hist(XbT, gh, order, lo, hi, colmask, HIST, MC, gord):
+    """Histogram of the rows ``order[lo:hi]`` of the column-major bins ``XbT`` (p, n):
+    ``HIST[v, b] = (sum g, sum h)`` over the rows in bin b of feature v (missing rows skipped;
+    ``MC[v]`` counts them).  ``gh`` (n, 2) holds g and h side by side; they are first gathered
+    into ``gord`` in the node's row order (rows of a node stay in ascending order, so every
+    column is read forward).  Parallel over features: each feature sums its rows in the same
+    order whatever the number of threads, so the result does not depend on it."""
     p = XbT.shape[0]
+    size = hi - lo
+    for j in range(size):
+        i = order[lo + j]
+        gord[j, 0] = gh[i, 0]
+        gord[j, 1] = gh[i, 1]
     for v in numba.prange(p):
+        hv = HIST[v]
+        hv[:, :] = 0.0
         if not colmask[v]:
+            MC[v] = 0
             continue
         col = XbT[v]
-        hg = HG[v]
-        hh = HH[v]
-        hg[:] = 0.0
-        hh[:] = 0.0
         miss = 0
-        for j in range(lo, hi):
-            i = order[j]
-            b = col[i]
+        for j in range(size):
+            b = col[order[lo + j]]
             if b != MISSING_BIN:
-                hg[b] += g[i]
-                hh[b] += h[i]
+                hv[b, 0] += gord[j, 0]
+                hv[b, 1] += gord[j, 1]
             else:
                 miss += 1
         MC[v] = miss
 
 
 @numba.njit(cache=True)
-def _best_split_hist(HG, HH, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, alpha, mds):
+def _subtract(P, S, out):
+    """``out = P - S`` elementwise, without temporaries."""
+    a = P.ravel()
+    b = S.ravel()
+    o = out.ravel()
+    for t in range(a.size):
+        o[t] = a[t] - b[t]
+
+
+@numba.njit(cache=True)
+def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, alpha, mds):
     """Best (loss_chg, feature, bin, missing_left, GL, HL) of a node from its histogram."""
     root = node_gain(Gt, Ht, lam, alpha, mds)
     best = 0.0
@@ -119,23 +136,24 @@ def _best_split_hist(HG, HH, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam,
     bdl = True
     bGL = 0.0
     bHL = 0.0
-    for v in range(HG.shape[0]):
+    for v in range(HIST.shape[0]):
         if not colmask[v] or ncuts[v] == 0:
             continue
-        hg = HG[v]
-        hh = HH[v]
+        hv = HIST[v]
         Gp = 0.0
         Hp = 0.0
         for b in range(ncuts[v] + 1):
-            Gp += hg[b]
-            Hp += hh[b]
+            Gp += hv[b, 0]
+            Hp += hv[b, 1]
         Gm = Gt - Gp
         Hm = Ht - Hp
         GL = 0.0
         HL = 0.0
         for b in range(ncuts[v]):
-            GL += hg[b]
-            HL += hh[b]
+            if hv[b, 1] == 0.0 and hv[b, 0] == 0.0:
+                continue  # no rows in this bin: the same partition as the previous cut
+            GL += hv[b, 0]
+            HL += hv[b, 1]
             if feat_missing[v]:
                 # missing right (the only direction when the node has no missing rows)
                 GR = Gt - GL
@@ -170,7 +188,8 @@ def _best_split_hist(HG, HH, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam,
 
 @numba.njit(cache=True)
 def _partition(XbT, order, lo, hi, v, b, dl, tmp):
-    """Stable partition of ``order[lo:hi]``: rows going left first; returns the boundary."""
+    """Stable partition of ``order[lo:hi]``: rows going left first (both sides keep their
+    ascending row order); returns the boundary."""
     col = XbT[v]
     nl = lo
     nr = 0
@@ -189,10 +208,11 @@ def _partition(XbT, order, lo, hi, v, b, dl, tmp):
     return nl
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, parallel=True)
 def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha, mds,
-              eta, feature, cutbin, missing_left, left, value, loss_chg, cover):
-    """Grow one tree on binned data ``XbT`` (p, n) from the rows ``rows`` (the bag).
+              eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin):
+    """Grow one tree on the column-major binned data ``XbT`` (p, n) from the rows ``rows``
+    (the bag, ascending), and add its leaf values to ``margin`` at those rows.
 
     Histograms with the sibling-subtraction trick: at every split only the child with fewer
     rows is scanned; the other's histogram is the parent's minus it.  Fills the node arrays
@@ -205,6 +225,12 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
     for v in range(p):
         B = max(B, ncuts[v] + 1)
     nrows = rows.size
+    gord = np.empty((max(1, nrows), 2))
+    gh = np.empty((g.size, 2))
+    for j in range(nrows):
+        i = rows[j]
+        gh[i, 0] = g[i]
+        gh[i, 1] = h[i]
     order = rows.copy()
     tmp = np.empty(max(1, nrows), order.dtype)
     cap = feature.size
@@ -222,25 +248,36 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
     nH[0] = Ht
     n_nodes = 1
     level = np.zeros(1, np.int64)
-    HG = np.zeros((1, p, B))
-    HH = np.zeros((1, p, B))
+    HIST = np.zeros((1, p, B, 2))
     MC = np.zeros((1, p), np.int64)
     if max_depth > 0:
-        _build_hist(XbT, g, h, order, 0, nrows, colmask, HG[0], HH[0], MC[0])
+        _build_hist(XbT, gh, order, 0, nrows, colmask, HIST[0], MC[0], gord)
     for depth in range(max_depth + 1):
         nl = level.size
         split = np.zeros(nl, np.bool_)
         sGL = np.zeros(nl)
         sHL = np.zeros(nl)
         n_split = 0
+        r_best = np.zeros(nl)
+        r_f = np.full(nl, -1, np.int64)
+        r_b = np.zeros(nl, np.int64)
+        r_dl = np.ones(nl, np.bool_)
+        r_GL = np.zeros(nl)
+        r_HL = np.zeros(nl)
+        if depth < max_depth:
+            # the nodes of a level are independent: evaluate them in parallel
+            for j in numba.prange(nl):
+                k = level[j]
+                (r_best[j], r_f[j], r_b[j], r_dl[j], r_GL[j],
+                 r_HL[j]) = _best_split_hist(HIST[j], MC[j], ncuts, colmask, feat_missing, nG[k],
+                                             nH[k], mcw, lam, alpha, mds)
         for j in range(nl):
             k = level[j]
             cover[k] = nH[k]
             loss_chg[k] = 0.0
             if depth < max_depth:
-                best, bf, bb, bdl, bGL, bHL = _best_split_hist(
-                    HG[j], HH[j], MC[j], ncuts, colmask, feat_missing, nG[k], nH[k], mcw, lam, alpha,
-                    mds)
+                best, bf, bb, bdl, bGL, bHL = (r_best[j], r_f[j], r_b[j], r_dl[j], r_GL[j],
+                                               r_HL[j])
                 if bf >= 0 and best > RT_EPS:
                     split[j] = True
                     feature[k] = bf
@@ -254,17 +291,17 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 feature[k] = -1
                 left[k] = -1
                 value[k] = eta * calc_weight(nG[k], nH[k], lam, alpha, mds)
+                for t in range(seg_lo[k], seg_hi[k]):
+                    margin[order[t]] += value[k]
         if n_split == 0:
             break
         nxt = np.empty(2 * n_split, np.int64)
         need_hist = depth + 1 < max_depth
         if need_hist:
-            CG = np.empty((2 * n_split, p, B))
-            CH = np.empty((2 * n_split, p, B))
+            CHIST = np.empty((2 * n_split, p, B, 2))
             CM = np.empty((2 * n_split, p), np.int64)
         else:
-            CG = np.empty((0, p, B))
-            CH = np.empty((0, p, B))
+            CHIST = np.empty((0, p, B, 2))
             CM = np.empty((0, p), np.int64)
         c = 0
         for j in range(nl):
@@ -291,15 +328,14 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
             if need_hist:
                 small, large = (c, c + 1) if mid - seg_lo[k] <= seg_hi[k] - mid else (c + 1, c)
                 sk = nxt[small]
-                _build_hist(XbT, g, h, order, seg_lo[sk], seg_hi[sk], colmask, CG[small],
-                            CH[small], CM[small])
-                CG[large] = HG[j] - CG[small]
-                CH[large] = HH[j] - CH[small]
-                CM[large] = MC[j] - CM[small]
+                _build_hist(XbT, gh, order, seg_lo[sk], seg_hi[sk], colmask, CHIST[small],
+                            CM[small], gord)
+                _subtract(HIST[j], CHIST[small], CHIST[large])
+                for v in range(p):
+                    CM[large, v] = MC[j, v] - CM[small, v]
             c += 2
         level = nxt
-        HG = CG
-        HH = CH
+        HIST = CHIST
         MC = CM
         if depth + 1 == max_depth:
             for j in range(level.size):
@@ -309,6 +345,8 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 cover[k] = nH[k]
                 loss_chg[k] = 0.0
                 value[k] = eta * calc_weight(nG[k], nH[k], lam, alpha, mds)
+                for t in range(seg_lo[k], seg_hi[k]):
+                    margin[order[t]] += value[k]
             break
     return n_nodes
 
@@ -507,10 +545,10 @@ def prune_gamma(feature, left, value, loss_chg, gamma, n_nodes):
 
 
 @numba.njit(cache=True)
-def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, out):
-    """``out[i] += tree(row i)`` for binned rows ``XbT`` (p, n)."""
-    n = XbT.shape[1]
-    for i in range(n):
+def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, rows, out):
+    """``out[i] += tree(row i)`` for the binned rows ``rows`` of ``XbT`` (p, n)."""
+    for j in range(rows.size):
+        i = rows[j]
         k = 0
         while feature[k] >= 0:
             b = XbT[feature[k], i]
