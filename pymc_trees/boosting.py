@@ -30,7 +30,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .core import boost
 from .core.binning import bin_data, make_cutpoints
-from .core.packed import predict_packed
+from .core.packed import predict_packed_parallel
 from .sampler import NODE_DTYPE, PackedForest
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
@@ -286,7 +286,8 @@ class _BoostedTrees(BaseEstimator):
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
             cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
-            XbT = np.ascontiguousarray(bin_data(X, cuts, ncuts).T)  # column-major (p, n)
+            Xb = bin_data(X, cuts, ncuts)  # row-major (n, p)
+            XbT = np.ascontiguousarray(Xb.T)  # and column-major (p, n)
             all_rows = np.arange(n, dtype=np.int64)
         evals = []
         for j, item in enumerate(eval_set or []):
@@ -348,7 +349,8 @@ class _BoostedTrees(BaseEstimator):
                     else:
                         upd = np.zeros(n)
                         n_nodes = boost.grow_hist(
-                            XbT, ncuts, gk, hk, rows, colmask, feat_missing, self.max_depth,
+                            XbT, Xb, ncuts, gk, hk, rows, colmask, feat_missing,
+                            self.max_depth,
                             mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
                             b["missing_left"], b["left"], b["value"], b["loss_chg"],
                             b["cover"], upd)
@@ -434,10 +436,19 @@ class _BoostedTrees(BaseEstimator):
         X = np.ascontiguousarray(X)
         stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
-        for k, fo in enumerate(self._forests):
-            col = np.empty(X.shape[0])
-            predict_packed(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X, col)
-            out[:, k] = col
+        import numba
+
+        old_threads = numba.get_num_threads()
+        if self.n_jobs is not None and self.n_jobs > 0:
+            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
+        try:
+            for k, fo in enumerate(self._forests):
+                col = np.empty(X.shape[0])
+                predict_packed_parallel(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X,
+                                        col)
+                out[:, k] = col
+        finally:
+            numba.set_num_threads(old_threads)
         return out
 
     # -- introspection --------------------------------------------------------------------

@@ -116,6 +116,57 @@ def _build_hist(XbT, gh, order, lo, hi, colmask, HIST, MC, gord):
         MC[v] = miss
 
 
+HIST_BLOCKS_MAX = 16
+HIST_BLOCK_MIN = 2048
+# below this fraction of the rows, a node's histogram is built row by row (see grow_hist)
+ROWWISE_FRACTION = 1.0 / 4.0
+
+
+@numba.njit(cache=True, parallel=True)
+def _build_hist_rows(Xb, gh, order, lo, hi, colmask, HIST, MC):
+    """As :func:`_build_hist` from the row-major bins ``Xb`` (n, p): each of the node's rows
+    is read whole (one cache line), which beats reading every column when the node holds few
+    of the rows.  The rows are cut into at most 16 blocks of at least 2048 (a function of the
+    node's size only), summed in parallel into their own histograms and added in block order,
+    so the result does not depend on the number of threads."""
+    p = Xb.shape[1]
+    B = HIST.shape[1]
+    size = hi - lo
+    nblk = min(HIST_BLOCKS_MAX, max(1, (size + HIST_BLOCK_MIN - 1) // HIST_BLOCK_MIN))
+    step = (size + nblk - 1) // nblk
+    LOC = np.zeros((nblk, p, B, 2))
+    LM = np.zeros((nblk, p), np.int64)
+    for blk in numba.prange(nblk):
+        start = lo + blk * step
+        stop = min(hi, start + step)
+        loc = LOC[blk]
+        lm = LM[blk]
+        for j in range(start, stop):
+            i = order[j]
+            gi = gh[i, 0]
+            hi_ = gh[i, 1]
+            for v in range(p):
+                b = Xb[i, v]
+                if b != MISSING_BIN:
+                    loc[v, b, 0] += gi
+                    loc[v, b, 1] += hi_
+                else:
+                    lm[v] += 1
+    for v in range(p):
+        MC[v] = 0
+        for b in range(B):
+            HIST[v, b, 0] = 0.0
+            HIST[v, b, 1] = 0.0
+    for blk in range(nblk):
+        for v in range(p):
+            if not colmask[v]:
+                continue
+            MC[v] += LM[blk, v]
+            for b in range(B):
+                HIST[v, b, 0] += LOC[blk, v, b, 0]
+                HIST[v, b, 1] += LOC[blk, v, b, 1]
+
+
 @numba.njit(cache=True)
 def _subtract(P, S, out):
     """``out = P - S`` elementwise, without temporaries."""
@@ -209,10 +260,13 @@ def _partition(XbT, order, lo, hi, v, b, dl, tmp):
 
 
 @numba.njit(cache=True, parallel=True)
-def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha, mds,
-              eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin):
-    """Grow one tree on the column-major binned data ``XbT`` (p, n) from the rows ``rows``
-    (the bag, ascending), and add its leaf values to ``margin`` at those rows.
+def grow_hist(XbT, Xb, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha,
+              mds, eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin):
+    """Grow one tree on the binned data, column-major ``XbT`` (p, n) and the same row-major
+    ``Xb`` (n, p), from the rows ``rows`` (the bag, ascending), and add its leaf values to
+    ``margin`` at those rows.  A node's histogram is built column by column, or row by row
+    when it holds fewer than 1/16 of the rows (its rows are then too sparse in every column
+    for reading columns to pay).
 
     Histograms with the sibling-subtraction trick: at every split only the child with fewer
     rows is scanned; the other's histogram is the parent's minus it.  Fills the node arrays
@@ -328,8 +382,12 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
             if need_hist:
                 small, large = (c, c + 1) if mid - seg_lo[k] <= seg_hi[k] - mid else (c + 1, c)
                 sk = nxt[small]
-                _build_hist(XbT, gh, order, seg_lo[sk], seg_hi[sk], colmask, CHIST[small],
-                            CM[small], gord)
+                if (seg_hi[sk] - seg_lo[sk]) < ROWWISE_FRACTION * XbT.shape[1]:
+                    _build_hist_rows(Xb, gh, order, seg_lo[sk], seg_hi[sk], colmask,
+                                     CHIST[small], CM[small])
+                else:
+                    _build_hist(XbT, gh, order, seg_lo[sk], seg_hi[sk], colmask, CHIST[small],
+                                CM[small], gord)
                 _subtract(HIST[j], CHIST[small], CHIST[large])
                 for v in range(p):
                     CM[large, v] = MC[j, v] - CM[small, v]

@@ -9,7 +9,8 @@ import numpy as np
 
 from .forest import LEAF
 
-__all__ = ["pack_forest", "predict_packed", "relink_packed", "predict_draws"]
+__all__ = ["pack_forest", "predict_packed", "predict_packed_parallel", "relink_packed",
+           "predict_draws"]
 
 
 @numba.njit(cache=True)
@@ -55,26 +56,37 @@ def pack_forest(var, cut, left, right, value, n_nodes, n_free, cuts, nodes):
     return start
 
 
+@numba.njit(cache=True, inline="always")
+def _predict_row(start, nodes, offset, X, i):
+    acc = offset
+    for t in range(start.shape[0] - 1):
+        k = start[t]
+        while nodes[k].feature >= 0:
+            x = X[i, nodes[k].feature]
+            if x <= nodes[k].threshold:
+                k = nodes[k].left
+            elif x > nodes[k].threshold or nodes[k].missing_left == 0:
+                k = nodes[k].left + 1
+            else:  # NaN, sent left
+                k = nodes[k].left
+        acc += nodes[k].value
+    return acc
+
+
 @numba.njit(cache=True)
 def predict_packed(start, nodes, offset, X, out):
     """``out[i] = offset + sum_t tree_t(X[i])``, trees summed in order.  A row goes left when
     ``x <= threshold``; a NaN goes where the node's ``missing_left`` says."""
-    n = X.shape[0]
-    m = start.shape[0] - 1
-    for i in range(n):
-        acc = offset
-        for t in range(m):
-            k = start[t]
-            while nodes[k].feature >= 0:
-                x = X[i, nodes[k].feature]
-                if x <= nodes[k].threshold:
-                    k = nodes[k].left
-                elif x > nodes[k].threshold or nodes[k].missing_left == 0:
-                    k = nodes[k].left + 1
-                else:  # NaN, sent left
-                    k = nodes[k].left
-            acc += nodes[k].value
-        out[i] = acc
+    for i in range(X.shape[0]):
+        out[i] = _predict_row(start, nodes, offset, X, i)
+
+
+@numba.njit(cache=True, parallel=True)
+def predict_packed_parallel(start, nodes, offset, X, out):
+    """:func:`predict_packed` with the rows shared among threads (each row's sum is taken in
+    the same order, so the result does not depend on the number of threads)."""
+    for i in numba.prange(X.shape[0]):
+        out[i] = _predict_row(start, nodes, offset, X, i)
 
 
 @numba.njit(cache=True)
