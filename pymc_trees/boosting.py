@@ -647,23 +647,6 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
     per round), chosen from the labels.  Labels may be of any type (``classes_``).
     """ + _PARAMS_DOC
 
-    def __init__(self, *, n_estimators: int = 100, learning_rate: float = 0.3,
-                 max_depth: int = 6, min_child_weight: float = 1.0, reg_lambda: float = 1.0,
-                 reg_alpha: float = 0.0, gamma: float = 0.0, subsample: float = 1.0,
-                 colsample_bytree: float = 1.0, max_bin: int = 256, tree_method: str = "hist",
-                 base_score: float | None = None, max_delta_step: float | None = None,
-                 early_stopping_rounds: int | None = None, eval_metric: str | None = None,
-                 importance_type: str = "gain", random_state=None, n_jobs: int | None = None):
-        super().__init__(n_estimators=n_estimators, learning_rate=learning_rate,
-                         max_depth=max_depth, min_child_weight=min_child_weight,
-                         reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
-                         subsample=subsample, colsample_bytree=colsample_bytree,
-                         max_bin=max_bin, tree_method=tree_method, base_score=base_score,
-                         max_delta_step=max_delta_step,
-                         early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
-                         importance_type=importance_type, random_state=random_state,
-                         n_jobs=n_jobs)
-
     def _encode_eval_y(self, y):
         y = np.asarray(y).ravel()
         unseen = ~np.isin(y, self.classes_)

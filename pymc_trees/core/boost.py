@@ -618,33 +618,28 @@ def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, rows, o
         out[i] += value[k]
 
 
+@numba.njit(cache=True, inline="always")
+def _leaf_raw(feature, threshold, missing_left, left, XT, i):
+    k = 0
+    while feature[k] >= 0:
+        x = XT[feature[k], i]
+        if x != x:
+            go_left = missing_left[k]
+        else:
+            go_left = x <= threshold[k]
+        k = left[k] if go_left else left[k] + 1
+    return k
+
+
 @numba.njit(cache=True)
 def predict_tree_raw(feature, threshold, missing_left, left, value, XT, out):
     """``out[i] += tree(row i)`` for raw rows ``XT`` (p, n); NaN follows ``missing_left``."""
-    n = XT.shape[1]
-    for i in range(n):
-        k = 0
-        while feature[k] >= 0:
-            x = XT[feature[k], i]
-            if x != x:
-                go_left = missing_left[k]
-            else:
-                go_left = x <= threshold[k]
-            k = left[k] if go_left else left[k] + 1
-        out[i] += value[k]
+    for i in range(XT.shape[1]):
+        out[i] += value[_leaf_raw(feature, threshold, missing_left, left, XT, i)]
 
 
 @numba.njit(cache=True)
 def leaf_index(feature, threshold, missing_left, left, XT, out):
     """``out[i]`` = the leaf (node index) that raw row i of ``XT`` (p, n) reaches."""
-    n = XT.shape[1]
-    for i in range(n):
-        k = 0
-        while feature[k] >= 0:
-            x = XT[feature[k], i]
-            if x != x:
-                go_left = missing_left[k]
-            else:
-                go_left = x <= threshold[k]
-            k = left[k] if go_left else left[k] + 1
-        out[i] = k
+    for i in range(XT.shape[1]):
+        out[i] = _leaf_raw(feature, threshold, missing_left, left, XT, i)
