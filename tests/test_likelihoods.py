@@ -25,7 +25,6 @@ from enumeration import (check_cells, forest_row_partitions, partition_prior_row
                          quadrature_posterior)
 from pymc_trees.core import augment
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.structure import ModelStructureError
 
 # --- the augmentation draws ---------------------------------------------------------------
 
