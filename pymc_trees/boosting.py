@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .core import boost
-from .core.binning import bin_data, make_cutpoints
+from .core.binning import make_cutpoints
 from .core.packed import predict_packed_parallel
 from .sampler import NODE_DTYPE, PackedForest
 
@@ -286,8 +286,8 @@ class _BoostedTrees(BaseEstimator):
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
             cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
-            Xb = bin_data(X, cuts, ncuts)  # row-major (n, p)
-            XbT = np.ascontiguousarray(Xb.T)  # and column-major (p, n)
+            XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
+            miss_bin = int(ncuts.max(initial=0)) + 1
             all_rows = np.arange(n, dtype=np.int64)
         evals = []
         for j, item in enumerate(eval_set or []):
@@ -349,7 +349,7 @@ class _BoostedTrees(BaseEstimator):
                     else:
                         upd = np.zeros(n)
                         n_nodes = boost.grow_hist(
-                            XbT, Xb, ncuts, gk, hk, rows, colmask, feat_missing,
+                            XbT, ncuts, gk, hk, rows, colmask, feat_missing,
                             self.max_depth,
                             mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
                             b["missing_left"], b["left"], b["value"], b["loss_chg"],
@@ -381,7 +381,8 @@ class _BoostedTrees(BaseEstimator):
                         if todo.size:
                             boost.predict_tree_binned(b["feature"], b["cutbin"],
                                                       b["missing_left"], b["left"], b["value"],
-                                                      XbT, todo.astype(np.int64), upd)
+                                                      XbT, miss_bin, todo.astype(np.int64),
+                                                      upd)
                     margin[:, k] += upd
                     for XeT, _, _, me in evals:
                         upd = np.zeros(XeT.shape[1])
