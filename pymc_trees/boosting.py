@@ -44,31 +44,16 @@ POISSON_MAX_DELTA_STEP = 0.7
 # --- objectives: gradient and hessian with respect to the margin ---------------------------
 
 
-def _grad_hess(objective, margin, y, w, alphas, mds):
-    """g, h of shape (n, K) for margins (n, K); w the sample weights (n,)."""
-    if objective == "reg:squarederror":
-        g = margin - y[:, None]
-        h = np.ones_like(margin)
-    elif objective == "binary:logistic":
-        p = expit(margin)
-        g = p - y[:, None]
-        h = np.maximum(p * (1.0 - p), 1e-16)
-    elif objective == "multi:softprob":
-        p = np.exp(margin - logsumexp(margin, axis=1, keepdims=True))
-        onehot = np.zeros_like(margin)
-        onehot[np.arange(len(y)), y.astype(np.int64)] = 1.0
-        g = p - onehot
-        h = np.maximum(2.0 * p * (1.0 - p), 1e-16)  # XGBoost's softmax hessian
-    elif objective == "count:poisson":
-        g = np.exp(margin) - y[:, None]
-        h = np.exp(margin + mds)  # as XGBoost: the hessian is inflated by max_delta_step
-    elif objective == "reg:quantileerror":
-        diff = y[:, None] - margin
-        g = np.where(diff >= 0, -alphas[None, :], 1.0 - alphas[None, :])
-        h = np.ones_like(margin)
-    else:  # pragma: no cover - checked in fit
-        raise AssertionError(objective)
-    return g * w[:, None], h * w[:, None]
+def _grad_hess(objective, margin, y, w, alphas, mds, G=None, H=None):
+    """g, h of shape (K, n) for margins (n, K); w the sample weights (n,).  ``G``, ``H``:
+    buffers to fill (reused across rounds: fresh arrays of a million rows page-fault)."""
+    n, K = margin.shape
+    if G is None:
+        G, H = np.empty((K, n)), np.empty((K, n))
+    boost.grad_hess(boost.OBJECTIVE_CODES[objective], margin, np.asarray(y, np.float64), w,
+                    np.asarray(alphas if alphas is not None else [0.5], np.float64),
+                    float(mds), G, H)
+    return G, H
 
 
 def _weighted_quantile(y, w, q):
@@ -288,6 +273,7 @@ class _BoostedTrees(BaseEstimator):
             cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
             miss_bin = int(ncuts.max(initial=0)) + 1
+            ws = boost.hist_workspace(n, p, miss_bin, self.max_depth)
             all_rows = np.arange(n, dtype=np.int64)
         evals = []
         for j, item in enumerate(eval_set or []):
@@ -323,22 +309,28 @@ class _BoostedTrees(BaseEstimator):
             numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS,
                                              n_threads if n_threads > 0 else
                                              numba.config.NUMBA_NUM_THREADS)))
+        # buffers reused across rounds (fresh arrays of a million rows page-fault)
+        G, H = np.empty((K, n)), np.empty((K, n))
+        upd = np.empty(n)
+        live_rows = np.flatnonzero(live).astype(np.int64)
+        dead_rows = np.flatnonzero(~live).astype(np.int64)
         try:
             for r in range(self.n_estimators):
-                g, h = _grad_hess(objective, margin, y, w, alphas, self._mds)
+                g, h = _grad_hess(objective, margin, y, w, alphas, self._mds, G, H)
                 if self.subsample < 1.0:
                     in_bag = (rng.random_sample(n) < self.subsample) & live
+                    rows = np.flatnonzero(in_bag).astype(np.int64)
+                    out_rows = np.flatnonzero(~in_bag).astype(np.int64)
                 else:
-                    in_bag = live
-                rows = np.flatnonzero(in_bag).astype(np.int64)
+                    in_bag, rows, out_rows = live, live_rows, dead_rows
                 for k in range(K):
                     colmask = np.zeros(p, np.bool_)
                     if n_cols < p:
                         colmask[rng.choice(p, n_cols, replace=False)] = True
                     else:
                         colmask[:] = True
-                    gk = np.ascontiguousarray(g[:, k])
-                    hk = np.ascontiguousarray(h[:, k])
+                    gk = g[k]
+                    hk = h[k]
                     b = bufs
                     if exact:
                         n_nodes = boost.grow_exact(
@@ -347,13 +339,13 @@ class _BoostedTrees(BaseEstimator):
                             b["threshold"], b["missing_left"], b["left"], b["value"],
                             b["loss_chg"], b["cover"])
                     else:
-                        upd = np.zeros(n)
+                        upd[:] = 0.0
                         n_nodes = boost.grow_hist(
                             XbT, ncuts, gk, hk, rows, colmask, feat_missing,
                             self.max_depth,
                             mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
                             b["missing_left"], b["left"], b["value"], b["loss_chg"],
-                            b["cover"], upd)
+                            b["cover"], upd, ws)
                         internal = b["feature"][:n_nodes] >= 0
                         b["threshold"][:n_nodes][internal] = cuts[
                             b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
@@ -368,27 +360,26 @@ class _BoostedTrees(BaseEstimator):
                         b["loss_chg"], b["cover"])
                     trees[k].append((nodes, gains, covers))
                     if exact:
-                        upd = np.zeros(n)
+                        upd[:] = 0.0
                         boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
                                                b["left"], b["value"], XT, upd)
                     else:
                         # grow_hist added the leaf values at the bag's rows; the other rows,
                         # or every row when pruning or quantile leaves changed the values
                         changed = self.gamma > 0 or objective == "reg:quantileerror"
-                        todo = all_rows if changed else np.flatnonzero(~in_bag)
+                        todo = all_rows if changed else out_rows
                         if changed:
                             upd[:] = 0.0
                         if todo.size:
                             boost.predict_tree_binned(b["feature"], b["cutbin"],
                                                       b["missing_left"], b["left"], b["value"],
-                                                      XbT, miss_bin, todo.astype(np.int64),
-                                                      upd)
+                                                      XbT, miss_bin, todo, upd)
                     margin[:, k] += upd
                     for XeT, _, _, me in evals:
-                        upd = np.zeros(XeT.shape[1])
+                        upd_e = np.zeros(XeT.shape[1])
                         boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
-                                               b["left"], b["value"], XeT, upd)
-                        me[:, k] += upd
+                                               b["left"], b["value"], XeT, upd_e)
+                        me[:, k] += upd_e
                 rounds_done = r + 1
                 for j, (_, ye, we, me) in enumerate(evals):
                     self.evals_result_[f"validation_{j}"][metric].append(

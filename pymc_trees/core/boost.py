@@ -34,7 +34,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["RT_EPS", "binned_columns", "grow_hist", "grow_exact", "predict_tree_binned",
+__all__ = ["OBJECTIVE_CODES", "RT_EPS", "binned_columns", "grad_hess", "grow_hist", "hist_workspace", "grow_exact", "predict_tree_binned",
            "predict_tree_raw", "prune_gamma", "tree_capacity", "calc_weight", "node_gain",
            "leaf_index"]
 
@@ -242,15 +242,43 @@ def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, a
     return best, bf, bb, bdl, bGL, bHL
 
 
+CHUNK = 16384  # rows per parallel task in partitions and gathers
+
+
 @numba.njit(cache=True)
-def _partition(XbT, miss, order, lo, hi, v, b, dl, tmp):
-    """Stable partition of ``order[lo:hi]``: rows going left first (both sides keep their
-    ascending row order); returns the boundary.  ``tmp[lo:hi]`` is scratch.  Branch-free:
-    each row is written to both sides and only the side it belongs to advances (the direction
-    of a row is unpredictable, so a branch would be mispredicted half of the time)."""
-    col = XbT[v]
+def _chunks(seg_lo, seg_hi):
+    """Cut the segments ``[seg_lo[s], seg_hi[s])`` into chunks of at most ``CHUNK`` rows
+    (an empty segment gives one empty chunk): returns each chunk's segment, start and end.
+    The chunks depend only on the segments, never on the number of threads."""
+    total = 0
+    for s in range(seg_lo.size):
+        total += max(1, (seg_hi[s] - seg_lo[s] + CHUNK - 1) // CHUNK)
+    cs = np.empty(total, np.int64)
+    clo = np.empty(total, np.int64)
+    chi = np.empty(total, np.int64)
+    t = 0
+    for s in range(seg_lo.size):
+        k = seg_lo[s]
+        while True:
+            cs[t] = s
+            clo[t] = k
+            chi[t] = min(seg_hi[s], k + CHUNK)
+            t += 1
+            k += CHUNK
+            if k >= seg_hi[s]:
+                break
+    return cs, clo, chi
+
+
+@numba.njit(cache=True)
+def _split_chunk(col, miss, order, lo, hi, b, dl, to_left, to_right):
+    """The rows ``order[lo:hi]`` going left, in order, to ``to_left[lo:]`` and the others to
+    ``to_right[lo:]``; returns how many go left.  Branch-free: each row is written to both
+    sides and only the side it belongs to advances (the direction of a row is unpredictable,
+    so a branch would be mispredicted half of the time)."""
     o = order[lo:hi]
-    t = tmp[lo:hi]
+    tl = to_left[lo:hi]
+    tr = to_right[lo:hi]
     nl = 0
     nr = 0
     for j in range(o.size):
@@ -258,36 +286,93 @@ def _partition(XbT, miss, order, lo, hi, v, b, dl, tmp):
         x = col[i]
         # the missing bin exceeds every cut bin, so a missing row goes left only by dl
         gl = np.int64((x <= b) | (dl & (x == miss)))
-        o[nl] = i  # nl <= j: that slot has been read
-        t[nr] = i
+        tl[nl] = i
+        tr[nr] = i
         nl += gl
         nr += 1 - gl
-    for j in range(nr):
-        o[nl + j] = t[j]
-    return lo + nl
+    return nl
 
 
 @numba.njit(cache=True, parallel=True)
-def _partition_nodes(XbT, ncuts, order, tmp, seg_lo, seg_hi, feat, cut, dl, mid):
-    """:func:`_partition` of several nodes (disjoint segments of ``order``) in parallel."""
+def _partition_nodes(XbT, ncuts, order, tmp, tmp2, seg_lo, seg_hi, feat, cut, dl, mid):
+    """Stable partition of the rows of several nodes (disjoint segments of ``order``): rows
+    going left first, both sides in ascending row order; ``mid[s]`` gets the boundary.  In
+    parallel over chunks of rows: each chunk splits its rows into the scratch arrays ``tmp``
+    and ``tmp2``, then every chunk copies its two parts to their places."""
     miss = 1
     for v in range(ncuts.size):
         miss = max(miss, ncuts[v] + 1)
-    for s in numba.prange(seg_lo.size):
-        mid[s] = _partition(XbT, miss, order, seg_lo[s], seg_hi[s], feat[s], cut[s], dl[s],
-                            tmp)
+    cs, clo, chi = _chunks(seg_lo, seg_hi)
+    nc = cs.size
+    cnl = np.empty(nc, np.int64)
+    for t in numba.prange(nc):
+        s = cs[t]
+        cnl[t] = _split_chunk(XbT[feat[s]], miss, order, clo[t], chi[t], cut[s], dl[s], tmp,
+                              tmp2)
+    for s in range(seg_lo.size):
+        mid[s] = seg_lo[s]
+    for t in range(nc):
+        mid[cs[t]] += cnl[t]
+    posl = seg_lo.copy()
+    posr = mid.copy()
+    lstart = np.empty(nc, np.int64)
+    rstart = np.empty(nc, np.int64)
+    for t in range(nc):
+        s = cs[t]
+        lstart[t] = posl[s]
+        posl[s] += cnl[t]
+        rstart[t] = posr[s]
+        posr[s] += chi[t] - clo[t] - cnl[t]
+    for t in numba.prange(nc):
+        nl = cnl[t]
+        nr = chi[t] - clo[t] - nl
+        order[lstart[t]:lstart[t] + nl] = tmp[clo[t]:clo[t] + nl]
+        order[rstart[t]:rstart[t] + nr] = tmp2[clo[t]:clo[t] + nr]
 
 
 @numba.njit(cache=True, parallel=True)
 def _gather_gh(gh, order, seg_lo, seg_hi, gord):
-    """``gord[j] = gh[order[j]]``, for ``j`` in the given segments."""
-    for s in numba.prange(seg_lo.size):
-        o = order[seg_lo[s]:seg_hi[s]]
-        go = gord[seg_lo[s]:seg_hi[s]]
+    """``gord[j] = gh[order[j]]``, for ``j`` in the given segments (in parallel over chunks)."""
+    cs, clo, chi = _chunks(seg_lo, seg_hi)
+    for t in numba.prange(cs.size):
+        o = order[clo[t]:chi[t]]
+        go = gord[clo[t]:chi[t]]
         for j in range(o.size):
             i = o[j]
             go[j, 0] = gh[i, 0]
             go[j, 1] = gh[i, 1]
+
+
+@numba.njit(cache=True, parallel=True)
+def _root_gh(g, h, rows, gh, gord):
+    """``gh[i] = (g[i], h[i])`` at the rows ``i = rows[j]`` and ``gord[j]`` the same; returns
+    the totals of g and h, summed per chunk of rows and then over chunks in order (the same
+    sums for any number of threads)."""
+    n = rows.size
+    nch = max(1, (n + CHUNK - 1) // CHUNK)
+    pg = np.zeros(nch)
+    ph = np.zeros(nch)
+    for c in numba.prange(nch):
+        sg = 0.0
+        sh = 0.0
+        for j in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            i = rows[j]
+            gi = g[i]
+            hi = h[i]
+            gh[i, 0] = gi
+            gh[i, 1] = hi
+            gord[j, 0] = gi
+            gord[j, 1] = hi
+            sg += gi
+            sh += hi
+        pg[c] = sg
+        ph[c] = sh
+    Gt = 0.0
+    Ht = 0.0
+    for c in range(nch):
+        Gt += pg[c]
+        Ht += ph[c]
+    return Gt, Ht
 
 
 @numba.njit(cache=True, parallel=True)
@@ -322,9 +407,72 @@ def _add_leaves(order, seg_lo, seg_hi, leaves, value, margin):
             margin[o[j]] += val
 
 
+OBJECTIVE_CODES = {"reg:squarederror": 0, "binary:logistic": 1, "multi:softprob": 2,
+                   "count:poisson": 3, "reg:quantileerror": 4}
+
+
+@numba.njit(cache=True, parallel=True)
+def grad_hess(code, margin, y, w, alphas, mds, G, H):
+    """Gradients and hessians of the loss with respect to the margin, times the sample weights
+    ``w``: ``G[k, i]``, ``H[k, i]`` for the margins ``margin`` (n, K) and targets ``y`` (n,);
+    ``code`` from ``OBJECTIVE_CODES``.  Squared error: ``m - y``, 1.  Logistic: ``p - y``,
+    ``max(p(1-p), 1e-16)``.  Softmax (``y`` the class index): ``p_k - [y = k]``,
+    ``max(2 p_k (1-p_k), 1e-16)`` (XGBoost's).  Poisson: ``exp(m) - y``, ``exp(m + mds)``
+    (XGBoost inflates the hessian by ``max_delta_step``).  Quantile ``alphas[k]``:
+    ``-alpha`` when ``y >= m``, else ``1 - alpha``; 1.  Elementwise, in parallel over rows."""
+    n, K = margin.shape
+    for i in numba.prange(n):
+        wi = w[i]
+        if code == 0:
+            for k in range(K):
+                G[k, i] = (margin[i, k] - y[i]) * wi
+                H[k, i] = wi
+        elif code == 1:
+            for k in range(K):
+                pr = 1.0 / (1.0 + np.exp(-margin[i, k]))
+                G[k, i] = (pr - y[i]) * wi
+                H[k, i] = max(pr * (1.0 - pr), 1e-16) * wi
+        elif code == 2:
+            mx = margin[i, 0]
+            for k in range(1, K):
+                mx = max(mx, margin[i, k])
+            s = 0.0
+            for k in range(K):
+                s += np.exp(margin[i, k] - mx)
+            lse = mx + np.log(s)
+            for k in range(K):
+                pr = np.exp(margin[i, k] - lse)
+                G[k, i] = (pr - (1.0 if y[i] == k else 0.0)) * wi
+                H[k, i] = max(2.0 * pr * (1.0 - pr), 1e-16) * wi
+        elif code == 3:
+            for k in range(K):
+                G[k, i] = (np.exp(margin[i, k]) - y[i]) * wi
+                H[k, i] = np.exp(margin[i, k] + mds) * wi
+        else:
+            for k in range(K):
+                G[k, i] = (-alphas[k] if y[i] - margin[i, k] >= 0.0 else 1.0 - alphas[k]) * wi
+                H[k, i] = wi
+
+
+WORKSPACE_MAX_NODES = 64
+
+
+def hist_workspace(n: int, p: int, n_bins: int, max_depth: int) -> tuple:
+    """Scratch arrays for :func:`grow_hist` on ``n`` rows, ``p`` features and ``n_bins``
+    bins (``max(ncuts) + 1``), allocated once per fit: fresh arrays of that size would cost a
+    page fault per 4 KB at every tree (some 20 ms a tree at a million rows).  Histograms of
+    levels with more than 64 nodes are allocated as needed."""
+    nodes = min(2 ** max(0, max_depth - 1), WORKSPACE_MAX_NODES)
+    m = max(1, n)
+    return (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+            np.empty((m, 2)), np.empty((m, 2)), np.empty((nodes, p, n_bins, 2)),
+            np.empty((nodes, p, n_bins, 2)), np.empty((nodes, p), np.int64),
+            np.empty((nodes, p), np.int64))
+
+
 @numba.njit(cache=True)
 def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha, mds,
-              eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin):
+              eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin, ws):
     """Grow one tree on the column-major binned data ``XbT`` (p, n) from the rows ``rows``
     (the bag, ascending), and add its leaf values to ``margin`` at those rows.
 
@@ -338,15 +486,17 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
     Fills the node arrays (capacity ``2^(max_depth+1) - 1``): ``feature`` (-1 at leaves),
     ``cutbin`` (a row goes left when its bin is ``<= cutbin``), ``missing_left``, ``left``,
     ``value`` (leaves: learning rate times the weight; internal nodes too, for pruning),
-    ``loss_chg``, ``cover`` (sum of h).  Returns the number of nodes used."""
+    ``loss_chg``, ``cover`` (sum of h).  ``ws`` is from :func:`hist_workspace`.  Returns the
+    number of nodes used."""
     p = XbT.shape[0]
     B = 1
     for v in range(p):
         B = max(B, ncuts[v] + 1)
     nrows = rows.size
-    order = rows.copy()
-    tmp = np.empty(max(1, nrows), order.dtype)
-    gord = np.empty((max(1, nrows), 2))  # (g, h) of the rows order[j], where needed
+    order_buf, tmp, tmp2, gord, gh, HA, HB, MA, MB = ws
+    order = order_buf[:nrows]
+    order[:] = rows
+    # gord[j]: (g, h) of the row order[j], where needed
     cap = feature.size
     seg_lo = np.zeros(cap, np.int64)
     seg_hi = np.zeros(cap, np.int64)
@@ -354,25 +504,17 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
     nH = np.zeros(cap)
     leaves = np.empty(cap, np.int64)
     n_leaves = 0
-    gh = np.empty((g.size, 2))  # g and h side by side: one cache line per gathered row
-    Gt = 0.0
-    Ht = 0.0
-    for j in range(nrows):
-        i = rows[j]
-        gh[i, 0] = g[i]
-        gh[i, 1] = h[i]
-        Gt += g[i]
-        Ht += h[i]
+    # gh: g and h side by side, one cache line per gathered row
+    Gt, Ht = _root_gh(g, h, rows, gh, gord)
     seg_hi[0] = nrows
     nG[0] = Gt
     nH[0] = Ht
     n_nodes = 1
     level = np.zeros(1, np.int64)
-    HIST = np.zeros((1, p, B, 2))
-    MC = np.zeros((1, p), np.int64)
+    HIST = HA[:1]
+    MC = MA[:1]
     if max_depth > 0:
         zero = np.zeros(1, np.int64)
-        _gather_gh(gh, order, zero, seg_hi[:1], gord)
         _build_hists(XbT, gord, order, zero, seg_hi[:1], zero, colmask, feat_missing, HIST, MC)
     for depth in range(max_depth + 1):
         nl = level.size
@@ -425,7 +567,7 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 s_dl[c] = missing_left[k]
                 c += 1
         mid = np.empty(n_split, np.int64)
-        _partition_nodes(XbT, ncuts, order, tmp, s_lo, s_hi, s_f, s_b, s_dl, mid)
+        _partition_nodes(XbT, ncuts, order, tmp, tmp2, s_lo, s_hi, s_f, s_b, s_dl, mid)
         nxt = np.empty(2 * n_split, np.int64)
         small = np.empty(n_split, np.int64)  # position in nxt of the child with fewer rows
         large = np.empty(n_split, np.int64)
@@ -454,8 +596,15 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 large[c] = 2 * c
         level = nxt
         if depth + 1 < max_depth:
-            CHIST = np.empty((2 * n_split, p, B, 2))
-            CM = np.empty((2 * n_split, p), np.int64)
+            if 2 * n_split > HA.shape[0]:
+                CHIST = np.empty((2 * n_split, p, B, 2))
+                CM = np.empty((2 * n_split, p), np.int64)
+            elif depth % 2 == 0:  # the levels alternate between the two buffers
+                CHIST = HB[:2 * n_split]
+                CM = MB[:2 * n_split]
+            else:
+                CHIST = HA[:2 * n_split]
+                CM = MA[:2 * n_split]
             sm_lo = np.empty(n_split, np.int64)
             sm_hi = np.empty(n_split, np.int64)
             for c in range(n_split):
