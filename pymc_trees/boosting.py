@@ -18,6 +18,7 @@ rounds).  Choices where XGBoost leaves room are in ``docs/boosting.md``.
 from __future__ import annotations
 
 import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,22 @@ def _grad_hess(objective, margin, y, w, alphas, mds, G=None, H=None):
                     np.asarray(alphas if alphas is not None else [0.5], np.float64),
                     float(mds), G, H)
     return G, H
+
+
+@contextmanager
+def _numba_threads(n_jobs):
+    """Run numba's parallel kernels with ``n_jobs`` threads (None or 0: numba's current
+    setting; -1: all), restoring the setting afterwards; yields the number used."""
+    import numba
+
+    old = numba.get_num_threads()
+    if n_jobs is not None and n_jobs != 0:
+        top = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(max(1, min(top, n_jobs if n_jobs > 0 else top)))
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(old)
 
 
 def _weighted_quantile(y, w, q):
@@ -245,6 +262,12 @@ class _BoostedTrees(BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------
 
     def _fit(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes):
+        with _numba_threads(self.n_jobs) as threads:
+            return self._fit_threads(X, y, sample_weight, eval_set, objective, K, alphas,
+                                     n_classes, threads)
+
+    def _fit_threads(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes,
+                     threads):
         self._check_params(objective)
         n, p = X.shape
         w = _check_sample_weight(sample_weight, X, dtype=np.float64)
@@ -270,7 +293,8 @@ class _BoostedTrees(BaseEstimator):
                 n_present[v] = rows.size
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
-            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w)
+            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w,
+                                         n_threads=threads)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
             miss_bin = int(ncuts.max(initial=0)) + 1
             ws = boost.hist_workspace(n, p, miss_bin, self.max_depth)
@@ -301,97 +325,86 @@ class _BoostedTrees(BaseEstimator):
         best_score, best_round, rounds_done = np.inf, 0, 0
         lam, alpha, eta = float(self.reg_lambda), float(self.reg_alpha), float(self.learning_rate)
         mcw = float(self.min_child_weight)
-        n_threads = self.n_jobs
-        import numba
-
-        old_threads = numba.get_num_threads()
-        if n_threads is not None and n_threads != 0:
-            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS,
-                                             n_threads if n_threads > 0 else
-                                             numba.config.NUMBA_NUM_THREADS)))
         # buffers reused across rounds (fresh arrays of a million rows page-fault)
         G, H = np.empty((K, n)), np.empty((K, n))
         upd = np.empty(n)
         live_rows = np.flatnonzero(live).astype(np.int64)
         dead_rows = np.flatnonzero(~live).astype(np.int64)
-        try:
-            for r in range(self.n_estimators):
-                g, h = _grad_hess(objective, margin, y, w, alphas, self._mds, G, H)
-                if self.subsample < 1.0:
-                    in_bag = (rng.random_sample(n) < self.subsample) & live
-                    rows = np.flatnonzero(in_bag).astype(np.int64)
-                    out_rows = np.flatnonzero(~in_bag).astype(np.int64)
+        for r in range(self.n_estimators):
+            g, h = _grad_hess(objective, margin, y, w, alphas, self._mds, G, H)
+            if self.subsample < 1.0:
+                in_bag = (rng.random_sample(n) < self.subsample) & live
+                rows = np.flatnonzero(in_bag).astype(np.int64)
+                out_rows = np.flatnonzero(~in_bag).astype(np.int64)
+            else:
+                in_bag, rows, out_rows = live, live_rows, dead_rows
+            for k in range(K):
+                colmask = np.zeros(p, np.bool_)
+                if n_cols < p:
+                    colmask[rng.choice(p, n_cols, replace=False)] = True
                 else:
-                    in_bag, rows, out_rows = live, live_rows, dead_rows
-                for k in range(K):
-                    colmask = np.zeros(p, np.bool_)
-                    if n_cols < p:
-                        colmask[rng.choice(p, n_cols, replace=False)] = True
-                    else:
-                        colmask[:] = True
-                    gk = g[k]
-                    hk = h[k]
-                    b = bufs
-                    if exact:
-                        n_nodes = boost.grow_exact(
-                            XT, sorted_idx, n_present, feat_missing, gk, hk, in_bag, colmask,
-                            self.max_depth, mcw, lam, alpha, self._mds, eta, b["feature"],
-                            b["threshold"], b["missing_left"], b["left"], b["value"],
-                            b["loss_chg"], b["cover"])
-                    else:
-                        upd[:] = 0.0
-                        n_nodes = boost.grow_hist(
-                            XbT, ncuts, gk, hk, rows, colmask, feat_missing,
-                            self.max_depth,
-                            mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
-                            b["missing_left"], b["left"], b["value"], b["loss_chg"],
-                            b["cover"], upd, ws)
-                        internal = b["feature"][:n_nodes] >= 0
-                        b["threshold"][:n_nodes][internal] = cuts[
-                            b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
-                    if self.gamma > 0:
-                        boost.prune_gamma(b["feature"], b["left"], b["value"], b["loss_chg"],
-                                          float(self.gamma), n_nodes)
-                    if objective == "reg:quantileerror":
-                        self._refresh_quantile_leaves(b, n_nodes, X, y - margin[:, k], w,
-                                                      in_bag, alphas[k], eta)
-                    nodes, gains, covers = _compact(
-                        b["feature"], b["threshold"], b["missing_left"], b["left"], b["value"],
+                    colmask[:] = True
+                gk = g[k]
+                hk = h[k]
+                b = bufs
+                if exact:
+                    n_nodes = boost.grow_exact(
+                        XT, sorted_idx, n_present, feat_missing, gk, hk, in_bag, colmask,
+                        self.max_depth, mcw, lam, alpha, self._mds, eta, b["feature"],
+                        b["threshold"], b["missing_left"], b["left"], b["value"],
                         b["loss_chg"], b["cover"])
-                    trees[k].append((nodes, gains, covers))
-                    if exact:
+                else:
+                    upd[:] = 0.0
+                    n_nodes = boost.grow_hist(
+                        XbT, ncuts, gk, hk, rows, colmask, feat_missing,
+                        self.max_depth,
+                        mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
+                        b["missing_left"], b["left"], b["value"], b["loss_chg"],
+                        b["cover"], upd, ws)
+                    internal = b["feature"][:n_nodes] >= 0
+                    b["threshold"][:n_nodes][internal] = cuts[
+                        b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
+                if self.gamma > 0:
+                    boost.prune_gamma(b["feature"], b["left"], b["value"], b["loss_chg"],
+                                      float(self.gamma), n_nodes)
+                if objective == "reg:quantileerror":
+                    self._refresh_quantile_leaves(b, n_nodes, X, y - margin[:, k], w,
+                                                  in_bag, alphas[k], eta)
+                nodes, gains, covers = _compact(
+                    b["feature"], b["threshold"], b["missing_left"], b["left"], b["value"],
+                    b["loss_chg"], b["cover"])
+                trees[k].append((nodes, gains, covers))
+                if exact:
+                    upd[:] = 0.0
+                    boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
+                                           b["left"], b["value"], XT, upd)
+                else:
+                    # grow_hist added the leaf values at the bag's rows; the other rows,
+                    # or every row when pruning or quantile leaves changed the values
+                    changed = self.gamma > 0 or objective == "reg:quantileerror"
+                    todo = all_rows if changed else out_rows
+                    if changed:
                         upd[:] = 0.0
-                        boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
-                                               b["left"], b["value"], XT, upd)
-                    else:
-                        # grow_hist added the leaf values at the bag's rows; the other rows,
-                        # or every row when pruning or quantile leaves changed the values
-                        changed = self.gamma > 0 or objective == "reg:quantileerror"
-                        todo = all_rows if changed else out_rows
-                        if changed:
-                            upd[:] = 0.0
-                        if todo.size:
-                            boost.predict_tree_binned(b["feature"], b["cutbin"],
-                                                      b["missing_left"], b["left"], b["value"],
-                                                      XbT, miss_bin, todo, upd)
-                    margin[:, k] += upd
-                    for XeT, _, _, me in evals:
-                        upd_e = np.zeros(XeT.shape[1])
-                        boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
-                                               b["left"], b["value"], XeT, upd_e)
-                        me[:, k] += upd_e
-                rounds_done = r + 1
-                for j, (_, ye, we, me) in enumerate(evals):
-                    self.evals_result_[f"validation_{j}"][metric].append(
-                        _metric(metric, me, ye, we, alphas))
-                if evals and self.early_stopping_rounds is not None:
-                    score = self.evals_result_[f"validation_{len(evals) - 1}"][metric][-1]
-                    if score < best_score:
-                        best_score, best_round = score, r
-                    elif r - best_round >= self.early_stopping_rounds:
-                        break
-        finally:
-            numba.set_num_threads(old_threads)
+                    if todo.size:
+                        boost.predict_tree_binned(b["feature"], b["cutbin"],
+                                                  b["missing_left"], b["left"], b["value"],
+                                                  XbT, miss_bin, todo, upd)
+                margin[:, k] += upd
+                for XeT, _, _, me in evals:
+                    upd_e = np.zeros(XeT.shape[1])
+                    boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
+                                           b["left"], b["value"], XeT, upd_e)
+                    me[:, k] += upd_e
+            rounds_done = r + 1
+            for j, (_, ye, we, me) in enumerate(evals):
+                self.evals_result_[f"validation_{j}"][metric].append(
+                    _metric(metric, me, ye, we, alphas))
+            if evals and self.early_stopping_rounds is not None:
+                score = self.evals_result_[f"validation_{len(evals) - 1}"][metric][-1]
+                if score < best_score:
+                    best_score, best_round = score, r
+                elif r - best_round >= self.early_stopping_rounds:
+                    break
         if self.early_stopping_rounds is not None and not evals:
             raise ValueError("early_stopping_rounds needs at least one eval_set; the last one "
                              "decides when to stop.")
@@ -428,19 +441,12 @@ class _BoostedTrees(BaseEstimator):
         X = np.ascontiguousarray(X)
         stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
-        import numba
-
-        old_threads = numba.get_num_threads()
-        if self.n_jobs is not None and self.n_jobs > 0:
-            numba.set_num_threads(min(self.n_jobs, numba.config.NUMBA_NUM_THREADS))
-        try:
+        with _numba_threads(self.n_jobs):
             for k, fo in enumerate(self._forests):
                 col = np.empty(X.shape[0])
                 predict_packed_parallel(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X,
                                         col)
                 out[:, k] = col
-        finally:
-            numba.set_num_threads(old_threads)
         return out
 
     # -- introspection --------------------------------------------------------------------
