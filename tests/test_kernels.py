@@ -196,3 +196,55 @@ def test_forest_values_sum_in_tree_order():
     assert out[0] == ((1.0 + 0.1) + 1e16)
     assert out[1] == ((1.0 + 0.2) + 0.3)
     assert not math.isnan(out.sum())
+
+
+def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
+    """The blocked, branch-free prediction kernel (serial and parallel) against a plain walk:
+    random trees of uneven depth, NaN sent either way, a row count that is not a multiple of
+    the block size, and a forest that starts inside a larger node array (as in a trace)."""
+    from pymc_trees.core.packed import predict_packed, predict_packed_parallel
+    from pymc_trees.sampler import NODE_DTYPE
+
+    rng = np.random.default_rng(11)
+    nodes = []
+
+    def grow_into(k, depth):
+        if depth < 7 and rng.uniform() < 0.75:
+            left = len(nodes)
+            nodes.extend([None, None])
+            grow_into(left, depth + 1)
+            grow_into(left + 1, depth + 1)
+            nodes[k] = (int(rng.integers(3)), left, float(rng.normal()), 0.0,
+                        int(rng.integers(2)))
+        else:
+            nodes[k] = (-1, -1, 0.0, float(rng.normal()), 1)
+
+    pad = 5  # the forest starts at node 5 of the array
+    nodes.extend([(-1, -1, 0.0, 9.0, 1)] * pad)
+    starts = [pad]
+    for _ in range(12):
+        k = len(nodes)
+        nodes.append(None)
+        grow_into(k, 0)
+        starts.append(len(nodes))
+    arr = np.array(nodes, dtype=NODE_DTYPE)
+    start = np.array(starts, np.int64)
+    X = rng.normal(size=(203, 3))
+    X[rng.uniform(size=X.shape) < 0.2] = np.nan
+
+    def naive(x):
+        tot = 0.7
+        for t in range(start.size - 1):
+            k = start[t]
+            while arr[k]["feature"] >= 0:
+                v = x[arr[k]["feature"]]
+                go_left = bool(arr[k]["missing_left"]) if np.isnan(v) else v <= arr[k]["threshold"]
+                k = arr[k]["left"] if go_left else arr[k]["left"] + 1
+            tot += arr[k]["value"]
+        return tot
+
+    want = np.array([naive(x) for x in X])
+    for kernel in (predict_packed, predict_packed_parallel):
+        out = np.empty(X.shape[0])
+        kernel(start, arr, 0.7, X, out)
+        np.testing.assert_array_equal(out, want)
