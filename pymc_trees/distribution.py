@@ -12,7 +12,7 @@ import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution
 from pymc.exceptions import ImplicitFreezeWarning
 from pymc.model import Model
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
@@ -112,9 +112,13 @@ class BARTTree(Distribution):
         Tree-depth prior.
     k : float, default 2.0
         With ``Y``, the prior of f(x) has sd ``(max Y - min Y) / (2 k)``.
-    leaf_sd : float, optional
+    leaf_sd : float or scalar PyMC variable, optional
         Prior sd of every leaf value; overrides the calibration from ``Y``.  With ``leaf_sd``
-        and no ``Y`` the offset is 0 and every leaf is ``Normal(0, leaf_sd**2)``.
+        and no ``Y`` the offset is 0 and every leaf is ``Normal(0, leaf_sd**2)``.  A scalar
+        expression of one free PyMC variable (for example ``pt.sqrt(v)`` with
+        ``v = pm.InverseGamma(...)``, or ``s = pm.HalfNormal(...)`` itself) makes the leaf
+        scale learned: the tree step samples that variable too, exactly, by slice sampling
+        its full conditional given the forest's leaves (``Y`` then sets only the offset).
     numcut : int, default 100
         Maximum number of cutpoints per feature (midpoints between distinct values, thinned
         to evenly spaced empirical quantiles when there are more).
@@ -185,8 +189,21 @@ class BARTTree(Distribution):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
         if link is None and Y is not None:
             link = "identity"
-        offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
-                                      link="identity" if link is None else link)
+        learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
+        if learned:
+            # a leaf scale that is a model variable: sampled with the trees by the tree step
+            if leaf_sd.ndim != 0:
+                raise ValueError(f"leaf_sd must be a scalar; got a tensor of {leaf_sd.ndim} "
+                                 "dimension(s). Pass one PyMC variable for all the leaves.")
+            if Y is not None:
+                offset, _ = leaf_calibration(Y, k=k, m=m,
+                                             link="identity" if link is None else link)
+            else:
+                offset = 0.0
+            sd = leaf_sd
+        else:
+            offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
+                                          link="identity" if link is None else link)
         X_value = _data_value(X)
         _check_training_rows(X_value, int(min_leaf))
         if columns is not None and len(columns) != X_value.shape[1]:
@@ -210,8 +227,9 @@ class BARTTree(Distribution):
         op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
-        return op(X, float(offset), float(leaf_sd), size=size, rng=rng,
-                  return_next_rng=True)[1]
+        sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)
+              else float(leaf_sd))
+        return op(X, float(offset), sd, size=size, rng=rng, return_next_rng=True)[1]
 
     @staticmethod
     def support_point(rv, *args):

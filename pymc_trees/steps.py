@@ -13,17 +13,19 @@ from dataclasses import field
 import numpy as np
 import pymc as pm
 from pymc.model import Model, modelcontext
-from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc.logprob.transforms import LogTransform
+from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
+from .core.forest import LEAF
 from .sampler import MOVES, ForestSampler, _move_cumprobs
 from .structure import ModelStructureError, level_shifts, noise_likelihood, tree_likelihood
 
-__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name"]
+__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs"]
 
 DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
@@ -32,6 +34,58 @@ def forest_stat_name(var_name: str) -> str:
     """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
     DataTree, see :mod:`pymc_trees.trace_io`)."""
     return f"{var_name}_forest"
+
+
+def leaf_scale_rvs(model: Model, tree_rv) -> list:
+    """The free variables that the ``leaf_sd`` input of the tree term ``tree_rv`` depends on
+    (empty for a fixed leaf scale)."""
+    leaf_sd = tree_rv.owner.inputs[4]
+    anc = set(ancestors([leaf_sd], blockers=model.free_RVs))
+    return [v for v in model.free_RVs if v in anc]
+
+
+def _trees_scaled_by(model: Model, rv) -> list:
+    return [t for t in model.free_RVs
+            if isinstance(t.owner.op, BARTTreeRV) and rv in leaf_scale_rvs(model, t)]
+
+
+def _check_leaf_scale(model: Model, tree_rv, scale_rv) -> None:
+    """A learned leaf scale must be one scalar free variable that nothing but this tree term's
+    leaf prior depends on: its full conditional is then its prior times the leaves' density."""
+    name, tname = scale_rv.name, tree_rv.name
+    if scale_rv.ndim != 0:
+        raise ModelStructureError(f"The leaf scale {name!r} of {tname!r} must be a scalar; "
+                                  f"it has shape {tuple(scale_rv.shape.eval())}.")
+    rvs = list(model.basic_RVs)
+    for other in rvs:
+        if other is scale_rv or other is tree_rv:
+            continue
+        # direct inputs only: a dependence through another variable is that variable's
+        if scale_rv in set(ancestors(other.owner.inputs, blockers=rvs)):
+            raise ModelStructureError(
+                f"{name!r} is the leaf scale of {tname!r} and also enters {other.name!r}. The "
+                "tree step samples a leaf scale from its prior and the leaves alone, so it "
+                "must scale one tree term and nothing else; give each term its own variable.")
+
+
+def _group_tree_vars(model: Model, value_vars) -> list[list]:
+    """Split the value variables given to a tree step into one group per tree term: the term's
+    variable, then its learned leaf scale when that is among them."""
+    rvs = [model.values_to_rvs[v] for v in value_vars]
+    trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
+    groups = {t: [model.rvs_to_values[t]] for t in trees}
+    for r in rvs:
+        if r in groups:
+            continue
+        owners = [t for t in _trees_scaled_by(model, r) if t in groups]
+        if not owners:
+            tree_names = [t.name for t in _trees_scaled_by(model, r)]
+            raise ValueError(
+                f"{r.name!r} was given to a tree step without the tree term it scales "
+                f"({', '.join(map(repr, tree_names)) or 'none'}): the leaf scale is sampled "
+                "together with its trees. Pass both, e.g. CGMTreeStep([f, leaf_scale]).")
+        groups[owners[0]].append(model.rvs_to_values[r])
+    return list(groups.values())
 
 
 @dataclass_state
@@ -59,26 +113,72 @@ class _TreeStep(BlockedStep):
     stats_dtypes_shapes = {
         "mean_depth": (np.float64, []),
         "mean_leaves": (np.float64, []),
+        "leaf_sd": (np.float64, []),
         "tune": (bool, []),
     }
+
+    def __new__(cls, vars=None, *args, **kwargs):
+        # one step per tree term, holding the term and its learned leaf scale (if any)
+        model = modelcontext(kwargs.get("model"))
+        kwargs["model"] = model
+        vars = model.value_vars if vars is None else vars
+        vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
+        groups = _group_tree_vars(model, get_value_vars_from_user_vars(vars, model))
+        if len(groups) <= 1:
+            kwargs["blocked"] = True
+            return super().__new__(cls, vars, *args, **kwargs)
+        rngs = get_random_generator(kwargs.pop("rng", None)).spawn(len(groups))
+        return CompoundStep([cls(g, *args, **{**kwargs, "rng": r})
+                             for g, r in zip(groups, rngs)])
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True):
         model = modelcontext(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
-        if len(value_vars) != 1:
-            raise ValueError(f"{type(self).__name__} takes one BARTTree variable; got "
-                             f"{len(value_vars)}. Give each tree term its own step.")
-        self.vars = value_vars
-        rv = model.values_to_rvs[value_vars[0]]
-        if not isinstance(rv.owner.op, BARTTreeRV):
-            raise ValueError(f"{rv.name!r} is not a BARTTree variable.")
+        rvs = [model.values_to_rvs[v] for v in value_vars]
+        trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
+        if len(trees) != 1:
+            names = [r.name for r in rvs]
+            raise ValueError(f"{type(self).__name__} takes one BARTTree variable (and its "
+                             f"learned leaf scale); got {names}. Give each tree term its own "
+                             "step.")
+        rv = trees[0]
         self.var_name = rv.name
+        scale = leaf_scale_rvs(model, rv)
+        if len(scale) > 1:
+            raise ModelStructureError(
+                f"The leaf_sd of {rv.name!r} depends on several free variables "
+                f"({[v.name for v in scale]}); a learned leaf scale must be one variable.")
+        for r in rvs:
+            if r is not rv and r not in scale:
+                raise ValueError(f"{r.name!r} is neither the BARTTree variable {rv.name!r} nor "
+                                 "its leaf scale; give it its own step.")
+        if scale and scale[0] not in rvs:
+            raise ValueError(
+                f"The leaf scale {scale[0].name!r} of {rv.name!r} is sampled by the tree step "
+                f"together with the trees; pass both: {type(self).__name__}([{rv.name}, "
+                f"{scale[0].name}]).")
+        self.vars = [model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
         _, _, X, offset, leaf_sd = rv.owner.inputs
         X_value = np.asarray(X.get_value() if hasattr(X, "get_value") else X.eval(),
                              dtype=np.float64)
-        self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()),
-                                     float(leaf_sd.eval()))
+        self._scale_name = None
+        if scale:
+            _check_leaf_scale(model, rv, scale[0])
+            value = model.rvs_to_values[scale[0]]
+            self._scale_name = value.name
+            expr = model.replace_rvs_by_values([leaf_sd])[0]
+            sd_fn = model.compile_fn(expr, inputs=[value], on_unused_input="ignore",
+                                     point_fn=False)
+            lp_fn = model.compile_fn(model.logp(vars=[scale[0]], jacobian=True),
+                                     inputs=[value], on_unused_input="ignore", point_fn=False)
+            self._leaf_sd_fn = _AtValue(sd_fn, value.name)
+            self._scale_logp = _AtValue(lp_fn, value.name)
+            start = initial_point if initial_point is not None else model.initial_point()
+            sd0 = float(self._leaf_sd_fn(start))
+        else:
+            sd0 = float(leaf_sd.eval())
+        self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0)
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         _check_link(rv, self.likelihood)
         self.level_shifts = level_shifts(model, rv, self.likelihood)
@@ -115,6 +215,8 @@ class _TreeStep(BlockedStep):
             # latent variables of bart-math 8, drawn given the current forest
             z, omega = lik.pseudo_data(point, self.sampler.offset, self.sampler.values(),
                                        self.rng)
+        if self._scale_name is not None:
+            self.sampler.leaf_sd = self._leaf_sd_at(point)
         stats = self._sweep(z, omega)
         new_point = dict(point)
         for shift in self.level_shifts:
@@ -125,17 +227,58 @@ class _TreeStep(BlockedStep):
             c = float(new_point[shift.name])
             s = self.sampler.level_shift(self.rng, c, mu0, sd0, k)
             new_point[shift.name] = np.asarray(c + s, dtype=point[shift.name].dtype)
+        if self._scale_name is not None:
+            new_point[self._scale_name] = self._draw_leaf_scale(new_point)
+            self.sampler.leaf_sd = self._leaf_sd_at(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
-        stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune)
+        stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
+                     leaf_sd=self.sampler.leaf_sd)
         stats[self.forest_stat] = self.sampler.pack()
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
 
+    def _leaf_sd_at(self, point) -> float:
+        sd = float(self._leaf_sd_fn(point))
+        if not (np.isfinite(sd) and sd > 0):
+            raise ValueError(f"The leaf scale of {self.var_name!r} evaluated to {sd!r}; it must "
+                             "be positive and finite (for example pt.sqrt of a positive "
+                             "variance, or a HalfNormal sd).")
+        return sd
+
+    def _draw_leaf_scale(self, point) -> np.ndarray:
+        """Slice-sampling update (Neal 2003, stepping out with width 1 and at most 32 steps,
+        then shrinkage) of the leaf-scale variable on its transformed scale, from its full
+        conditional: its prior (with the Jacobian) times ``prod_leaves N(mu | 0, sd^2)``,
+        which depends on the leaves through their number L and sum of squares S only."""
+        name = self._scale_name
+        leaves = self.sampler.forest.var == LEAF
+        L = float(leaves.sum())
+        S = float(np.sum(self.sampler.forest.value[leaves] ** 2))
+        dtype = point[name].dtype
+        trial = dict(point)
+
+        def logf(x):
+            trial[name] = np.asarray(x, dtype=dtype)
+            sd = float(self._leaf_sd_fn(trial))
+            if not (np.isfinite(sd) and sd > 0):
+                return -np.inf
+            lp = float(self._scale_logp(trial))
+            return lp - L * np.log(sd) - 0.5 * S / (sd * sd) if np.isfinite(lp) else -np.inf
+
+        x0 = float(np.asarray(point[name]))
+        return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
+
     @classmethod
     def competence(cls, var, has_grad):
         op = getattr(var.owner, "op", None)
         if not isinstance(op, BARTTreeRV):
+            # a learned leaf scale goes with the step of the tree term it scales
+            model = Model.get_context(error_if_none=False)
+            trees = [] if model is None or var not in model.free_RVs else \
+                _trees_scaled_by(model, var)
+            if trees and trees[0].owner.op.sampler == cls.sampler_kind:
+                return Competence.IDEAL
             return Competence.INCOMPATIBLE
         frame = pymc_frame(pm.sampling.mcmc.sample)
         if frame is not None and frame.f_locals.get("nuts_sampler") not in (None, "pymc"):
@@ -309,6 +452,42 @@ def _check_link(rv, lik) -> None:
             f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
             f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
             f"link={lik.link!r} to BARTTree (with Y, or an explicit leaf_sd).")
+
+
+class _AtValue:
+    """A compiled function of one value variable, called with a point (picklable, for
+    multiprocess sampling)."""
+
+    def __init__(self, fn, name: str):
+        self.fn, self.name = fn, name
+
+    def __call__(self, point):
+        return self.fn(point[self.name])
+
+
+def _slice(rng, x0: float, logf, w: float, max_steps: int) -> float:
+    """One univariate slice-sampling transition from x0 (Neal 2003, figures 3 and 5: stepping
+    out with at most ``max_steps`` widths ``w``, then shrinkage); leaves the density
+    proportional to ``exp(logf)`` invariant."""
+    logy = logf(x0) - rng.standard_exponential()
+    lo = x0 - w * rng.uniform()
+    hi = lo + w
+    j = int(np.floor(max_steps * rng.uniform()))
+    k = max_steps - 1 - j
+    while j > 0 and logf(lo) > logy:
+        lo -= w
+        j -= 1
+    while k > 0 and logf(hi) > logy:
+        hi += w
+        k -= 1
+    while True:
+        x1 = lo + (hi - lo) * rng.uniform()
+        if logf(x1) > logy:
+            return x1
+        if x1 < x0:
+            lo = x1
+        else:
+            hi = x1
 
 
 def _current_value(stored, forward):
