@@ -163,7 +163,7 @@ def main(argv=None):
     print("| data | learner | RMSE | coverage | ESS/s sigma | ESS/s f | wall s |")
     print("|---|---|---|---|---|---|---|")
     for data, name, (rmse, cov, es, ef, wall) in table:
-        print(f"| {data} | {name} | {rmse:.3f} | {cov:.3f} | {es:.1f} | {ef:.1f} | {wall:.1f} |")
+        print(f"| {data} | {name} | {rmse:.3f} | {cov:.3f} | {es:.3f} | {ef:.3f} | {wall:.1f} |")
     print("\nCoverage: of f by the 95% interval (Friedman), of y by the 90% predictive interval "
           "(Boston). RMSE against f (Friedman) or held-out y (Boston).")
 
