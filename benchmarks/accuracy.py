@@ -19,7 +19,7 @@ on Boston), coverage of f by the 95% credible interval (Friedman) or of y by the
 posterior predictive interval (Boston), ESS per second of sigma and of f (median over 5 test
 rows; ArviZ bulk ESS over both chains) and wall time of the fit.
 
-Run: ``python benchmarks/accuracy.py`` (about 15 minutes; ``--quick`` for a smoke run).
+Run: ``python benchmarks/accuracy.py`` (about 35 minutes; ``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
