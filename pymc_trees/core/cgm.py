@@ -15,6 +15,8 @@ import numpy as np
 from .forest import LEAF
 from .nodes import (
     alloc_node,
+    availability_from_hist,
+    count_bins,
     draw_leaf_values,
     draw_rule,
     free_node,
@@ -36,7 +38,7 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
     """Buffers for one sweep, allocated once by the caller.
 
     Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-    in_sub)``; the node-sized buffers must be regrown with the forest's capacity.
+    in_sub, hist2)``; the node-sized buffers must be regrown with the forest's capacity.
     """
     K = capacity
     return (
@@ -44,7 +46,7 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
         np.zeros(p, np.int32), np.zeros(p, np.int32),
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
-        np.zeros(K, np.int32), np.zeros(K, np.bool_),
+        np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros((p, max_cuts + 1), np.int32),
     )
 
 
@@ -134,12 +136,15 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 
 @numba.njit(cache=True)
-def _eval_subtree(t, root, cnt, skip_root_rule, Xb, ncuts, min_leaf, split_prior, alpha, beta,
-                  prec0, var, cut, left, right, depth, r, omega, idx, hist, lo, hi, nW, nS,
-                  nwav, nnc, seg_s, seg_e, stack):
+def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, split_prior,
+                  alpha, beta, prec0, var, cut, left, right, depth, r, omega, idx, hist, lo, hi,
+                  nW, nS, nwav, nnc, seg_s, seg_e, stack):
     """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules and return the
     log prior factors plus leaf log marginal likelihoods, or ``(-inf, False)`` when some rule is
-    no longer available (prior probability 0).  Fills the proposal buffers."""
+    no longer available (prior probability 0).  Fills the proposal buffers.
+
+    ``root_wsum >= 0`` says that ``lo``, ``hi`` already hold the root's available cutpoints
+    (with weight sum ``root_wsum``): the root keeps its rows, so they are not recounted."""
     total = 0.0
     seg_s[root] = 0
     seg_e[root] = cnt
@@ -151,7 +156,10 @@ def _eval_subtree(t, root, cnt, skip_root_rule, Xb, ncuts, min_leaf, split_prior
         s = seg_s[k]
         e = seg_e[k]
         d = depth[t, k]
-        wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
+        if k == root and root_wsum >= 0.0:
+            wsum = root_wsum
+        else:
+            wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
         nwav[k] = wsum
         v = var[t, k]
         if v >= 0:
@@ -224,7 +232,7 @@ def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
 @numba.njit(cache=True)
 def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
           right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
-          hist, lo, hi, W, S):
+          hist, hist2, lo, hi, W, S):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
     b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
@@ -252,8 +260,20 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
         i = idx[q]
         WR += omega[i]
         SR += omega[i] * r[i]
-    wL = node_availability(Xb, idx, 0, mid, ncuts, min_leaf, split_prior, hist, lo, hi)
-    wR = node_availability(Xb, idx, mid, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
+    # children's bin counts: count the smaller side, the larger is the leaf's minus it
+    small_left = mid <= cnt - mid
+    if small_left:
+        count_bins(Xb, idx, 0, mid, ncuts, hist2)
+    else:
+        count_bins(Xb, idx, mid, cnt, ncuts, hist2)
+    for j in range(Xb.shape[1]):
+        for bin_ in range(ncuts[j] + 1):
+            hist[j, bin_] -= hist2[j, bin_]
+    n_small = mid if small_left else cnt - mid
+    w_small = availability_from_hist(hist2, n_small, ncuts, min_leaf, split_prior, lo, hi)
+    w_large = availability_from_hist(hist, cnt - n_small, ncuts, min_leaf, split_prior, lo, hi)
+    wL = w_small if small_left else w_large
+    wR = w_large if small_left else w_small
     d = depth[t, ell]
     w_new = w + 1
     par = parent[t, ell]
@@ -360,14 +380,16 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
         if both:
             var[t, sib] = v_root
             cut[t, sib] = c_root
-    else:
-        wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
-        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, wsum)
+    root_wsum = -1.0
+    if not is_swap:
+        root_wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo,
+                                      hi)
+        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, root_wsum)
         var[t, root] = v_new
         cut[t, root] = c_new
-    new, valid = _eval_subtree(t, root, cnt, not is_swap, Xb, ncuts, min_leaf, split_prior,
-                               alpha, beta, prec0, var, cut, left, right, depth, r, omega, idx,
-                               hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack)
+    new, valid = _eval_subtree(t, root, cnt, not is_swap, root_wsum, Xb, ncuts, min_leaf,
+                               split_prior, alpha, beta, prec0, var, cut, left, right, depth, r,
+                               omega, idx, hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack)
     if valid and _accept(rng, new - old):
         _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                         nwav, nnc, seg_s, seg_e, stack)
@@ -385,7 +407,7 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
 def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
               fsum, var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free,
               n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e,
-              stack, in_sub, proposed, accepted):
+              stack, in_sub, hist2, proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -403,16 +425,16 @@ def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
     for t in range(m):
-        for i in range(n):
-            fsum[i] -= value[t, leaf_of_row[t, i]]
-            r[i] = z[i] - fsum[i]
         for k in range(n_nodes[t]):
             W[k] = 0.0
             S[k] = 0.0
         for i in range(n):
             k = leaf_of_row[t, i]
+            fsum[i] -= value[t, k]
+            ri = z[i] - fsum[i]
+            r[i] = ri
             W[k] += omega[i]
-            S[k] += omega[i] * r[i]
+            S[k] += omega[i] * ri
         u = rng.random()
         move = GROW
         while move < SWAP and u >= move_cp[move]:
@@ -420,7 +442,7 @@ def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp
         if move == GROW:
             res = _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
                         var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S)
+                        n_free, leaf_of_row, r, omega, idx, hist, hist2, lo, hi, W, S)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)

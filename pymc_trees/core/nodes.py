@@ -18,6 +18,8 @@ from .forest import FREE, LEAF
 
 __all__ = [
     "node_availability",
+    "availability_from_hist",
+    "count_bins",
     "draw_rule",
     "partition",
     "log_ml",
@@ -65,6 +67,35 @@ def node_availability(Xb, idx, start, end, ncuts, min_leaf, split_prior, hist, l
             lo[v] = 1
             hi[v] = 0
         return wsum
+    count_bins(Xb, idx, start, end, ncuts, hist)
+    return availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi)
+
+
+@numba.njit(cache=True)
+def count_bins(Xb, idx, start, end, ncuts, hist):
+    """``hist[v, b]`` = number of rows ``idx[start:end]`` in bin ``b`` of feature ``v``."""
+    p = Xb.shape[1]
+    for v in range(p):
+        for b in range(ncuts[v] + 1):
+            hist[v, b] = 0
+    # rows outer: one gather of the row's p bins, p independent counters to add to
+    for t in range(start, end):
+        i = idx[t]
+        for v in range(p):
+            hist[v, Xb[i, v]] += 1
+
+
+@numba.njit(cache=True)
+def availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi):
+    """The available cutpoints of :func:`node_availability`, from the node's row count ``cnt``
+    and its per-feature bin counts ``hist[v, :ncuts[v] + 1]``."""
+    p = ncuts.shape[0]
+    wsum = 0.0
+    if cnt < 2 * min_leaf:
+        for v in range(p):
+            lo[v] = 1
+            hi[v] = 0
+        return wsum
     for v in range(p):
         nc = ncuts[v]
         if nc == 0 or split_prior[v] <= 0.0:
@@ -72,10 +103,6 @@ def node_availability(Xb, idx, start, end, ncuts, min_leaf, split_prior, hist, l
             hi[v] = 0
             continue
         h = hist[v]
-        for b in range(nc + 1):
-            h[b] = 0
-        for t in range(start, end):
-            h[Xb[idx[t], v]] += 1
         # lo: smallest k with #(bin <= k) >= min_leaf
         acc = 0
         k = 0
