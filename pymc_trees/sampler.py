@@ -14,6 +14,7 @@ from .core.cgm import cgm_sweep, forest_summary, new_scratch
 from .core.forest import LEAF, Forest, forest_values, new_forest
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
+from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
 from .core.prior import max_tree_nodes, sample_prior_forest
 
@@ -283,6 +284,41 @@ class ForestSampler:
                     r, _, hist, _, _, W, S = self._scratch[:7]
             changed += ch
         return {"tree_changed": changed / f.m}
+
+    def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,
+                  omega: np.ndarray) -> dict[str, float]:
+        """One grow-from-root sweep (:mod:`pymc_trees.core.gfr`): every tree in turn is
+        regrown from its root against the partial residual, then its leaves are drawn.  A warm
+        start for the exact sweeps; it does not leave the posterior invariant."""
+        f = self.forest
+        n, p = self.X.shape
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
+            self._gfr = new_gfr_scratch(n, p, self.cuts.shape[1], f.capacity)
+        r = self._scratch[0]
+        pr = self.prior
+        for t in range(f.m):
+            remove_tree(t, f.value, f.leaf_of_row, self._fsum, z, r)
+            while True:
+                state = rng.bit_generator.state
+                status = gfr_tree(rng, t, self.Xb, self.ncuts, self.split_prior, pr.min_leaf,
+                                  pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
+                                  f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
+                                  f.ncut, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._gfr)
+                if status == GFR_OK:
+                    break
+                rng.bit_generator.state = state
+                fsum = self._fsum
+                f.ensure_capacity(2 * f.capacity)
+                self._alloc_scratch()
+                self._fsum = fsum
+                r_old, r = r, self._scratch[0]
+                r[:] = r_old
+                self._gfr = new_gfr_scratch(n, p, self.cuts.shape[1], f.capacity)
+                self._particles = None  # PG buffers follow the capacity
+        return {}
 
     def level_shift(self, rng: np.random.Generator, c: float, mu0: float, sd0: float,
                     k: float = 1.0) -> float:

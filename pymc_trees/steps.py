@@ -114,6 +114,7 @@ class _TreeStep(BlockedStep):
         "mean_depth": (np.float64, []),
         "mean_leaves": (np.float64, []),
         "leaf_sd": (np.float64, []),
+        "warm_start": (bool, []),
         "tune": (bool, []),
     }
 
@@ -132,7 +133,12 @@ class _TreeStep(BlockedStep):
                              for g, r in zip(groups, rngs)])
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
-                 compile_kwargs=None, blocked: bool = True):
+                 compile_kwargs=None, blocked: bool = True, warm_start: int = 10):
+        if int(warm_start) != warm_start or warm_start < 0:
+            raise ValueError(f"warm_start must be a non-negative integer number of tuning "
+                             f"iterations; got {warm_start!r}.")
+        self.warm_start = int(warm_start)
+        self._warm_left = 0
         model = modelcontext(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
         rvs = [model.values_to_rvs[v] for v in value_vars]
@@ -203,6 +209,11 @@ class _TreeStep(BlockedStep):
         self.sampler.reset()
         self.likelihood.reset()
         self.tune = tune > 0
+        # grow-from-root sweeps open the tuning phase; at least half of it stays exact
+        self._warm_left = min(self.warm_start, tune // 2)
+
+    def _warm_stats(self) -> dict:
+        raise NotImplementedError
 
     def _sweep(self, z: np.ndarray, omega: np.ndarray) -> dict:
         raise NotImplementedError
@@ -217,7 +228,13 @@ class _TreeStep(BlockedStep):
                                        self.rng)
         if self._scale_name is not None:
             self.sampler.leaf_sd = self._leaf_sd_at(point)
-        stats = self._sweep(z, omega)
+        warm = self.tune and self._warm_left > 0
+        if warm:
+            self._warm_left -= 1
+            self.sampler.gfr_sweep(self.rng, z, omega)
+            stats = self._warm_stats()
+        else:
+            stats = self._sweep(z, omega)
         new_point = dict(point)
         for shift in self.level_shifts:
             k = shift.ratio(new_point, self.sampler.n)
@@ -232,7 +249,7 @@ class _TreeStep(BlockedStep):
             self.sampler.leaf_sd = self._leaf_sd_at(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
-                     leaf_sd=self.sampler.leaf_sd)
+                     leaf_sd=self.sampler.leaf_sd, warm_start=warm)
         stats[self.forest_stat] = self.sampler.pack()
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
@@ -300,13 +317,21 @@ class CGMTreeStep(_TreeStep):
     move_probs : dict, optional
         Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"`` (default .25, .25,
         .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
+    warm_start : int, default 10
+        The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
+        grow-from-root sweep (:mod:`pymc_trees.core.gfr`) instead of the exact update, to
+        start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
+        every kept draw comes from the exact update.  In ``pm.sample``:
+        ``pm.sample(..., cgm_tree={"warm_start": 0})``.
     model : pm.Model, optional
 
     Notes
     -----
     Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
-    that were accepted; NaN when none was proposed), ``mean_depth`` and ``mean_leaves`` of the
-    forest, and ``<name>_forest``, the forest of the draw (a :class:`~pymc_trees.PackedForest`).
+    that were accepted; NaN when none was proposed or in a warm-start iteration),
+    ``warm_start`` (True in the grow-from-root iterations), ``leaf_sd``, ``mean_depth`` and
+    ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
+    :class:`~pymc_trees.PackedForest`).
     """
 
     name = "cgm_tree"
@@ -317,13 +342,17 @@ class CGMTreeStep(_TreeStep):
     }
 
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
-                 rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True):
+                 rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
+                 warm_start: int = 10):
         self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
         self._move_cp = _move_cumprobs(self.move_probs)
-        super().__init__(vars, model=model, rng=rng)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
     def _sweep(self, z, omega):
         return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+
+    def _warm_stats(self):
+        return {f"accept_{mv}": np.nan for mv in MOVES}
 
 
 class PGTreeStep(_TreeStep):
@@ -338,12 +367,19 @@ class PGTreeStep(_TreeStep):
     ----------
     vars : list with one BARTTree variable
     num_particles : int, default 10
+    warm_start : int, default 10
+        The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
+        grow-from-root sweep (:mod:`pymc_trees.core.gfr`) instead of the exact update, to
+        start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
+        every kept draw comes from the exact update.  In ``pm.sample``:
+        ``pm.sample(..., pg_tree={"warm_start": 0})``.
     model : pm.Model, optional
 
     Notes
     -----
     Sampler stats per draw: ``tree_changed`` (fraction of trees whose returned tree differs from
-    the old one), ``mean_depth``, ``mean_leaves`` and ``<name>_forest``.
+    the old one; NaN in a warm-start iteration), ``warm_start``, ``leaf_sd``, ``mean_depth``,
+    ``mean_leaves`` and ``<name>_forest``.
     """
 
     name = "pg_tree"
@@ -351,14 +387,18 @@ class PGTreeStep(_TreeStep):
     stats_dtypes_shapes = {"tree_changed": (np.float64, []), **_TreeStep.stats_dtypes_shapes}
 
     def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
-                 initial_point=None, compile_kwargs=None, blocked: bool = True):
+                 initial_point=None, compile_kwargs=None, blocked: bool = True,
+                 warm_start: int = 10):
         if int(num_particles) != num_particles or num_particles < 1:
             raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
         self.num_particles = int(num_particles)
-        super().__init__(vars, model=model, rng=rng)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
     def _sweep(self, z, omega):
         return self.sampler.pg_sweep(self.rng, z, omega, self.num_particles)
+
+    def _warm_stats(self):
+        return {"tree_changed": np.nan}
 
 
 @dataclass_state

@@ -1,0 +1,219 @@
+"""Grow-from-root tree sweeps (XBART: He and Hahn 2021), the warm start of the exact samplers.
+
+A grow-from-root update throws tree ``t`` away and regrows it from a single leaf against the
+partial residual.  At every node, the choice between stopping and each available rule
+``(v, c)`` is drawn in proportion to
+
+    stop:        (1 - p_split(d)) * ML(node)
+    rule (v, c): p_split(d) * split_prior[v] / wavail * 1 / ncut_v * ML(left) * ML(right)
+
+(the tree prior of bart-math 3 times the marginal likelihoods of bart-math 2, leaf values
+integrated out), and the children are grown the same way.  The leaf values are then drawn from
+their exact conditional.  This is not a Metropolis-Hastings move and does not leave the
+posterior invariant: it only builds starting forests near where the posterior puts its mass.
+The exact samplers (CGM, PG) take over from the forest it leaves.
+
+Every node evaluates all available cutpoints from per-feature histograms of the row count and
+of ``(W, S)`` over its bins: cost proportional to (rows of the node) x p plus p x cutpoints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .forest import FREE, LEAF
+from .nodes import (alloc_node, availability_from_hist, draw_leaf_values, log_ml, log_psplit,
+                    split_node)
+
+__all__ = ["GFR_OK", "GFR_FULL", "new_gfr_scratch", "remove_tree", "gfr_tree"]
+
+GFR_OK, GFR_FULL = 0, 1
+
+
+def new_gfr_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
+    """Buffers for :func:`gfr_tree`: ``(idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack,
+    W, S)``; the last five must be regrown with the forest's capacity."""
+    B = max_cuts + 1
+    K = capacity
+    return (np.zeros(n, np.int32), np.zeros((p, B), np.int32), np.zeros((p, B)),
+            np.zeros((p, B)), np.zeros(p, np.int32), np.zeros(p, np.int32),
+            np.zeros(p * max(max_cuts, 1) + 1), np.zeros(K, np.int32), np.zeros(K, np.int32),
+            np.zeros(K, np.int32), np.zeros(K), np.zeros(K))
+
+
+@numba.njit(cache=True)
+def remove_tree(t, value, leaf_of_row, fsum, z, r):
+    """Take tree ``t`` out of the running sum ``fsum`` and write the partial residual
+    ``r = z - fsum``."""
+    for i in range(fsum.shape[0]):
+        fsum[i] -= value[t, leaf_of_row[t, i]]
+        r[i] = z[i] - fsum[i]
+
+
+@numba.njit(cache=True)
+def _node_hists(Xb, idx, s, e, ncuts, r, omega, cnt, hW, hS):
+    p = Xb.shape[1]
+    for v in range(p):
+        for b in range(ncuts[v] + 1):
+            cnt[v, b] = 0
+            hW[v, b] = 0.0
+            hS[v, b] = 0.0
+    for q in range(s, e):
+        i = idx[q]
+        w = omega[i]
+        ws = w * r[i]
+        for v in range(p):
+            b = Xb[i, v]
+            cnt[v, b] += 1
+            hW[v, b] += w
+            hS[v, b] += ws
+
+
+@numba.njit(cache=True)
+def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
+             var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free, n_free,
+             leaf_of_row, idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S):
+    """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
+    precisions ``omega``), draw its leaf values, and add it to ``fsum``.
+
+    Returns ``GFR_FULL`` without touching ``fsum`` when the tree needs more node slots than
+    the arrays hold (the caller grows them and calls again with the same generator state);
+    else ``GFR_OK``.
+    """
+    n, p = Xb.shape
+    K = var.shape[1]
+    for q in range(n):
+        idx[q] = q
+    old_n = n_nodes[t]
+    n_nodes[t] = 1
+    n_free[t] = 0
+    var[t, 0] = LEAF
+    left[t, 0] = -1
+    right[t, 0] = -1
+    parent[t, 0] = -1
+    depth[t, 0] = 0
+    seg_s[0] = 0
+    seg_e[0] = n
+    top = 1
+    stack[0] = 0
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        s = seg_s[k]
+        e = seg_e[k]
+        _node_hists(Xb, idx, s, e, ncuts, r, omega, cnt, hW, hS)
+        Wn = 0.0
+        Sn = 0.0
+        for b in range(ncuts[0] + 1):
+            Wn += hW[0, b]
+            Sn += hS[0, b]
+        W[k] = Wn
+        S[k] = Sn
+        wsum = availability_from_hist(cnt, e - s, ncuts, min_leaf, split_prior, lo, hi)
+        wavail[t, k] = wsum
+        if wsum <= 0.0:
+            continue
+        d = depth[t, k]
+        # log weights: index 0 is "stop", then every available (v, c) in order
+        logw[0] = math.log1p(-alpha * (1.0 + d) ** (-beta)) + log_ml(Wn, Sn, prec0)
+        base = log_psplit(d, alpha, beta) - math.log(wsum)
+        j = 1
+        for v in range(p):
+            if lo[v] > hi[v]:
+                continue
+            nc = hi[v] - lo[v] + 1
+            bv = base + math.log(split_prior[v]) - math.log(nc)
+            WL = 0.0
+            SL = 0.0
+            for c in range(lo[v]):
+                WL += hW[v, c]
+                SL += hS[v, c]
+            for c in range(lo[v], hi[v] + 1):
+                WL += hW[v, c]
+                SL += hS[v, c]
+                logw[j] = bv + log_ml(WL, SL, prec0) + log_ml(Wn - WL, Sn - SL, prec0)
+                j += 1
+        mx = logw[0]
+        for q in range(1, j):
+            if logw[q] > mx:
+                mx = logw[q]
+        tot = 0.0
+        for q in range(j):
+            tot += math.exp(logw[q] - mx)
+        u = rng.random() * tot
+        choice = j - 1
+        acc = 0.0
+        for q in range(j):
+            acc += math.exp(logw[q] - mx)
+            if u < acc:
+                choice = q
+                break
+        if choice == 0:
+            continue
+        # decode the chosen rule
+        q = choice - 1
+        v_new = -1
+        c_new = -1
+        nc_new = 0
+        for v in range(p):
+            if lo[v] > hi[v]:
+                continue
+            nc = hi[v] - lo[v] + 1
+            if q < nc:
+                v_new = v
+                c_new = lo[v] + q
+                nc_new = nc
+                break
+            q -= nc
+        if n_nodes[t] + 2 > K:
+            n_nodes[t] = max(n_nodes[t], old_n)  # every slot written so far is reset again
+            return GFR_FULL
+        # partition the node's rows, keeping ascending row order on each side
+        mid = s
+        for a in range(s, e):
+            if Xb[idx[a], v_new] <= c_new:
+                mid += 1
+        kl = alloc_node(t, var, n_nodes, free, n_free)
+        kr = alloc_node(t, var, n_nodes, free, n_free)
+        split_node(t, k, v_new, c_new, nc_new, kl, kr, var, cut, ncut, left, right, parent,
+                   depth)
+        _stable_partition(Xb, idx, s, e, v_new, c_new, mid, leaf_of_row, t)
+        seg_s[kl] = s
+        seg_e[kl] = mid
+        seg_s[kr] = mid
+        seg_e[kr] = e
+        # right child below left on the stack: the left subtree is grown first
+        stack[top] = kr
+        stack[top + 1] = kl
+        top += 2
+    for k in range(n_nodes[t], old_n):
+        var[t, k] = FREE
+    for k in range(n_nodes[t]):
+        if var[t, k] == LEAF:
+            for a in range(seg_s[k], seg_e[k]):
+                leaf_of_row[t, idx[a]] = k
+    draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
+    for i in range(n):
+        fsum[i] += value[t, leaf_of_row[t, i]]
+    return GFR_OK
+
+
+@numba.njit(cache=True)
+def _stable_partition(Xb, idx, s, e, v, c, mid, tmp_rows, t):
+    """Rows of ``idx[s:e]`` with ``Xb[i, v] <= c`` first, both sides in their old order;
+    ``tmp_rows[t]`` (a row of ``leaf_of_row``, rewritten at the end) is the scratch."""
+    a = s
+    b = mid
+    for q in range(s, e):
+        i = idx[q]
+        if Xb[i, v] <= c:
+            tmp_rows[t, a] = i
+            a += 1
+        else:
+            tmp_rows[t, b] = i
+            b += 1
+    for q in range(s, e):
+        idx[q] = tmp_rows[t, q]

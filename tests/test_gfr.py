@@ -1,0 +1,159 @@
+"""Grow-from-root warm start: the kernel's distribution over trees against brute-force
+enumeration of the same choices, the forest it leaves, and its place in ``pm.sample``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_trees import BARTTree
+from pymc_trees.core.forest import LEAF, forest_values
+from pymc_trees.core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
+from pymc_trees.core.nodes import log_ml
+from pymc_trees.sampler import ForestSampler, TreePrior
+
+
+def _key(f, t, k=0):
+    if f.var[t, k] == LEAF:
+        return "L"
+    return (int(f.var[t, k]), int(f.cut[t, k]), _key(f, t, f.left[t, k]),
+            _key(f, t, f.right[t, k]))
+
+
+def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega):
+    """Probability of every tree that one grow-from-root update can return, written from the
+    rule in ``pymc_trees.core.gfr`` by plain recursion over row subsets."""
+
+    def ml(rows):
+        return math.exp(log_ml(omega[rows].sum(), (omega[rows] * r[rows]).sum(), prec0))
+
+    def grow(rows, d):
+        rules = []
+        for v in range(Xb.shape[1]):
+            if sp[v] <= 0:
+                continue
+            cs = [c for c in range(ncuts[v]) if (Xb[rows, v] <= c).sum() >= min_leaf
+                  and (Xb[rows, v] > c).sum() >= min_leaf]
+            rules += [(v, c, len(cs)) for c in cs]
+        if not rules:
+            return {"L": 1.0}
+        wsum = sum(sp[v] for v in {v for v, _, _ in rules})
+        ps = alpha * (1 + d) ** -beta
+        w = {"L": (1 - ps) * ml(rows)}
+        for v, c, nc in rules:
+            w[(v, c)] = (ps * sp[v] / wsum / nc * ml(rows[Xb[rows, v] <= c])
+                         * ml(rows[Xb[rows, v] > c]))
+        tot = sum(w.values())
+        out = {"L": w["L"] / tot}
+        for v, c, _ in rules:
+            pr = w[(v, c)] / tot
+            lt = grow(rows[Xb[rows, v] <= c], d + 1)
+            rt = grow(rows[Xb[rows, v] > c], d + 1)
+            for kl, pl in lt.items():
+                for kr, pr_ in rt.items():
+                    out[(v, c, kl, kr)] = pr * pl * pr_
+        return out
+
+    return grow(np.arange(Xb.shape[0]), 0)
+
+
+def test_gfr_tree_distribution_matches_enumeration():
+    """20,000 regrowths of one tree on 9 rows and 2 features (min_leaf 2, split weights 2:1,
+    unequal row precisions): the frequency of every tree against its probability under the
+    stated rule, by a chi-square test over the trees expected at least 10 times."""
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.permutation(np.arange(9.0)), rng.integers(0, 4, 9).astype(float)])
+    r = np.array([-1.2, 0.3, 2.0, -0.4, 1.1, 0.9, -2.0, 0.2, 1.5])
+    omega = rng.uniform(0.5, 2.0, 9)
+    prior = TreePrior(m=1, alpha=0.95, beta=1.0, min_leaf=2, split_prior=(2.0, 1.0))
+    fs = ForestSampler(X, prior, 0.0, 0.7)
+    probs = _naive_gfr(fs.Xb.astype(np.int64), fs.ncuts, fs.split_prior, 2, 0.95, 1.0,
+                       fs.prec0, r, omega)
+    assert abs(sum(probs.values()) - 1) < 1e-12 and len(probs) > 30
+    f = fs.forest
+    f.ensure_capacity(64)
+    scratch = new_gfr_scratch(9, 2, fs.cuts.shape[1], f.capacity)
+    fsum = np.zeros(9)
+    gen = np.random.default_rng(11)
+    N = 20000
+    counts: dict = {}
+    for _ in range(N):
+        remove_tree(0, f.value, f.leaf_of_row, fsum, r, np.empty(9))
+        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.split_prior, 2, 0.95, 1.0, fs.prec0, r,
+                          omega, fsum, f.var, f.cut, f.left, f.right, f.parent, f.depth,
+                          f.value, f.wavail, f.ncut, f.n_nodes, f.free, f.n_free,
+                          f.leaf_of_row, *scratch)
+        assert status == GFR_OK
+        k = _key(f, 0)
+        counts[k] = counts.get(k, 0) + 1
+    assert set(counts) <= set(probs)
+    big = [k for k, p in probs.items() if N * p >= 10]
+    obs = [counts.get(k, 0) for k in big]
+    exp = [N * probs[k] for k in big]
+    if N - sum(exp) >= 10:  # the rarer trees together
+        obs.append(N - sum(obs))
+        exp.append(N - sum(exp))
+    obs, exp = np.array(obs), np.array(exp)
+    chi2 = float(np.sum((obs - exp) ** 2 / exp))
+    from scipy.stats import chi2 as chi2_dist
+    # a correct kernel exceeds this once in 10,000 seeds
+    assert chi2 < chi2_dist.ppf(1 - 1e-4, len(obs) - 1), (chi2, len(obs))
+    # fsum holds exactly the last tree
+    out = np.empty(9)
+    forest_values(f.value, f.leaf_of_row, 0.0, out)
+    np.testing.assert_allclose(fsum, out, atol=1e-12)
+
+
+def test_gfr_sweep_grows_capacity_and_leaves_a_consistent_forest():
+    """A sharp signal on 3,000 rows needs trees of more than 32 nodes: the sweep grows the
+    node arrays, replays the draws, and leaves a forest whose training values, packed
+    prediction and stored rows all agree."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(3000, 3))
+    y = np.sin(30 * X[:, 0]) + 0.01 * rng.standard_normal(3000)
+    fs = ForestSampler(X, TreePrior(m=5, alpha=0.99, beta=0.5), 0.0, 1.0)
+    fs.gfr_sweep(np.random.default_rng(1), y, np.full(3000, 1e4))
+    f = fs.forest
+    assert f.capacity > 32 and f.n_nodes.max() > 32
+    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
+    assert np.sqrt(np.mean((fs.values() - y) ** 2)) < 0.1
+    # the same sweep after the arrays grew is reproduced by a fresh sampler with the same seed
+    fs2 = ForestSampler(X, TreePrior(m=5, alpha=0.99, beta=0.5), 0.0, 1.0)
+    fs2.gfr_sweep(np.random.default_rng(1), y, np.full(3000, 1e4))
+    np.testing.assert_array_equal(fs2.values(), fs.values())
+    # the exact sweeps carry on from the forest it leaves
+    fs.cgm_sweep(np.random.default_rng(2), y, np.full(3000, 1e4),
+                 np.array([0.25, 0.5, 0.9, 1.0]))
+    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["cgm", "pg"])
+def test_warm_start_runs_at_the_start_of_tuning_only(kind):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(200, 3))
+    y = 3 * X[:, 0] + rng.normal(0, 0.3, 200)
+    with pm.Model():
+        f = BARTTree("f", X, y, m=20, sampler=kind)
+        pm.Normal("y", f, 0.3, observed=y)
+        idata = pm.sample(draws=20, tune=30, chains=1, random_seed=1, progressbar=False,
+                          discard_tuned_samples=False, compute_convergence_checks=False)
+    warm = idata.warmup_sample_stats["warm_start"].values[0]
+    assert warm[:10].all() and not warm[10:].any()
+    assert not idata.sample_stats["warm_start"].values.any()
+    with pm.Model():
+        f = BARTTree("f", X, y, m=20, sampler=kind)
+        pm.Normal("y", f, 0.3, observed=y)
+        idata = pm.sample(draws=5, tune=8, chains=1, random_seed=1, progressbar=False,
+                          discard_tuned_samples=False, compute_convergence_checks=False,
+                          **{f"{kind}_tree": {"warm_start": 0}})
+    assert not idata.warmup_sample_stats["warm_start"].values.any()
+    with pm.Model():
+        f = BARTTree("f", X, y, m=20, sampler=kind)
+        pm.Normal("y", f, 0.3, observed=y)
+        idata = pm.sample(draws=5, tune=8, chains=1, random_seed=1, progressbar=False,
+                          discard_tuned_samples=False, compute_convergence_checks=False)
+    # at most half of the tuning iterations
+    assert idata.warmup_sample_stats["warm_start"].values.sum() == 4
