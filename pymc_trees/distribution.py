@@ -39,13 +39,14 @@ DEFAULT_SAMPLER = "cgm"
 class BARTTreeRV(RandomVariable):
     """RandomVariable Op of a sum-of-trees term.
 
-    Inputs are ``X`` (n, p), the constant ``offset`` and the leaf prior sd ``leaf_sd``; the tree
+    Inputs are ``X`` (n, p), the constant ``offset``, the leaf prior sd ``leaf_sd`` and the
+    split weights (p,) (a constant, or a Dirichlet variable for DART); the other tree
     hyperparameters are the Op's ``prior`` property.  A draw is a whole forest from the prior
     evaluated at the rows of X.
     """
 
     name = "BARTTree"
-    signature = "(n,p),(),()->(n)"
+    signature = "(n,p),(),(),(p)->(n)"
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
     __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link")
@@ -62,7 +63,7 @@ class BARTTreeRV(RandomVariable):
         shape = param_shapes[0] if param_shapes is not None else dist_params[0].shape
         return (shape[0],)
 
-    def rng_fn(self, rng, X, offset, leaf_sd, size):
+    def rng_fn(self, rng, X, offset, leaf_sd, split_weights, size):
         from pymc.sampling import forward
 
         if pymc_frame(forward.sample_posterior_predictive) is not None:
@@ -72,6 +73,8 @@ class BARTTreeRV(RandomVariable):
         if size is not None and tuple(np.atleast_1d(size)) not in ((), (np.shape(X)[0],)):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
         fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd))
+        if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
+            fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
         forest = fs.sample_prior(rng)
         out = np.empty(fs.n)
         from .core.forest import forest_values
@@ -125,8 +128,11 @@ class BARTTree(Distribution):
     min_leaf : int, default 5
         A cutpoint is available at a node when it leaves at least ``min_leaf`` training rows
         on each side; the same rule governs every sampler and prior draws.
-    split_prior : array_like of shape (p,), optional
-        Relative weights of the features as split variables (default: equal).
+    split_prior : array_like of shape (p,) or PyMC Dirichlet variable, optional
+        Relative weights of the features as split variables (default: equal).  A
+        ``pm.Dirichlet`` variable of shape (p,) makes them learned, as in DART (Linero 2018):
+        the tree step samples it exactly given the forest's splits (see ``docs/design.md``,
+        "Learned split probabilities"); its concentration may itself be a model variable.
     link : {"identity", "probit", "logit", "log"}, optional
         The link through which the term enters its likelihood, which sets the calibration:
         probit ``offset = Phi^-1(mean Y)``, ``leaf_sd = 3 / (k sqrt(m))``; logit
@@ -210,35 +216,52 @@ class BARTTree(Distribution):
             columns = None
         for key in ("shape", "size"):
             _check_one_output_per_row(key, kwargs.get(key), X_value.shape[0])
-        sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
+        p = X_value.shape[1]
+        if isinstance(split_prior, Variable) and not isinstance(split_prior, Constant):
+            # learned split probabilities (DART): a Dirichlet variable the tree step samples
+            if split_prior.ndim != 1:
+                raise ValueError(f"split_prior must be a vector of length p = {p} (a "
+                                 f"pm.Dirichlet variable); got {split_prior.ndim} dimension(s).")
+            length = split_prior.type.shape[0]
+            if length is not None and length != p:
+                raise ValueError(f"split_prior has length {length} but X has p = {p} columns; "
+                                 f"give the Dirichlet a = a vector of length {p}.")
+            sp = None
+            weights = split_prior
+        else:
+            sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
+            weights = None
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp)
-        if sp is not None:
-            prior.split_weights(X_value.shape[1])
+        if weights is None:
+            weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
-        return super().dist([X, offset, sd, prior, sampler, columns, link], **kwargs)
+        return super().dist([X, offset, sd, weights, prior, sampler, columns, link], **kwargs)
 
     @classmethod
-    def rv_op(cls, X, offset, leaf_sd, prior, sampler=DEFAULT_SAMPLER, columns=None, link=None,
-              *, size=None, rng=None):
+    def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
+              columns=None, link=None, *, size=None, rng=None):
         op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)
               else float(leaf_sd))
-        return op(X, float(offset), sd, size=size, rng=rng, return_next_rng=True)[1]
+        w = (pt.as_tensor_variable(split_weights, dtype="floatX")
+             if isinstance(split_weights, Variable)
+             else np.asarray(split_weights, dtype=np.float64))
+        return op(X, float(offset), sd, w, size=size, rng=rng, return_next_rng=True)[1]
 
     @staticmethod
     def support_point(rv, *args):
         # called as (rv, size, *params) or (rv, *params)
-        X, offset, _ = args[-3:]
+        X, offset, _, _ = args[-4:]
         return pt.zeros((X.shape[0],)) + offset
 
     @staticmethod
-    def logp(value, X, offset, leaf_sd):
+    def logp(value, X, offset, leaf_sd, split_weights):
         # The tree prior is a distribution over forests, not a density on f; the tree steps
         # sample it exactly and every other step sees f as fixed.  Contributing 0 keeps the
         # model log density of all other variables correct.

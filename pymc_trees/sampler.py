@@ -11,7 +11,8 @@ import numpy as np
 
 from .core.binning import bin_data, make_cutpoints
 from .core.cgm import cgm_sweep, forest_summary, new_scratch
-from .core.forest import LEAF, Forest, forest_values, new_forest
+from .core.forest import (LEAF, Forest, forest_values, mask_words, new_forest, reweight,
+                          store_mask)
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
 from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
@@ -186,9 +187,14 @@ class ForestSampler:
         idx = np.arange(n, dtype=np.int32)
         lo = np.zeros(p, np.int32)
         hi = np.zeros(p, np.int32)
+        # availability at the root is a property of the data: every feature counts here, so
+        # that the mask stays right when the split weights change (set_split_weights)
         self._root_wavail = node_availability(self.Xb, idx, 0, n, self.ncuts,
-                                              self.prior.min_leaf, self.split_prior,
-                                              self._hist, lo, hi)
+                                              self.prior.min_leaf, np.ones(p), self._hist, lo,
+                                              hi)
+        self._root_mask = np.zeros((1, 1, mask_words(p)), np.uint64)
+        store_mask(self._root_mask, 0, 0, lo, hi)
+        self._root_wavail = self._mask_sum(self.split_prior)
         self.reset()
 
     @property
@@ -199,9 +205,33 @@ class ForestSampler:
     def prec0(self) -> float:
         return 1.0 / self.leaf_sd**2
 
+    def _mask_sum(self, weights: np.ndarray) -> float:
+        w = np.zeros(1)
+        var = np.full((1, 1), -1, np.int32)
+        reweight(var, np.ones(1, np.int32), self._root_mask, weights, w.reshape(1, 1))
+        return float(w[0])
+
+    def set_split_weights(self, weights: np.ndarray) -> None:
+        """New relative split weights of the features, shape (p,) (DART).  Weights below the
+        smallest normal float (underflowed Dirichlet draws) are raised to it.  Every node's
+        available weight is recomputed from its availability mask."""
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (self.X.shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError(f"split weights must be {self.X.shape[1]} non-negative finite "
+                             f"numbers; got {weights!r}.")
+        # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
+        w = np.ascontiguousarray(np.maximum(w, np.finfo(np.float64).tiny))
+        if np.array_equal(w, self.split_prior):
+            return
+        self.split_prior = w
+        self._root_wavail = self._mask_sum(w)
+        f = self.forest
+        reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
+
     def reset(self) -> None:
         """Every tree back to a single leaf with value 0."""
-        self.forest = new_forest(self.prior.m, self.n, self._root_wavail)
+        self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
+                                 root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
         self._particles = None
 
@@ -233,7 +263,8 @@ class ForestSampler:
                   np.ascontiguousarray(z, dtype=np.float64),
                   np.ascontiguousarray(omega, dtype=np.float64), self._fsum,
                   f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                  f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed, accepted)
+                  f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
+                  accepted)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
@@ -265,7 +296,7 @@ class ForestSampler:
                     rng, t, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
                     self.prior.alpha, self.prior.beta, self.prec0, z, omega, self._fsum,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                    f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles, self._pool, r,
+                    f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles, self._pool, r,
                     hist, *self._node_cache, self._old_bfs, W, S)
                 if status == OK:
                     break
@@ -306,7 +337,7 @@ class ForestSampler:
                 status = gfr_tree(rng, t, self.Xb, self.ncuts, self.split_prior, pr.min_leaf,
                                   pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
                                   f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
-                                  f.ncut, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._gfr)
+                                  f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._gfr)
                 if status == GFR_OK:
                     break
                 rng.bit_generator.state = state

@@ -12,6 +12,8 @@ from dataclasses import field
 
 import numpy as np
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 from pymc.model import Model, modelcontext
 from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
@@ -21,11 +23,12 @@ from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
-from .core.forest import LEAF
+from .core.forest import LEAF, split_prior_gibbs
 from .sampler import MOVES, ForestSampler, _move_cumprobs
 from .structure import ModelStructureError, level_shifts, noise_likelihood, tree_likelihood
 
-__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs"]
+__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
+           "split_prior_rvs"]
 
 DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
@@ -44,16 +47,30 @@ def leaf_scale_rvs(model: Model, tree_rv) -> list:
     return [v for v in model.free_RVs if v in anc]
 
 
+def split_prior_rvs(model: Model, tree_rv) -> list:
+    """The free variables that the split weights of the tree term ``tree_rv`` depend on
+    (empty for fixed weights)."""
+    weights = tree_rv.owner.inputs[5]
+    anc = set(ancestors([weights], blockers=model.free_RVs))
+    return [v for v in model.free_RVs if v in anc]
+
+
+def _hyper_rvs(model: Model, tree_rv) -> list:
+    return leaf_scale_rvs(model, tree_rv) + split_prior_rvs(model, tree_rv)
+
+
 def _trees_scaled_by(model: Model, rv) -> list:
+    """The tree terms whose learned leaf scale or split probabilities are ``rv``."""
     return [t for t in model.free_RVs
-            if isinstance(t.owner.op, BARTTreeRV) and rv in leaf_scale_rvs(model, t)]
+            if isinstance(t.owner.op, BARTTreeRV) and rv in _hyper_rvs(model, t)]
 
 
-def _check_leaf_scale(model: Model, tree_rv, scale_rv) -> None:
-    """A learned leaf scale must be one scalar free variable that nothing but this tree term's
-    leaf prior depends on: its full conditional is then its prior times the leaves' density."""
+def _check_leaf_scale(model: Model, tree_rv, scale_rv, role: str = "leaf scale") -> None:
+    """A learned leaf scale (or split-probability vector) must be a free variable that nothing
+    but this tree term's prior depends on: its full conditional is then its prior times the
+    forest's density."""
     name, tname = scale_rv.name, tree_rv.name
-    if scale_rv.ndim != 0:
+    if role == "leaf scale" and scale_rv.ndim != 0:
         raise ModelStructureError(f"The leaf scale {name!r} of {tname!r} must be a scalar; "
                                   f"it has shape {tuple(scale_rv.shape.eval())}.")
     rvs = list(model.basic_RVs)
@@ -63,9 +80,10 @@ def _check_leaf_scale(model: Model, tree_rv, scale_rv) -> None:
         # direct inputs only: a dependence through another variable is that variable's
         if scale_rv in set(ancestors(other.owner.inputs, blockers=rvs)):
             raise ModelStructureError(
-                f"{name!r} is the leaf scale of {tname!r} and also enters {other.name!r}. The "
-                "tree step samples a leaf scale from its prior and the leaves alone, so it "
-                "must scale one tree term and nothing else; give each term its own variable.")
+                f"{name!r} is the {role} of {tname!r} and also enters {other.name!r}. The "
+                f"tree step samples the {role} from its prior and the forest alone, so it "
+                "must belong to one tree term and nothing else; give each term its own "
+                "variable.")
 
 
 def _group_tree_vars(model: Model, value_vars) -> list[list]:
@@ -81,9 +99,10 @@ def _group_tree_vars(model: Model, value_vars) -> list[list]:
         if not owners:
             tree_names = [t.name for t in _trees_scaled_by(model, r)]
             raise ValueError(
-                f"{r.name!r} was given to a tree step without the tree term it scales "
-                f"({', '.join(map(repr, tree_names)) or 'none'}): the leaf scale is sampled "
-                "together with its trees. Pass both, e.g. CGMTreeStep([f, leaf_scale]).")
+                f"{r.name!r} was given to a tree step without the tree term it belongs to "
+                f"({', '.join(map(repr, tree_names)) or 'none'}): a learned leaf scale or "
+                "split-probability vector is sampled together with its trees. Pass both, "
+                "e.g. CGMTreeStep([f, leaf_scale]).")
         groups[owners[0]].append(model.rvs_to_values[r])
     return list(groups.values())
 
@@ -155,17 +174,29 @@ class _TreeStep(BlockedStep):
             raise ModelStructureError(
                 f"The leaf_sd of {rv.name!r} depends on several free variables "
                 f"({[v.name for v in scale]}); a learned leaf scale must be one variable.")
+        split = split_prior_rvs(model, rv)
+        weights = rv.owner.inputs[5]
+        if split and not (len(split) == 1 and split[0] is weights
+                          and isinstance(weights.owner.op, pm.Dirichlet.rv_type)):
+            raise ModelStructureError(
+                f"The split_prior of {rv.name!r} depends on {[v.name for v in split]}; learned "
+                "split probabilities must be one pm.Dirichlet variable of length p itself, "
+                "passed as BARTTree(..., split_prior=s) (its concentration may be a model "
+                "variable).")
         for r in rvs:
-            if r is not rv and r not in scale:
+            if r is not rv and r not in scale and r not in split:
                 raise ValueError(f"{r.name!r} is neither the BARTTree variable {rv.name!r} nor "
-                                 "its leaf scale; give it its own step.")
-        if scale and scale[0] not in rvs:
-            raise ValueError(
-                f"The leaf scale {scale[0].name!r} of {rv.name!r} is sampled by the tree step "
-                f"together with the trees; pass both: {type(self).__name__}([{rv.name}, "
-                f"{scale[0].name}]).")
-        self.vars = [model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
-        _, _, X, offset, leaf_sd = rv.owner.inputs
+                                 "its leaf scale or split probabilities; give it its own step.")
+        for h, role in [(v, "leaf scale") for v in scale] + [(v, "split probabilities")
+                                                            for v in split]:
+            if h not in rvs:
+                raise ValueError(
+                    f"The {role} {h.name!r} of {rv.name!r} is sampled by the tree step "
+                    f"together with the trees; pass both: {type(self).__name__}([{rv.name}, "
+                    f"{h.name}]).")
+        self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
+                     + [model.rvs_to_values[v] for v in split])
+        _, _, X, offset, leaf_sd, _ = rv.owner.inputs
         X_value = np.asarray(X.get_value() if hasattr(X, "get_value") else X.eval(),
                              dtype=np.float64)
         self._scale_name = None
@@ -185,6 +216,25 @@ class _TreeStep(BlockedStep):
         else:
             sd0 = float(leaf_sd.eval())
         self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0)
+        self._split_name = None
+        if split:
+            s_rv = split[0]
+            _check_leaf_scale(model, rv, s_rv, role="split probabilities")
+            value = model.rvs_to_values[s_rv]
+            self._split_name = value.name
+            self._split_fn = _AtValue(
+                model.compile_fn(model.replace_rvs_by_values([s_rv])[0], inputs=[value],
+                                 on_unused_input="ignore", point_fn=False), value.name)
+            conc = model.replace_rvs_by_values([s_rv.owner.inputs[-1]])[0]
+            self._split_conc = model.compile_fn(
+                pt.broadcast_to(conc, (self.sampler.X.shape[1],)), inputs=model.value_vars,
+                on_unused_input="ignore")
+            transform = model.rvs_to_transforms.get(s_rv)
+            x = pt.dvector("s")
+            self._split_forward = (None if transform is None else
+                                   pytensor.function([x], transform.forward(x)))
+            start = initial_point if initial_point is not None else model.initial_point()
+            self.sampler.set_split_weights(self._split_fn(start))
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         _check_link(rv, self.likelihood)
         self.level_shifts = level_shifts(model, rv, self.likelihood)
@@ -228,6 +278,8 @@ class _TreeStep(BlockedStep):
                                        self.rng)
         if self._scale_name is not None:
             self.sampler.leaf_sd = self._leaf_sd_at(point)
+        if self._split_name is not None:
+            self.sampler.set_split_weights(self._split_fn(point))
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
@@ -247,6 +299,8 @@ class _TreeStep(BlockedStep):
         if self._scale_name is not None:
             new_point[self._scale_name] = self._draw_leaf_scale(new_point)
             self.sampler.leaf_sd = self._leaf_sd_at(new_point)
+        if self._split_name is not None:
+            new_point[self._split_name] = self._draw_split_prior(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      leaf_sd=self.sampler.leaf_sd, warm_start=warm)
@@ -285,6 +339,19 @@ class _TreeStep(BlockedStep):
 
         x0 = float(np.asarray(point[name]))
         return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
+
+    def _draw_split_prior(self, point) -> np.ndarray:
+        """Exact update of the split probabilities s (DART) given the forest: the Gibbs step
+        of :func:`pymc_trees.core.forest.split_prior_gibbs`, with the Dirichlet's
+        concentration evaluated at the point.  Returns the transformed value."""
+        f = self.sampler.forest
+        a = np.asarray(self._split_conc(point), dtype=np.float64)
+        s = self.sampler.split_prior / self.sampler.split_prior.sum()
+        s = split_prior_gibbs(self.rng, f.var, f.n_nodes, f.amask, a, s)
+        self.sampler.set_split_weights(s)
+        s = self.sampler.split_prior / self.sampler.split_prior.sum()
+        value = s if self._split_forward is None else self._split_forward(s)
+        return np.asarray(value, dtype=point[self._split_name].dtype)
 
     @classmethod
     def competence(cls, var, has_grad):

@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .forest import LEAF
+from .forest import LEAF, store_mask
 from .nodes import (
     alloc_node,
     availability_from_hist,
@@ -38,8 +38,11 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
     """Buffers for one sweep, allocated once by the caller.
 
     Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-    in_sub, hist2)``; the node-sized buffers must be regrown with the forest's capacity.
+    in_sub, hist2, nmask)``; the node-sized buffers must be regrown with the forest's
+    capacity.  ``nmask`` has one extra row per node for the proposed masks, plus two.
     """
+    from .forest import mask_words
+
     K = capacity
     return (
         np.zeros(n), np.zeros(n, np.int32), np.zeros((p, max_cuts + 1), np.int32),
@@ -47,6 +50,7 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
         np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros((p, max_cuts + 1), np.int32),
+        np.zeros((1, K + 2, mask_words(p)), np.uint64),
     )
 
 
@@ -138,7 +142,7 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 @numba.njit(cache=True)
 def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, split_prior,
                   alpha, beta, prec0, var, cut, left, right, depth, r, omega, idx, hist, lo, hi,
-                  nW, nS, nwav, nnc, seg_s, seg_e, stack):
+                  nW, nS, nwav, nnc, seg_s, seg_e, stack, nmask):
     """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules and return the
     log prior factors plus leaf log marginal likelihoods, or ``(-inf, False)`` when some rule is
     no longer available (prior probability 0).  Fills the proposal buffers.
@@ -161,6 +165,7 @@ def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, 
         else:
             wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
         nwav[k] = wsum
+        store_mask(nmask, 0, k, lo, hi)
         v = var[t, k]
         if v >= 0:
             c = cut[t, k]
@@ -197,13 +202,15 @@ def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, 
 
 @numba.njit(cache=True)
 def _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
-                    nwav, nnc, seg_s, seg_e, stack):
+                    nwav, nnc, seg_s, seg_e, stack, amask, nmask):
     stack[0] = root
     top = 1
     while top > 0:
         top -= 1
         k = stack[top]
         wavail[t, k] = nwav[k]
+        for j in range(amask.shape[2]):
+            amask[t, k, j] = nmask[0, k, j]
         if var[t, k] >= 0:
             ncut[t, k] = nnc[k]
             stack[top] = left[t, k]
@@ -232,7 +239,7 @@ def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
 @numba.njit(cache=True)
 def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
           right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
-          hist, hist2, lo, hi, W, S):
+          hist, hist2, lo, hi, W, S, amask, nmask):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
     b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
@@ -270,8 +277,11 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
         for bin_ in range(ncuts[j] + 1):
             hist[j, bin_] -= hist2[j, bin_]
     n_small = mid if small_left else cnt - mid
+    K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
     w_small = availability_from_hist(hist2, n_small, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
     w_large = availability_from_hist(hist, cnt - n_small, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
     wL = w_small if small_left else w_large
     wR = w_large if small_left else w_small
     d = depth[t, ell]
@@ -292,6 +302,10 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
     wavail[t, kl] = wL
     wavail[t, kr] = wR
+    ml_row = K2 if small_left else K2 + 1
+    for j in range(amask.shape[2]):
+        amask[t, kl, j] = nmask[0, ml_row, j]
+        amask[t, kr, j] = nmask[0, 2 * K2 + 1 - ml_row, j]
     W[kl] = WL
     S[kl] = SL
     W[kr] = WR
@@ -346,7 +360,8 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 @numba.njit(cache=True)
 def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, var,
                     cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
-                    idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub):
+                    idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
+                    amask, nmask):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
     count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
@@ -389,10 +404,11 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
         cut[t, root] = c_new
     new, valid = _eval_subtree(t, root, cnt, not is_swap, root_wsum, Xb, ncuts, min_leaf,
                                split_prior, alpha, beta, prec0, var, cut, left, right, depth, r,
-                               omega, idx, hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack)
+                               omega, idx, hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack,
+                               nmask)
     if valid and _accept(rng, new - old):
         _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
-                        nwav, nnc, seg_s, seg_e, stack)
+                        nwav, nnc, seg_s, seg_e, stack, amask, nmask)
         return 1
     var[t, root] = v_root
     cut[t, root] = c_root
@@ -405,9 +421,9 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
 
 @numba.njit(cache=True)
 def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
-              fsum, var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free,
-              n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e,
-              stack, in_sub, hist2, proposed, accepted):
+              fsum, var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes,
+              free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
+              seg_e, stack, in_sub, hist2, nmask, proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -442,7 +458,8 @@ def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp
         if move == GROW:
             res = _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
                         var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, idx, hist, hist2, lo, hi, W, S)
+                        n_free, leaf_of_row, r, omega, idx, hist, hist2, lo, hi, W, S, amask,
+                        nmask)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
@@ -450,7 +467,7 @@ def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp
             res = _change_or_swap(rng, move == SWAP, t, Xb, ncuts, min_leaf, split_prior, alpha,
                                   beta, prec0, var, cut, left, right, parent, depth, wavail, ncut,
                                   n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
-                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub)
+                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res

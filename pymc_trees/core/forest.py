@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["LEAF", "FREE", "Forest", "new_forest", "forest_values"]
+__all__ = ["LEAF", "FREE", "Forest", "new_forest", "forest_values", "mask_words", "store_mask",
+           "mask_weight", "reweight", "split_prior_gibbs"]
 
 LEAF = -1
 FREE = -2
@@ -35,6 +36,9 @@ class Forest:
         node; 0 means the node cannot split.
     ncut : ndarray of shape (m, K), dtype int32
         Internal nodes: number of available cutpoints of the node's split feature.
+    amask : ndarray of shape (m, K, ceil(p / 64)), dtype uint64
+        Bit ``v`` is set when feature ``v`` has an available cutpoint at the node (so that
+        ``wavail`` can be recomputed when the split weights change, see ``mask_weights``).
     n_nodes : ndarray of shape (m,), dtype int32
         High-water mark of used slots.
     free, n_free : ndarray of shape (m, K) and (m,), dtype int32
@@ -52,6 +56,7 @@ class Forest:
     value: np.ndarray
     wavail: np.ndarray
     ncut: np.ndarray
+    amask: np.ndarray
     n_nodes: np.ndarray
     free: np.ndarray
     n_free: np.ndarray
@@ -78,13 +83,19 @@ class Forest:
             new = np.full((old.shape[0], newK), fill, dtype=old.dtype)
             new[:, :K] = old
             setattr(self, name, new)
+        mask = np.zeros((self.m, newK, self.amask.shape[2]), np.uint64)
+        mask[:, :K] = self.amask
+        self.amask = mask
 
     def copy(self) -> "Forest":
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
 
 
-def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32) -> Forest:
-    """m single-leaf trees with leaf value 0 holding all n rows."""
+def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32,
+               root_mask: np.ndarray | None = None) -> Forest:
+    """m single-leaf trees with leaf value 0 holding all n rows; ``root_mask`` (uint64 words)
+    marks the features available at the root."""
+    root_mask = np.zeros(1, np.uint64) if root_mask is None else root_mask
     f = Forest(
         var=np.full((m, capacity), FREE, np.int32),
         cut=np.zeros((m, capacity), np.int32),
@@ -95,6 +106,7 @@ def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32) -> Forest
         value=np.zeros((m, capacity), np.float64),
         wavail=np.zeros((m, capacity), np.float64),
         ncut=np.zeros((m, capacity), np.int32),
+        amask=np.zeros((m, capacity, root_mask.size), np.uint64),
         n_nodes=np.ones(m, np.int32),
         free=np.zeros((m, capacity), np.int32),
         n_free=np.zeros(m, np.int32),
@@ -102,7 +114,43 @@ def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32) -> Forest
     )
     f.var[:, 0] = LEAF
     f.wavail[:, 0] = root_wavail
+    f.amask[:, 0] = root_mask
     return f
+
+
+def mask_words(p: int) -> int:
+    """uint64 words per node mask for p features."""
+    return max(1, (p + 63) // 64)
+
+
+@numba.njit(cache=True)
+def store_mask(amask, t, k, lo, hi):
+    """Node k of tree t: set bit v of its mask when ``lo[v] <= hi[v]`` (feature v available)."""
+    for w in range(amask.shape[2]):
+        amask[t, k, w] = 0
+    for v in range(lo.shape[0]):
+        if lo[v] <= hi[v]:
+            amask[t, k, v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+
+
+@numba.njit(cache=True, inline="always")
+def mask_weight(amask, t, k, weights):
+    """Sum of ``weights`` over the features set in the mask of node k of tree t."""
+    tot = 0.0
+    for v in range(weights.shape[0]):
+        if (amask[t, k, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
+            tot += weights[v]
+    return tot
+
+
+@numba.njit(cache=True)
+def reweight(var, n_nodes, amask, weights, wavail):
+    """``wavail`` of every node in use, recomputed from its mask for new split ``weights``."""
+    m = var.shape[0]
+    for t in range(m):
+        for k in range(n_nodes[t]):
+            if var[t, k] != FREE:
+                wavail[t, k] = mask_weight(amask, t, k, weights)
 
 
 @numba.njit(cache=True)
@@ -118,3 +166,37 @@ def forest_values(value, leaf_of_row, offset, out):
     for t in range(m):
         for i in range(n):
             out[i] += value[t, leaf_of_row[t, i]]
+
+
+@numba.njit(cache=True)
+def split_prior_gibbs(rng, var, n_nodes, amask, a, s):
+    """One exact update of the split probabilities ``s`` (shape (p,), on the simplex) with
+    prior Dirichlet(a), given the internal nodes of the forest (DART).
+
+    Node eta chooses its feature v with probability ``s_v / A_eta(s)``, A summing s over the
+    features available at eta.  Write ``s = g / sum(g)`` with independent ``g_v ~ Gamma(a_v)``
+    (the node factors do not depend on the scale of g, so ``sum(g) | s ~ Gamma(sum a)``), and
+    ``1 / A_eta(g) = integral exp(-zeta A_eta(g)) d zeta`` with a latent ``zeta_eta``.  Then
+    ``zeta_eta | g ~ Exponential(rate A_eta(g))`` and
+    ``g_v | zeta ~ Gamma(a_v + c_v, rate 1 + sum of zeta_eta over the nodes where v is
+    available)``, c_v the number of splits on v.  Returns the new s.  When every feature is
+    available at every node all rates are equal and this is the draw from Dirichlet(a + c).
+    """
+    p = a.shape[0]
+    g = rng.gamma(a.sum(), 1.0) * s
+    counts = np.zeros(p)
+    Z = np.zeros(p)
+    for t in range(var.shape[0]):
+        for k in range(n_nodes[t]):
+            v = var[t, k]
+            if v < 0:
+                continue
+            counts[v] += 1.0
+            zeta = rng.standard_exponential() / mask_weight(amask, t, k, g)
+            for u in range(p):
+                if (amask[t, k, u >> 6] >> np.uint64(u & 63)) & np.uint64(1):
+                    Z[u] += zeta
+    out = np.empty(p)
+    for v in range(p):
+        out[v] = rng.gamma(a[v] + counts[v], 1.0) / (1.0 + Z[v])
+    return out / out.sum()

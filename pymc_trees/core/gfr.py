@@ -24,7 +24,7 @@ import math
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF
+from .forest import FREE, LEAF, store_mask
 from .nodes import (alloc_node, availability_from_hist, draw_leaf_values, log_ml, log_psplit,
                     split_node)
 
@@ -74,8 +74,8 @@ def _node_hists(Xb, idx, s, e, ncuts, r, omega, cnt, hW, hS):
 
 @numba.njit(cache=True)
 def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
-             var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free, n_free,
-             leaf_of_row, idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S):
+             var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
+             n_free, leaf_of_row, idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S):
     """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
     precisions ``omega``), draw its leaf values, and add it to ``fsum``.
 
@@ -114,6 +114,7 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
         S[k] = Sn
         wsum = availability_from_hist(cnt, e - s, ncuts, min_leaf, split_prior, lo, hi)
         wavail[t, k] = wsum
+        store_mask(amask, t, k, lo, hi)
         if wsum <= 0.0:
             continue
         d = depth[t, k]

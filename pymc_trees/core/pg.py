@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF
+from .forest import FREE, LEAF, store_mask
 from .nodes import draw_leaf_values, draw_rule, log_ml, node_availability
 
 __all__ = ["PI_FIELDS", "PF_FIELDS", "new_particles", "new_node_cache", "pg_tree_update",
@@ -110,7 +110,7 @@ def _draw_index(rng, cum, total):
 
 @numba.njit(cache=True)
 def pg_tree_update(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, z, omega, fsum,
-                   var, cut, left, right, parent, depth, value, wavail, ncut, n_nodes, free,
+                   var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
                    n_free, leaf_of_row, PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, r, hist,
                    ulo, uhi, uw, old_bfs, W, S):
     """Conditional-SMC update of tree ``t`` followed by the exact draw of its leaf values.
@@ -268,9 +268,10 @@ def pg_tree_update(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0,
         var[t, k] = PI[ch, VAR, k]
         depth[t, k] = PI[ch, DEPTH, k]
         # the forest caches every node's availability (the CGM moves need it)
-        wavail[t, k] = _availability(PI[ch, UID, k], Xb, pool, PI[ch, SEG_S, k],
-                                     PI[ch, SEG_E, k], ncuts, min_leaf, split_prior, hist, ulo,
-                                     uhi, uw)
+        u = PI[ch, UID, k]
+        wavail[t, k] = _availability(u, Xb, pool, PI[ch, SEG_S, k], PI[ch, SEG_E, k], ncuts,
+                                     min_leaf, split_prior, hist, ulo, uhi, uw)
+        store_mask(amask, t, k, ulo[u], uhi[u])
         if var[t, k] >= 0:
             cut[t, k] = PI[ch, CUT, k]
             ncut[t, k] = PI[ch, NCUT, k]

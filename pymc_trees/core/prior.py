@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF, Forest
+from .forest import FREE, LEAF, Forest, mask_words, store_mask
 from .nodes import draw_rule, node_availability, partition, split_node
 
 __all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
@@ -23,7 +23,7 @@ def max_tree_nodes(n: int, min_leaf: int) -> int:
 
 @numba.njit(cache=True)
 def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd, var, cut,
-                      left, right, parent, depth, value, wavail, ncut, n_nodes, n_free,
+                      left, right, parent, depth, value, wavail, ncut, amask, n_nodes, n_free,
                       leaf_of_row, idx, hist, lo, hi, seg_s, seg_e):
     """Overwrite tree ``t`` with a draw from the prior; slots are filled in breadth-first order."""
     n = Xb.shape[0]
@@ -45,6 +45,7 @@ def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, lea
         d = depth[t, k]
         wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
         wavail[t, k] = wsum
+        store_mask(amask, t, k, lo, hi)
         left[t, k] = -1
         right[t, k] = -1
         if wsum > 0.0 and rng.random() < alpha * (1.0 + d) ** (-beta):
@@ -75,7 +76,8 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
 
     n, p = Xb.shape
     K = max_tree_nodes(n, min_leaf)
-    one = new_forest(1, n, 0.0, capacity=K)
+    root_mask = np.zeros(mask_words(p), np.uint64)
+    one = new_forest(1, n, 0.0, capacity=K, root_mask=root_mask)
     hist = np.zeros((p, int(ncuts.max(initial=0)) + 1), np.int32)
     lo = np.zeros(p, np.int32)
     hi = np.zeros(p, np.int32)
@@ -86,13 +88,14 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     for _ in range(m):
         sample_prior_tree(rng, 0, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd,
                           one.var, one.cut, one.left, one.right, one.parent, one.depth,
-                          one.value, one.wavail, one.ncut, one.n_nodes, one.n_free,
+                          one.value, one.wavail, one.ncut, one.amask, one.n_nodes, one.n_free,
                           one.leaf_of_row, idx, hist, lo, hi, seg_s, seg_e)
         trees.append(one.copy())
     cap = int(max(tr.n_nodes[0] for tr in trees))
-    out = new_forest(m, n, 0.0, capacity=cap)
+    out = new_forest(m, n, 0.0, capacity=cap, root_mask=root_mask)
     for t, tr in enumerate(trees):
-        for name in ("var", "cut", "left", "right", "parent", "depth", "value", "wavail", "ncut"):
+        for name in ("var", "cut", "left", "right", "parent", "depth", "value", "wavail", "ncut",
+                     "amask"):
             getattr(out, name)[t] = getattr(tr, name)[0, :cap]
         out.n_nodes[t] = tr.n_nodes[0]
         out.leaf_of_row[t] = tr.leaf_of_row[0]
