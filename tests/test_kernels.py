@@ -135,43 +135,54 @@ def test_packed_forest_predicts_like_training_state_and_naive_walk():
     np.testing.assert_allclose(packed.predict(X_new), [naive(x) for x in X_new], rtol=1e-12)
 
 
-@pytest.mark.parametrize("sampler", ["cgm", "pg"])
+@pytest.mark.parametrize("sampler", ["cgm", "pg", "gfr"])
 def test_forest_state_is_consistent_after_sweeps(sampler):
-    """leaf_of_row agrees with routing each row down its tree, cached availability agrees with a
-    recomputation, and every leaf keeps >= min_leaf rows."""
+    """leaf_of_row agrees with routing each row down its tree, cached availability and the
+    availability masks agree with a recomputation (also after the split weights change), and
+    every leaf keeps >= min_leaf rows."""
     rng = np.random.default_rng(6)
-    X = rng.uniform(size=(200, 3))
+    X = np.column_stack([rng.uniform(size=(200, 2)), rng.integers(0, 3, 200)])
     fs = ForestSampler(X, TreePrior(m=10, min_leaf=4, alpha=0.95, beta=1.0), 0.0, 0.5)
+    fs.set_split_weights(np.array([0.2, 0.5, 0.3]))
     cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
-    y = np.where(X[:, 0] > 0.5, 2.0, -1.0) + X[:, 1]
+    y = np.where(X[:, 0] > 0.5, 2.0, -1.0) + X[:, 1] + X[:, 2]
     hist = np.zeros((3, fs.cuts.shape[1] + 1), np.int32)
     lo = np.zeros(3, np.int32)
     hi = np.zeros(3, np.int32)
-    for _ in range(50):
-        if sampler == "cgm":
+    for it in range(50):
+        if sampler == "cgm" or (sampler == "gfr" and it % 2):
             fs.cgm_sweep(rng, y, np.full(200, 10.0), cp)
-        else:
+        elif sampler == "pg":
             fs.pg_sweep(rng, y, np.full(200, 10.0), 5)
+        else:
+            fs.gfr_sweep(rng, y, np.full(200, 10.0))
     f = fs.forest
-    for t in range(f.m):
-        for i in range(200):
-            k = 0
-            while f.var[t, k] >= 0:
-                k = f.left[t, k] if fs.Xb[i, f.var[t, k]] <= f.cut[t, k] else f.right[t, k]
-            assert f.leaf_of_row[t, i] == k
-        for k in range(f.n_nodes[t]):
-            if f.var[t, k] < -1:
-                continue
-            rows = np.flatnonzero(_rows_below(f, t, k, fs.Xb)).astype(np.int32)
-            w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, 4, fs.split_prior,
-                                  hist, lo, hi)
-            assert f.wavail[t, k] == pytest.approx(w)
-            if f.var[t, k] == -1:
-                assert rows.size >= 4
-            else:
-                v = f.var[t, k]
-                assert lo[v] <= f.cut[t, k] <= hi[v]
-                assert f.ncut[t, k] == hi[v] - lo[v] + 1
+    for weights in (fs.split_prior.copy(), np.array([0.6, 0.1, 0.3])):
+        fs.set_split_weights(weights)
+        partial = 0
+        for t in range(f.m):
+            for i in range(200):
+                k = 0
+                while f.var[t, k] >= 0:
+                    k = f.left[t, k] if fs.Xb[i, f.var[t, k]] <= f.cut[t, k] else f.right[t, k]
+                assert f.leaf_of_row[t, i] == k
+            for k in range(f.n_nodes[t]):
+                if f.var[t, k] < -1:
+                    continue
+                rows = np.flatnonzero(_rows_below(f, t, k, fs.Xb)).astype(np.int32)
+                w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, 4, weights,
+                                      hist, lo, hi)
+                assert f.wavail[t, k] == pytest.approx(w)
+                bits = sum(1 << v for v in range(3) if lo[v] <= hi[v])
+                assert int(f.amask[t, k, 0]) == bits
+                partial += 0 < bits < 7
+                if f.var[t, k] == -1:
+                    assert rows.size >= 4
+                else:
+                    v = f.var[t, k]
+                    assert lo[v] <= f.cut[t, k] <= hi[v]
+                    assert f.ncut[t, k] == hi[v] - lo[v] + 1
+        assert partial > 0  # some nodes have lost a feature
 
 
 def _rows_below(f, t, k, Xb):
