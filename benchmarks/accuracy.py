@@ -5,6 +5,9 @@ Learners (200 trees, 2 chains of ``--tune`` + ``--draws`` iterations each, 1 thr
     with ``sigma2 ~ InverseGamma(noise_prior)``;
   * ours, learned leaf scale: the same with ``leaf_sd = sqrt(v)``,
     ``v ~ InverseGamma(3, 2 sd0^2)`` (prior mean sd0^2, the fixed calibration's variance);
+  * ours, learned leaf scale + DART: also ``split_prior = s ~ Dirichlet(theta / p)`` with
+    Linero's ``theta / (theta + p) ~ Beta(0.5, 1)`` (u below; a = u / (1 - u) = theta / p);
+  Ours all open the tuning with 10 grow-from-root sweeps (the default warm start);
   * stochtree 0.4.5, MCMC only (``num_gfr = 0``, the same iterations; its defaults otherwise,
     which sample the leaf variance);
   * stochtree 0.4.5 default: 10 grow-from-root sweeps, then the same number of MCMC draws,
@@ -36,7 +39,7 @@ from pymc_trees.datasets import friedman1
 M = 200
 
 
-def ours(X, y, Xt, tune, draws, seed, learned):
+def ours(X, y, Xt, tune, draws, seed, learned, dart=False):
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -44,12 +47,18 @@ def ours(X, y, Xt, tune, draws, seed, learned):
 
     with pm.Model():
         Xd = pm.Data("X", X)
+        split = None
+        if dart:
+            # Linero (2018): theta / (theta + p) ~ Beta(0.5, 1), s ~ Dirichlet(theta / p)
+            p = X.shape[1]
+            u = pm.Beta("u", 0.5, 1.0)
+            split = pm.Dirichlet("s", a=pt.ones(p) * u / (1 - u))
         if learned:
             _, sd0 = leaf_calibration(y, m=M)
             v = pm.InverseGamma("leaf_var", alpha=3.0, beta=2.0 * sd0**2)
-            f = pmt.BARTTree("f", Xd, y, m=M, leaf_sd=pt.sqrt(v))
+            f = pmt.BARTTree("f", Xd, y, m=M, leaf_sd=pt.sqrt(v), split_prior=split)
         else:
-            f = pmt.BARTTree("f", Xd, y, m=M)
+            f = pmt.BARTTree("f", Xd, y, m=M, split_prior=split)
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
         t = time.perf_counter()
@@ -103,7 +112,8 @@ def summarise(fd, sigma, wall, f_true, y_true, level):
 
 def learners(have_st):
     out = {"ours, fixed leaf scale": lambda *a: ours(*a, learned=False),
-           "ours, learned leaf scale": lambda *a: ours(*a, learned=True)}
+           "ours, learned leaf scale": lambda *a: ours(*a, learned=True),
+           "ours, learned leaf scale + DART": lambda *a: ours(*a, learned=True, dart=True)}
     if have_st:
         out["stochtree MCMC"] = lambda *a: stochtree_fit(*a, gfr=False)
         out["stochtree default (GFR + MCMC)"] = lambda *a: stochtree_fit(*a, gfr=True)
@@ -131,7 +141,7 @@ def main(argv=None):
         print("stochtree is not installed (pip install stochtree); its rows are skipped")
         have_st = False
     Xw, yw, _ = friedman1(200, rng=1)
-    ours(Xw, yw, Xw[:5], 5, 5, 0, learned=True)  # compile off the clock
+    ours(Xw, yw, Xw[:5], 5, 5, 0, learned=True, dart=True)  # compile off the clock
     table = []
     rng = np.random.default_rng(7070)
     sizes = [1000] if a.quick else [1000, 10000]
