@@ -132,6 +132,7 @@ def boston():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="run the learners whose name contains this")
     a = ap.parse_args(argv)
     tune, draws = (100, 100) if a.quick else (1000, 1000)
     try:
@@ -148,7 +149,7 @@ def main(argv=None):
     for n in sizes:
         X, y, _ = friedman1(n, rng=rng)
         Xt, _, ft = friedman1(1000, rng=rng)
-        for name, fit in learners(have_st).items():
+        for name, fit in [kv for kv in learners(have_st).items() if a.only in kv[0]]:
             res = summarise(*fit(X, y, Xt, tune, draws, 11), ft, None, 0.95)
             print(f"friedman1 n={n} {name}: " + " ".join(f"{v:.3f}" for v in res), flush=True)
             table.append((f"Friedman #1, n = {n:,}", name, res))
@@ -159,7 +160,7 @@ def main(argv=None):
         X = None
     if X is not None:
         folds = np.array_split(np.random.default_rng(0).permutation(len(y)), 5)
-        for name, fit in learners(have_st).items():
+        for name, fit in [kv for kv in learners(have_st).items() if a.only in kv[0]]:
             per = []
             for k in range(5 if not a.quick else 1):
                 te = folds[k]

@@ -28,7 +28,7 @@ from .sampler import MOVES, ForestSampler, _move_cumprobs
 from .structure import ModelStructureError, level_shifts, noise_likelihood, tree_likelihood
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
-           "split_prior_rvs"]
+           "split_prior_rvs", "split_concentration_rvs"]
 
 DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
@@ -55,8 +55,32 @@ def split_prior_rvs(model: Model, tree_rv) -> list:
     return [v for v in model.free_RVs if v in anc]
 
 
+def split_concentration_rvs(model: Model, tree_rv) -> list:
+    """The concentration of a learned split-probability vector (DART) that the tree step
+    samples too: one scalar free variable that the Dirichlet's ``a`` depends on and that
+    nothing else depends on.  Empty otherwise (PyMC's own steps then sample it)."""
+    split = split_prior_rvs(model, tree_rv)
+    if len(split) != 1 or not isinstance(split[0].owner.op, pm.Dirichlet.rv_type):
+        return []
+    s = split[0]
+    anc = set(ancestors([s.owner.inputs[-1]], blockers=model.free_RVs))
+    cands = [v for v in model.free_RVs if v in anc]
+    if len(cands) != 1 or cands[0].ndim != 0:
+        return []
+    c = cands[0]
+    rvs = list(model.basic_RVs)
+    for other in rvs:
+        if other is not c and other is not s and c in set(ancestors(other.owner.inputs,
+                                                                     blockers=rvs)):
+            return []
+    if any(c in set(ancestors([pot], blockers=rvs)) for pot in model.potentials):
+        return []
+    return [c]
+
+
 def _hyper_rvs(model: Model, tree_rv) -> list:
-    return leaf_scale_rvs(model, tree_rv) + split_prior_rvs(model, tree_rv)
+    return (leaf_scale_rvs(model, tree_rv) + split_prior_rvs(model, tree_rv)
+            + split_concentration_rvs(model, tree_rv))
 
 
 def _trees_scaled_by(model: Model, rv) -> list:
@@ -84,6 +108,13 @@ def _check_leaf_scale(model: Model, tree_rv, scale_rv, role: str = "leaf scale")
                 f"tree step samples the {role} from its prior and the forest alone, so it "
                 "must belong to one tree term and nothing else; give each term its own "
                 "variable.")
+    for pot in model.potentials:
+        if scale_rv in set(ancestors([pot], blockers=rvs)):
+            raise ModelStructureError(
+                f"{name!r} is the {role} of {tname!r} and also enters the Potential "
+                f"{pot.name!r}. The tree step samples the {role} from its prior and the "
+                "forest alone and would ignore that factor; put the information in its prior "
+                "instead, or leave the variable out of the Potential.")
 
 
 def _group_tree_vars(model: Model, value_vars) -> list[list]:
@@ -183,8 +214,10 @@ class _TreeStep(BlockedStep):
                 "split probabilities must be one pm.Dirichlet variable of length p itself, "
                 "passed as BARTTree(..., split_prior=s) (its concentration may be a model "
                 "variable).")
+        # the concentration is sampled here when it is given (pm.sample gives it)
+        conc = [c for c in split_concentration_rvs(model, rv) if c in rvs]
         for r in rvs:
-            if r is not rv and r not in scale and r not in split:
+            if r is not rv and r not in scale and r not in split and r not in conc:
                 raise ValueError(f"{r.name!r} is neither the BARTTree variable {rv.name!r} nor "
                                  "its leaf scale or split probabilities; give it its own step.")
         for h, role in [(v, "leaf scale") for v in scale] + [(v, "split probabilities")
@@ -195,7 +228,7 @@ class _TreeStep(BlockedStep):
                     f"together with the trees; pass both: {type(self).__name__}([{rv.name}, "
                     f"{h.name}]).")
         self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
-                     + [model.rvs_to_values[v] for v in split])
+                     + [model.rvs_to_values[v] for v in split + conc])
         _, _, X, offset, leaf_sd, _ = rv.owner.inputs
         X_value = np.asarray(X.get_value() if hasattr(X, "get_value") else X.eval(),
                              dtype=np.float64)
@@ -225,9 +258,9 @@ class _TreeStep(BlockedStep):
             self._split_fn = _AtValue(
                 model.compile_fn(model.replace_rvs_by_values([s_rv])[0], inputs=[value],
                                  on_unused_input="ignore", point_fn=False), value.name)
-            conc = model.replace_rvs_by_values([s_rv.owner.inputs[-1]])[0]
+            a_expr = model.replace_rvs_by_values([s_rv.owner.inputs[-1]])[0]
             self._split_conc = model.compile_fn(
-                pt.broadcast_to(conc, (self.sampler.X.shape[1],)), inputs=model.value_vars,
+                pt.broadcast_to(a_expr, (self.sampler.X.shape[1],)), inputs=model.value_vars,
                 on_unused_input="ignore")
             transform = model.rvs_to_transforms.get(s_rv)
             x = pt.dvector("s")
@@ -235,6 +268,13 @@ class _TreeStep(BlockedStep):
                                    pytensor.function([x], transform.forward(x)))
             start = initial_point if initial_point is not None else model.initial_point()
             self.sampler.set_split_weights(self._split_fn(start))
+        self._conc_name = None
+        if conc:
+            cval = model.rvs_to_values[conc[0]]
+            self._conc_name = cval.name
+            lp = model.logp(vars=[conc[0], split[0]], jacobian=True)
+            self._conc_logp = model.compile_fn(lp, inputs=[cval, model.rvs_to_values[split[0]]],
+                                               on_unused_input="ignore", point_fn=False)
         self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         _check_link(rv, self.likelihood)
         self.level_shifts = level_shifts(model, rv, self.likelihood)
@@ -301,6 +341,8 @@ class _TreeStep(BlockedStep):
             self.sampler.leaf_sd = self._leaf_sd_at(new_point)
         if self._split_name is not None:
             new_point[self._split_name] = self._draw_split_prior(new_point)
+        if self._conc_name is not None:
+            new_point[self._conc_name] = self._draw_concentration(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      leaf_sd=self.sampler.leaf_sd, warm_start=warm)
@@ -352,6 +394,21 @@ class _TreeStep(BlockedStep):
         s = self.sampler.split_prior / self.sampler.split_prior.sum()
         value = s if self._split_forward is None else self._split_forward(s)
         return np.asarray(value, dtype=point[self._split_name].dtype)
+
+    def _draw_concentration(self, point) -> np.ndarray:
+        """Slice-sampling update (as for the leaf scale) of the DART concentration variable on
+        its transformed scale, from its full conditional: its prior (with the Jacobian) times
+        the Dirichlet density of the current split probabilities."""
+        name = self._conc_name
+        s_value = point[self._split_name]
+        dtype = point[name].dtype
+
+        def logf(x):
+            lp = float(self._conc_logp(np.asarray(x, dtype=dtype), s_value))
+            return lp if np.isfinite(lp) else -np.inf
+
+        x0 = float(np.asarray(point[name]))
+        return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
 
     @classmethod
     def competence(cls, var, has_grad):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
-from scipy import stats
+from scipy import integrate, stats
+from scipy.special import gammaln
 
 import pymc_trees as pmt
 from pymc_trees.core.forest import LEAF, FREE, store_mask
@@ -153,8 +155,41 @@ def test_split_probabilities_follow_their_prior_through_pm_sample():
         assert abs(draws[:, :, v].mean() - mean[v]) < 4.5 * sd[v] / np.sqrt(ess), (v, ess)
 
 
+def test_concentration_update_matches_conditional_by_quadrature():
+    """Linero's prior on the concentration, u ~ Beta(0.5, 1) with a = u / (1 - u) per
+    feature: with s held fixed, the tree step's slice update of u against its conditional
+    Beta(u | 0.5, 1) * Dirichlet(s | a(u)) normalised by quadrature (Kolmogorov-Smirnov at
+    the chain's effective sample size, alpha = 0.001 for independent draws)."""
+    X = np.random.default_rng(7).uniform(size=(60, 4))
+    with pm.Model() as model:
+        u = pm.Beta("u", 0.5, 1.0)
+        s = pm.Dirichlet("s", a=pt.ones(4) * u / (1 - u))
+        f = pmt.BARTTree("f", X, m=4, leaf_sd=0.1, split_prior=s)
+        pm.Normal("y", f, 1.0, observed=np.zeros(60))
+    with model:
+        step = pmt.CGMTreeStep([f, s, u])
+    step.rng = np.random.default_rng(8)
+    s_fixed = np.array([0.7, 0.2, 0.08, 0.02])
+    point = model.initial_point()
+    point["s_simplex__"] = step._split_forward(s_fixed)
+    draws = np.empty(6000)
+    for i in range(draws.size):
+        point["u_logodds__"] = step._draw_concentration(point)
+        draws[i] = 1 / (1 + np.exp(-float(point["u_logodds__"])))
+    grid = np.linspace(1e-6, 1 - 1e-6, 200_001)
+    a = grid / (1 - grid)
+    logd = (stats.beta(0.5, 1.0).logpdf(grid) + gammaln(4 * a) - 4 * gammaln(a)
+            + (a - 1) * np.log(s_fixed).sum())
+    cdf = integrate.cumulative_trapezoid(np.exp(logd - logd.max()), grid, initial=0.0)
+    cdf /= cdf[-1]
+    ess = float(az.ess(draws[None, :]))
+    d = stats.kstest(draws, lambda x: np.interp(x, grid, cdf)).statistic
+    assert d < 1.95 / np.sqrt(ess), (d, ess)
+
+
 def test_concentration_as_a_model_variable():
-    """DART's prior on the concentration: theta is sampled by PyMC's own step given s."""
+    """DART's prior on the concentration through pm.sample: theta, which only s depends on,
+    goes to the tree step with s (no NUTS in the model)."""
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(80, 4))
     y = 2 * X[:, 0] + rng.normal(0, 0.2, 80)
@@ -169,6 +204,7 @@ def test_concentration_as_a_model_variable():
     assert np.allclose(idata.posterior["s"].values.sum(-1), 1.0)
     assert idata.posterior["theta"].values.std() > 0
     assert "accept_grow" in idata.sample_stats
+    assert "step_size" not in idata.sample_stats  # no NUTS
 
 
 def test_refusals():
@@ -184,6 +220,13 @@ def test_refusals():
         f = pmt.BARTTree("f", X, m=5, leaf_sd=0.1, split_prior=s)
         pm.Normal("y", f + s[0], 1.0, observed=np.zeros(40))
         with pytest.raises(ModelStructureError, match="also enters"):
+            pmt.CGMTreeStep([f, s])
+    with pm.Model():
+        s = pm.Dirichlet("s", a=np.ones(3))
+        f = pmt.BARTTree("f", X, m=5, leaf_sd=0.1, split_prior=s)
+        pm.Normal("y", f, 1.0, observed=np.zeros(40))
+        pm.Potential("favour_0", 3 * pm.math.log(s[0]))
+        with pytest.raises(ModelStructureError, match="Potential 'favour_0'"):
             pmt.CGMTreeStep([f, s])
     with pm.Model():
         s = pm.Dirichlet("s", a=np.ones(4))

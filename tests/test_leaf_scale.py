@@ -128,3 +128,10 @@ def test_leaf_scale_must_belong_to_one_term():
         pm.Normal("y", f, 0.5, observed=Y)
         with pytest.raises(ValueError, match="pass both"):
             pmt.CGMTreeStep([f])
+    with pm.Model():
+        v = pm.InverseGamma("v", alpha=3.0, beta=0.5)
+        f = pmt.BARTTree("f", X, Y, m=3, leaf_sd=pt.sqrt(v))
+        pm.Normal("y", f, 0.5, observed=Y)
+        pm.Potential("pull", -((v - 1.0) ** 2))
+        with pytest.raises(ModelStructureError, match="Potential 'pull'"):
+            pmt.CGMTreeStep([f, v])
