@@ -189,12 +189,12 @@ class ForestSampler:
         hi = np.zeros(p, np.int32)
         # availability at the root is a property of the data: every feature counts here, so
         # that the mask stays right when the split weights change (set_split_weights)
-        self._root_wavail = node_availability(self.Xb, idx, 0, n, self.ncuts,
-                                              self.prior.min_leaf, np.ones(p), self._hist, lo,
-                                              hi)
+        node_availability(self.Xb, idx, 0, n, self.ncuts, self.prior.min_leaf, np.ones(p),
+                          self._hist, lo, hi)
+        self._root_avail = lo <= hi
         self._root_mask = np.zeros((1, 1, mask_words(p)), np.uint64)
         store_mask(self._root_mask, 0, 0, lo, hi)
-        self._root_wavail = self._mask_sum(self.split_prior)
+        self._root_wavail = float(self.split_prior[self._root_avail].sum())
         self.reset()
 
     @property
@@ -204,12 +204,6 @@ class ForestSampler:
     @property
     def prec0(self) -> float:
         return 1.0 / self.leaf_sd**2
-
-    def _mask_sum(self, weights: np.ndarray) -> float:
-        w = np.zeros(1)
-        var = np.full((1, 1), -1, np.int32)
-        reweight(var, np.ones(1, np.int32), self._root_mask, weights, w.reshape(1, 1))
-        return float(w[0])
 
     def set_split_weights(self, weights: np.ndarray) -> None:
         """New relative split weights of the features, shape (p,) (DART).  Weights below the
@@ -224,7 +218,7 @@ class ForestSampler:
         if np.array_equal(w, self.split_prior):
             return
         self.split_prior = w
-        self._root_wavail = self._mask_sum(w)
+        self._root_wavail = float(w[self._root_avail].sum())
         f = self.forest
         reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
 
@@ -296,8 +290,8 @@ class ForestSampler:
                     rng, t, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
                     self.prior.alpha, self.prior.beta, self.prec0, z, omega, self._fsum,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                    f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles, self._pool, r,
-                    hist, *self._node_cache, self._old_bfs, W, S)
+                    f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles,
+                    self._pool, r, hist, *self._node_cache, self._old_bfs, W, S)
                 if status == OK:
                     break
                 # a buffer was too small; nothing was modified: grow it and replay the draws
@@ -337,7 +331,8 @@ class ForestSampler:
                 status = gfr_tree(rng, t, self.Xb, self.ncuts, self.split_prior, pr.min_leaf,
                                   pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
                                   f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
-                                  f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._gfr)
+                                  f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
+                                  *self._gfr)
                 if status == GFR_OK:
                     break
                 rng.bit_generator.state = state

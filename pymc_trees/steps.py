@@ -83,8 +83,9 @@ def _hyper_rvs(model: Model, tree_rv) -> list:
             + split_concentration_rvs(model, tree_rv))
 
 
-def _trees_scaled_by(model: Model, rv) -> list:
-    """The tree terms whose learned leaf scale or split probabilities are ``rv``."""
+def _trees_owning(model: Model, rv) -> list:
+    """The tree terms whose learned leaf scale, split probabilities or their concentration is
+    ``rv`` (the hyperparameters a tree step samples with its trees)."""
     return [t for t in model.free_RVs
             if isinstance(t.owner.op, BARTTreeRV) and rv in _hyper_rvs(model, t)]
 
@@ -119,16 +120,16 @@ def _check_leaf_scale(model: Model, tree_rv, scale_rv, role: str = "leaf scale")
 
 def _group_tree_vars(model: Model, value_vars) -> list[list]:
     """Split the value variables given to a tree step into one group per tree term: the term's
-    variable, then its learned leaf scale when that is among them."""
+    variable, then the learned hyperparameters it owns that are among them."""
     rvs = [model.values_to_rvs[v] for v in value_vars]
     trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
     groups = {t: [model.rvs_to_values[t]] for t in trees}
     for r in rvs:
         if r in groups:
             continue
-        owners = [t for t in _trees_scaled_by(model, r) if t in groups]
+        owners = [t for t in _trees_owning(model, r) if t in groups]
         if not owners:
-            tree_names = [t.name for t in _trees_scaled_by(model, r)]
+            tree_names = [t.name for t in _trees_owning(model, r)]
             raise ValueError(
                 f"{r.name!r} was given to a tree step without the tree term it belongs to "
                 f"({', '.join(map(repr, tree_names)) or 'none'}): a learned leaf scale or "
@@ -414,10 +415,10 @@ class _TreeStep(BlockedStep):
     def competence(cls, var, has_grad):
         op = getattr(var.owner, "op", None)
         if not isinstance(op, BARTTreeRV):
-            # a learned leaf scale goes with the step of the tree term it scales
+            # a learned hyperparameter goes with the step of the tree term that owns it
             model = Model.get_context(error_if_none=False)
             trees = [] if model is None or var not in model.free_RVs else \
-                _trees_scaled_by(model, var)
+                _trees_owning(model, var)
             if trees and trees[0].owner.op.sampler == cls.sampler_kind:
                 return Competence.IDEAL
             return Competence.INCOMPATIBLE
