@@ -1,24 +1,36 @@
-"""Seconds per sweep of m = 200 trees: pymc_trees against stochtree, timed in the same run.
+"""Seconds per sweep of m = 200 trees: pymc_trees against stochtree and bartz, in the same run.
 
-Friedman #1 (p = 10, noise sd 1) at n = 1,000 and 10,000 rows.  A sweep updates every tree once
-(one structural move, then the leaf draw) and the noise variance.
+Friedman #1 (p = 10, noise sd 1) at n = 1,000 to 100,000 rows (``--sizes`` for others, up to
+1,000,000).  A sweep updates every tree once (one structural move, then the leaf draw) and the
+noise variance.  One chain on one core.
 
 * pymc_trees kernel sweep: ``ForestSampler.cgm_sweep`` (GrowPrune, and CGM with all four
-  moves), plus the conjugate sigma^2 draw, without PyMC around it;
+  moves) and ``ForestSampler.pg_sweep`` (10 particles), plus the conjugate sigma^2 draw,
+  without PyMC around it;
 * pymc_trees in pm.sample: the wall time per iteration of ``pm.sample`` (CGMTreeStep +
   NoiseGibbs, one chain), i.e. including PyMC's per-draw overhead and storing the forests;
-* stochtree: ``BARTModel.sample`` with grow/prune MCMC only (num_gfr = 0), 200 trees, one
-  thread; fixed costs and the burn-in (the same in both runs, so trees have reached their typical size)
-  are removed by timing two run lengths and differencing.
+* stochtree 0.4.5: ``BARTModel.sample`` with grow/prune MCMC only (num_gfr = 0), 200 trees,
+  one thread;
+* bartz 0.13 (JAX on the CPU, one thread): ``bartz.Bart`` (grow/prune), 200 trees, one chain,
+  each run length compiled off the clock first.
 
-Both use min_leaf 5 (stochtree's min_samples_leaf), up to 100 cutpoints per feature,
-alpha = 0.95, beta = 2.  Run: ``python benchmarks/sweep.py`` (``--quick`` for fewer sweeps).
+Fixed costs and the burn-in (the same in both runs, so that trees have reached their typical
+size) are removed by timing two run lengths and differencing.  Ours and stochtree use
+min_leaf 5 (stochtree's min_samples_leaf), up to 100 cutpoints per feature, alpha = 0.95,
+beta = 2; bartz uses its defaults (the same tree prior, maximum depth 6, no minimum leaf
+size).  Run: ``python benchmarks/sweep.py`` (``--quick`` for fewer sweeps,
+``--sizes 1000 10000 100000 1000000`` for a million rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+
+# bartz runs on JAX: one CPU thread, as every other column (set before jax is imported)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
 
 import numpy as np
 
@@ -26,18 +38,21 @@ from pymc_trees.datasets import friedman1
 from pymc_trees.sampler import ForestSampler, TreePrior, _move_cumprobs
 
 
-def time_kernel(X, y, moves, sweeps, seed=0):
+def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
     rng = np.random.default_rng(seed)
     offset = 0.5 * (y.max() + y.min())
     sd = (y.max() - y.min()) / (2 * 2 * np.sqrt(200))
     fs = ForestSampler(X, TreePrior(m=200), offset, sd)
-    cp = _move_cumprobs(moves)
+    cp = _move_cumprobs(moves) if not particles else None
     z = y - offset
     sigma2 = np.var(y)
 
     def one():
         nonlocal sigma2
-        fs.cgm_sweep(rng, z, np.full(y.size, 1 / sigma2), cp)
+        if particles:
+            fs.pg_sweep(rng, z, np.full(y.size, 1 / sigma2), particles)
+        else:
+            fs.cgm_sweep(rng, z, np.full(y.size, 1 / sigma2), cp)
         resid = y - fs.values()
         sigma2 = 1 / rng.gamma(1.5 + y.size / 2, 1 / (1.0 + resid @ resid / 2))
 
@@ -89,37 +104,74 @@ def time_stochtree(X, y, sweeps, seed=0):
     return (run(long_) - run(short)) / (long_ - short)
 
 
+def time_bartz(X, y, sweeps, seed=0):
+    import bartz
+
+    burn = max(20, sweeps // 5)
+
+    def run(n_save):
+        t = time.perf_counter()
+        fit = bartz.Bart(X.T, y.astype(np.float32), num_trees=200, n_burn=burn, n_save=n_save,
+                         num_chains=None, seed=seed, printevery=None)
+        np.asarray(fit.get_error_sdev())  # wait for the computation
+        return time.perf_counter() - t
+
+    short, long_ = 5, sweeps + 5
+    run(short)  # jax compiles for each run length: once off the clock
+    a = run(short)
+    run(long_)
+    return (run(long_) - a) / (long_ - short)
+
+
+def sweeps_for(n, quick):
+    if n <= 2000:
+        return 40 if quick else 200
+    if n <= 20000:
+        return 20 if quick else 100
+    if n <= 200000:
+        return 10 if quick else 30
+    return 5 if quick else 10
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="seconds per sweep of 200 trees")
     ap.add_argument("--quick", action="store_true", help="fewer sweeps")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     a = ap.parse_args(argv)
-    try:
-        import stochtree  # noqa: F401
-        have_stochtree = True
-    except ImportError:
-        have_stochtree = False
-        print("stochtree is not installed (pip install stochtree); its column is skipped")
+    have = {}
+    for name in ("stochtree", "bartz"):
+        try:
+            __import__(name)
+            have[name] = True
+        except ImportError:
+            have[name] = False
+            print(f"{name} is not installed (pip install {name}); its column is skipped")
 
     rows = []
     for n in a.sizes:
-        sweeps = (40 if a.quick else 200) if n <= 2000 else (20 if a.quick else 100)
+        sweeps = sweeps_for(n, a.quick)
         X, y, _ = friedman1(n, rng=np.random.default_rng(n))
         gp = time_kernel(X, y, {"grow": 0.5, "prune": 0.5}, sweeps)
         cgm = time_kernel(X, y, {"grow": .25, "prune": .25, "change": .4, "swap": .1}, sweeps)
+        pg = time_kernel(X, y, {}, max(5, sweeps // 4), particles=10)
         in_pymc = time_pymc(X, y, sweeps)
-        st = time_stochtree(X, y, sweeps) if have_stochtree else float("nan")
-        rows.append((n, gp, cgm, in_pymc, st))
+        st = time_stochtree(X, y, sweeps) if have["stochtree"] else float("nan")
+        bz = time_bartz(X, y, sweeps) if have["bartz"] else float("nan")
+        rows.append((n, gp, cgm, pg, in_pymc, st, bz))
+        print(f"n={n}: " + " ".join(f"{v:.5f}" for v in rows[-1][1:]), flush=True)
 
     print()
-    print("seconds per sweep of m = 200 trees (Friedman #1, p = 10)")
-    hdr = (f"{'n':>7} | {'ours GrowPrune':>14} | {'ours CGM':>9} | {'ours in pm.sample':>17} | "
-           f"{'stochtree GP':>12} | {'stochtree / ours GP':>19}")
+    print("seconds per sweep of m = 200 trees (Friedman #1, p = 10, one core)")
+    hdr = (f"{'n':>9} | {'ours GP':>8} | {'ours CGM':>8} | {'ours PG(10)':>11} | "
+           f"{'ours default in pm.sample':>25} | {'stochtree GP':>12} | {'bartz GP':>8} | "
+           f"{'default / stochtree':>19} | {'default / bartz':>15}")
     print(hdr)
     print("-" * len(hdr))
-    for n, gp, cgm, in_pymc, st in rows:
-        print(f"{n:>7} | {gp:>14.5f} | {cgm:>9.5f} | {in_pymc:>17.5f} | {st:>12.5f} | "
-              f"{st / gp:>19.2f}")
+    for n, gp, cgm, pg, in_pymc, st, bz in rows:
+        print(f"{n:>9,} | {gp:>8.4f} | {cgm:>8.4f} | {pg:>11.4f} | {in_pymc:>25.4f} | "
+              f"{st:>12.4f} | {bz:>8.4f} | {in_pymc / st:>19.2f} | {in_pymc / bz:>15.2f}")
+    print("\ndefault = CGMTreeStep (grow/prune/change/swap 0.25/0.25/0.4/0.1) + NoiseGibbs, as "
+          "pm.sample assigns them; ratios below 1 mean ours is faster.")
 
 
 if __name__ == "__main__":

@@ -6,13 +6,15 @@
 * :func:`predict` - each posterior draw's forest at new rows.
 * :func:`sample_posterior_predictive` - PyMC's function for models with tree terms: at new
   data (``pm.set_data``) every draw's own forests give f.
+* :func:`compute_log_likelihood` - PyMC's function, also for terms whose values were left out
+  of the trace (``BARTTree(..., keep_values=False)``).
 * :func:`noise_prior` - the default InverseGamma prior of the noise variance.
 """
 
 from .calibration import leaf_calibration, noise_prior
 from .distribution import BARTTree
 from .predict import forests, predict
-from .predictive import sample_posterior_predictive
+from .predictive import compute_log_likelihood, sample_posterior_predictive
 from .sampler import ForestSampler, PackedForest, TreePrior
 from .steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from .structure import ModelStructureError
@@ -28,6 +30,7 @@ __all__ = [
     "NoiseGibbs",
     "predict",
     "sample_posterior_predictive",
+    "compute_log_likelihood",
     "forests",
     "noise_prior",
     "leaf_calibration",

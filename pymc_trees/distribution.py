@@ -20,7 +20,8 @@ from ._pymc_calls import pymc_frame
 from .calibration import leaf_calibration
 from .sampler import ForestSampler, TreePrior
 
-__all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE"]
+__all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
+           "KEEP_VALUES_MAX_ROWS", "keeps_values"]
 
 PPC_ADVICE = (
     "Call pmt.sample_posterior_predictive(idata, ...) instead, with the same arguments as "
@@ -34,6 +35,19 @@ SAMPLERS = ("cgm", "pg")
 # of f on Friedman #1 at n = 1,000 and 10,000 (benchmarks/mixing.py; figures in
 # docs/mixing.md).
 DEFAULT_SAMPLER = "cgm"
+
+# Above this many training rows a tree term's values are left out of the trace by default
+# (2 chains x 1,000 draws x 50,000 rows of float64 = 0.8 GB); its forests are always kept.
+KEEP_VALUES_MAX_ROWS = 50_000
+
+
+def keeps_values(rv) -> bool:
+    """Whether ``pm.sample`` keeps the values of tree term ``rv`` at the training rows (its
+    ``keep_values``, or by default whether X has at most ``KEEP_VALUES_MAX_ROWS`` rows)."""
+    keep = rv.owner.op.keep_values
+    if keep is not None:
+        return keep
+    return int(rv.owner.inputs[2].shape[0].eval()) <= KEEP_VALUES_MAX_ROWS
 
 
 class BARTTreeRV(RandomVariable):
@@ -49,14 +63,17 @@ class BARTTreeRV(RandomVariable):
     signature = "(n,p),(),(),(p)->(n)"
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
-    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link")
+    __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link",
+                 "keep_values")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
-                 columns: tuple[str, ...] | None = None, link: str | None = None, **kwargs):
+                 columns: tuple[str, ...] | None = None, link: str | None = None,
+                 keep_values: bool | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
         self.columns = columns
         self.link = link
+        self.keep_values = keep_values
         super().__init__(*args, **kwargs)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
@@ -145,6 +162,14 @@ class BARTTree(Distribution):
         The tree step ``pm.sample()`` assigns: :class:`~pymc_trees.CGMTreeStep` or
         :class:`~pymc_trees.PGTreeStep` (default: ``DEFAULT_SAMPLER``, chosen by the mixing
         benchmark).  Either can also be passed explicitly with ``pm.sample(step=...)``.
+    keep_values : bool, optional
+        Whether ``pm.sample`` keeps the term's values at the training rows (n numbers per
+        draw) in the trace.  Default: kept when X has at most ``KEEP_VALUES_MAX_ROWS``
+        (50,000) rows, left out above (at a million rows they would take 16 GB for 2 x 1,000
+        draws).  The forests are kept either way, so ``pmt.predict(idata, X)`` rebuilds the
+        values at the training rows for every draw, exactly, and predictions, the posterior
+        predictive and saving work the same.  ``pm.sample(var_names=...)`` decides instead
+        when given.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X; ``initval`` is refused (every tree starts
@@ -164,7 +189,8 @@ class BARTTree(Distribution):
     def __new__(cls, name: str, X, Y=None, m: int = 200, alpha: float = 0.95,
                 beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
-                sampler: str | None = None, link: str | None = None, **kwargs):
+                sampler: str | None = None, link: str | None = None,
+                keep_values: bool | None = None, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -174,7 +200,7 @@ class BARTTree(Distribution):
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
-                             link=link, **kwargs)
+                             link=link, keep_values=keep_values, **kwargs)
         _refuse_implicit_freeze(name)
         return rv
 
@@ -182,9 +208,13 @@ class BARTTree(Distribution):
     def dist(cls, X, Y=None, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
              k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
-             columns: tuple[str, ...] | None = None, link: str | None = None, **kwargs):
+             columns: tuple[str, ...] | None = None, link: str | None = None,
+             keep_values: bool | None = None, **kwargs):
         if columns is None:
             columns = _column_names(X, None)
+        if keep_values is not None and not isinstance(keep_values, (bool, np.bool_)):
+            raise ValueError(f"keep_values must be True, False or None (kept up to "
+                             f"{KEEP_VALUES_MAX_ROWS:,} rows); got {keep_values!r}.")
         X = pt.as_tensor_variable(X)
         if X.ndim != 2:
             raise ValueError(f"X must be a matrix of shape (n, p); got {X.ndim} dimension(s). "
@@ -239,12 +269,15 @@ class BARTTree(Distribution):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
-        return super().dist([X, offset, sd, weights, prior, sampler, columns, link], **kwargs)
+        keep = None if keep_values is None else bool(keep_values)
+        return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep],
+                            **kwargs)
 
     @classmethod
     def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
-              columns=None, link=None, *, size=None, rng=None):
-        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link)
+              columns=None, link=None, keep_values=None, *, size=None, rng=None):
+        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link,
+                        keep_values=keep_values)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)

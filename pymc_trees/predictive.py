@@ -21,7 +21,7 @@ from .distribution import BARTTreeRV, _column_names, _data_value
 from .predict import check_new_rows, evaluate
 from .trace_io import read_forests
 
-__all__ = ["sample_posterior_predictive", "tree_terms"]
+__all__ = ["sample_posterior_predictive", "compute_log_likelihood", "tree_terms"]
 
 
 def tree_terms(model) -> list:
@@ -110,7 +110,7 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
             raise ValueError(f"The forests of {rv.name!r} do not match the posterior draws "
                              "(chain/draw coordinates differ); select draws on the whole "
                              "DataTree (idata.sel(...)) so that both groups stay aligned.")
-        posterior = posterior.drop_vars(rv.name)
+        posterior = posterior.drop_vars(rv.name, errors="ignore")  # absent: keep_values=False
         posterior[rv.name] = (("chain", "draw", f"__{rv.name}_row"), values)
     groups = {"posterior": posterior}
     for g in ("constant_data", "observed_data"):
@@ -124,3 +124,48 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
             trace[group] = result[group]
         return trace
     return result
+
+
+def compute_log_likelihood(idata, var_names=None, *, model=None,
+                           extend_inferencedata: bool = True, **kwargs):
+    """``pm.compute_log_likelihood`` for models with ``BARTTree`` terms, also when a term's
+    values were left out of the trace (``keep_values=False``, the default above
+    ``KEEP_VALUES_MAX_ROWS`` training rows).
+
+    Every such term takes, in each draw, the values of that draw's own forests at the model's
+    current X (the training rows, unless ``pm.set_data`` changed them): exactly the values
+    the trace would have held.  Then PyMC computes the pointwise log likelihood as usual,
+    for ``az.loo`` and ``az.waic``.
+
+    Parameters
+    ----------
+    idata : DataTree
+        The result of ``pm.sample`` (with its ``forests`` group).
+    var_names, extend_inferencedata, **kwargs
+        As in :func:`pymc.compute_log_likelihood`.
+    model : pymc.Model, optional
+        Default: the model on the context stack.
+
+    Returns
+    -------
+    DataTree or Dataset
+        ``idata`` with a ``log_likelihood`` group (shape (chain, draw, *observed shape) per
+        observed variable), or that group alone with ``extend_inferencedata=False``.
+    """
+    model = modelcontext(model)
+    posterior = idata["posterior"].to_dataset()
+    for rv in tree_terms(model):
+        if rv.name in posterior:
+            continue
+        tf = read_forests(idata, rv.name)
+        X = check_new_rows(_data_value(rv.owner.inputs[2]), None, tf.n_features,
+                           what=f"The current X of {rv.name!r}")
+        dims = model.named_vars_to_dims.get(rv.name) or (f"{rv.name}_dim_0",)
+        posterior[rv.name] = (("chain", "draw", *dims), evaluate(tf, X))
+    ds = pm.compute_log_likelihood(DataTree.from_dict({"posterior": posterior}),
+                                   var_names=var_names, model=model,
+                                   extend_inferencedata=False, **kwargs)
+    if extend_inferencedata:
+        idata["log_likelihood"] = ds
+        return idata
+    return ds

@@ -11,8 +11,8 @@ import numpy as np
 
 from .core.binning import bin_data, make_cutpoints
 from .core.cgm import cgm_sweep, forest_summary, new_scratch
-from .core.forest import (LEAF, Forest, forest_values, mask_words, new_forest, reweight,
-                          store_mask)
+from .core.forest import (LEAF, Forest, forest_values, mask_dtype, mask_width, new_forest,
+                          reweight, store_mask)
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
 from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
@@ -182,17 +182,21 @@ class ForestSampler:
         n, p = self.X.shape
         self.cuts, self.ncuts = make_cutpoints(self.X, self.prior.numcut)
         self.Xb = bin_data(self.X, self.cuts, self.ncuts)
+        # feature-major copy in the narrowest unsigned type, for the CGM partitions
+        nc = self.cuts.shape[1]  # bin indices run 0 .. nc
+        small = np.uint8 if nc < 256 else np.uint16 if nc < 65536 else self.Xb.dtype
+        self._XbT = np.ascontiguousarray(self.Xb.T, dtype=small)
         self.split_prior = self.prior.split_weights(p)
-        self._hist = np.zeros((p, self.cuts.shape[1] + 1), np.int32)
+        hist = np.zeros((p, self.cuts.shape[1] + 1), np.int32)
         idx = np.arange(n, dtype=np.int32)
         lo = np.zeros(p, np.int32)
         hi = np.zeros(p, np.int32)
         # availability at the root is a property of the data: every feature counts here, so
         # that the mask stays right when the split weights change (set_split_weights)
         node_availability(self.Xb, idx, 0, n, self.ncuts, self.prior.min_leaf, np.ones(p),
-                          self._hist, lo, hi)
+                          hist, lo, hi)
         self._root_avail = lo <= hi
-        self._root_mask = np.zeros((1, 1, mask_words(p)), np.uint64)
+        self._root_mask = np.zeros((1, 1, mask_width(p)), mask_dtype(self.cuts.shape[1]))
         store_mask(self._root_mask, 0, 0, lo, hi)
         self._root_wavail = float(self.split_prior[self._root_avail].sum())
         self.reset()
@@ -227,6 +231,7 @@ class ForestSampler:
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
+        self._values_seen = None
         self._particles = None
 
     def _alloc_scratch(self) -> None:
@@ -238,7 +243,26 @@ class ForestSampler:
         """The term at the training rows, shape (n,), summed tree by tree from the offset."""
         out = np.empty(self.n)
         forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
+        self._values_seen = (self._forest_key(), float(self.offset), out.copy())
         return out
+
+    def _forest_key(self) -> tuple:
+        """The trees' rules, links and leaf values, which determine their sum at every
+        training row (each row's leaf follows from the rules)."""
+        f = self.forest
+        return tuple(a.tobytes() for a in (f.var, f.cut, f.left, f.right, f.value))
+
+    def _load_tree_sums(self) -> None:
+        """``self._fsum`` = the sum of the trees at the training rows (no offset): from the
+        last :meth:`values` when the trees are the same as then (the step asks for the values
+        after every sweep, so the next sweep need not sum m trees over n rows again), else
+        summed.  The two agree up to rounding."""
+        seen = getattr(self, "_values_seen", None)
+        if seen is not None and seen[0] == self._forest_key():
+            np.subtract(seen[2], seen[1], out=self._fsum)
+        else:
+            f = self.forest
+            forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                   move_cumprobs: np.ndarray) -> dict[str, float]:
@@ -249,13 +273,15 @@ class ForestSampler:
         if needed > f.capacity:
             f.ensure_capacity(needed)
             self._alloc_scratch()
-        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        self._load_tree_sums()
         proposed = np.zeros(4, np.int64)
         accepted = np.zeros(4, np.int64)
-        cgm_sweep(rng, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
+        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
+        cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.split_prior, self.prior.min_leaf,
                   self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
-                  np.ascontiguousarray(z, dtype=np.float64),
-                  np.ascontiguousarray(omega, dtype=np.float64), self._fsum,
+                  np.ascontiguousarray(z, dtype=np.float64), omega,
+                  float(omega[0]) if same else 0.0, self._fsum,
                   f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
                   f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
                   accepted)

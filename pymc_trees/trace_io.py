@@ -206,12 +206,30 @@ def _term_columns(model, name):
     return getattr(rv.owner.op, "columns", None), p
 
 
+def _trace_vars(model, trace_vars):
+    """PyMC's default trace variables (``model.unobserved_value_vars``) without the tree
+    terms whose values are not kept (:func:`pymc_trees.distribution.keeps_values`); None
+    (PyMC's default) when every term keeps them or ``var_names`` chose the variables."""
+    from .distribution import keeps_values
+    from .predictive import tree_terms
+
+    if trace_vars is not None or model is None:
+        return trace_vars
+    drop = {rv.name for rv in tree_terms(model) if not keeps_values(rv)}
+    if not drop:
+        return None
+    return [v for v in model.unobserved_value_vars if v.name not in drop]
+
+
 def install() -> None:
-    """Make PyMC's trace-to-DataTree conversion put the forests in their own group.
+    """Make PyMC's trace-to-DataTree conversion put the forests in their own group, and
+    ``pm.sample`` leave large tree terms' values out of the trace.
 
     PyMC has no hook for a step to shape the DataTree it returns, so this wraps one method,
     ``DataTreeConverter.sample_stats_to_xarray``, once: it returns what PyMC returns, with
-    the ``<name>_forest`` object stats moved into the ``forests`` group(s).
+    the ``<name>_forest`` object stats moved into the ``forests`` group(s).  It also wraps
+    ``pymc.sampling.mcmc.init_traces`` once: when ``var_names`` was not given, the recorded
+    variables are PyMC's default minus the tree terms that do not keep their values.
     """
     from pymc.backends import arviz as pm_arviz
 
@@ -227,3 +245,19 @@ def install() -> None:
     sample_stats_to_xarray.__wrapped__ = original
     sample_stats_to_xarray.__doc__ = original.__doc__
     conv.sample_stats_to_xarray = sample_stats_to_xarray
+
+    # Which variables pm.sample records: PyMC decides in ``init_traces`` (called by name from
+    # pymc.sampling.mcmc); wrapped so that large tree terms' values stay out by default.
+    from pymc.sampling import mcmc
+
+    init = mcmc.init_traces
+    if getattr(init, "_pymc_trees", False):
+        return
+
+    def init_traces(*args, model, trace_vars=None, **kwargs):
+        return init(*args, model=model, trace_vars=_trace_vars(model, trace_vars), **kwargs)
+
+    init_traces._pymc_trees = True
+    init_traces.__wrapped__ = init
+    init_traces.__doc__ = init.__doc__
+    mcmc.init_traces = init_traces

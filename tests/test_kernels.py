@@ -174,7 +174,13 @@ def test_forest_state_is_consistent_after_sweeps(sampler):
                                       hist, lo, hi)
                 assert f.wavail[t, k] == pytest.approx(w)
                 bits = sum(1 << v for v in range(3) if lo[v] <= hi[v])
-                assert int(f.amask[t, k, 0]) == bits
+                # the kept cut ranges are the recomputed ones (empty ranges compared as empty)
+                klo, khi = f.amask[t, k, :3], f.amask[t, k, 3:]
+                for v in range(3):
+                    if lo[v] <= hi[v]:
+                        assert (klo[v], khi[v]) == (lo[v], hi[v])
+                    else:
+                        assert klo[v] > khi[v]
                 partial += 0 < bits < 7
                 if f.var[t, k] == -1:
                     assert rows.size >= 4
@@ -259,3 +265,34 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
         out = np.empty(X.shape[0])
         kernel(start, arr, 0.7, X, out)
         np.testing.assert_array_equal(out, want)
+
+
+def test_sweep_reuses_tree_sums_only_for_the_same_trees():
+    """The tree sums a CGM sweep starts from come from the last values() only while the trees
+    (rules, links, leaf values) are unchanged since; after a level shift or a sweep they are
+    summed again."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(300, 3))
+    y = np.sin(5 * X[:, 0]) + 0.1 * rng.standard_normal(300)
+    fs = ForestSampler(X, TreePrior(m=8), 0.3, 0.4)
+    cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
+    for _ in range(5):
+        fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)
+    f = fs.forest
+    direct = np.empty(300)
+
+    def check():
+        fs._load_tree_sums()
+        forest_values(f.value, f.leaf_of_row, 0.0, direct)
+        np.testing.assert_allclose(fs._fsum, direct, rtol=0, atol=1e-12)
+
+    fs.values()
+    check()  # the cached sums
+    fs.level_shift(rng, 0.0, 0.0, 1.0)  # every leaf moves: the cache must not be used
+    assert fs._values_seen[0] != fs._forest_key()
+    check()
+    fs._fsum[:] = np.nan
+    fs.values()
+    fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)  # starts from the cache
+    assert np.all(np.isfinite(fs._fsum))
+    check()

@@ -334,3 +334,45 @@ def test_intercept_and_random_intercept_mix():
     print(summary)
     assert (summary["r_hat"].astype(float) <= 1.01).all(), summary
     assert (summary["ess_bulk"].astype(float) >= 400).all(), summary
+
+
+def _keep_values_fit(keep, n=120, var_names=None):
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(n, 2))
+    y = np.sin(4 * X[:, 0]) + 0.3 * rng.standard_normal(n)
+    with pm.Model() as model:
+        Xd = pm.Data("X", X)
+        f = pmt.BARTTree("f", Xd, y, m=10, keep_values=keep)
+        s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+        pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
+        idata = pm.sample(30, tune=30, chains=2, cores=1, random_seed=4, progressbar=False,
+                          compute_convergence_checks=False, var_names=var_names)
+    return model, X, idata
+
+
+def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
+    """Without f in the trace the draws are the same (same seed) and pmt.predict at the
+    training rows rebuilds every draw's f exactly; the posterior predictive and the pointwise
+    log likelihood (pmt.compute_log_likelihood) still work.  The default follows the row
+    threshold, and var_names, when given, decides."""
+    _, X, kept = _keep_values_fit(None)
+    assert "f" in kept.posterior
+    model, _, left = _keep_values_fit(False)
+    assert "f" not in left.posterior and "f_dim_0" not in left.posterior.dims
+    np.testing.assert_array_equal(left.posterior["sigma2"], kept.posterior["sigma2"])
+    np.testing.assert_array_equal(pmt.predict(left, X).values, kept.posterior["f"].values)
+    with model:
+        pm.set_data({"X": X[:4]})
+        pp = pmt.sample_posterior_predictive(left, random_seed=1, progressbar=False)
+    assert pp.posterior_predictive["y"].shape == (2, 30, 4)
+    with model:
+        pm.set_data({"X": X})
+        ll = pmt.compute_log_likelihood(left, extend_inferencedata=False)
+    ref = pm.compute_log_likelihood(kept, model=model, extend_inferencedata=False)
+    np.testing.assert_allclose(ll["y"].values, ref["y"].values, rtol=1e-12)
+    monkeypatch.setattr("pymc_trees.distribution.KEEP_VALUES_MAX_ROWS", 100)
+    assert "f" not in _keep_values_fit(None)[2].posterior  # 120 rows > 100
+    assert "f" in _keep_values_fit(None, n=90)[2].posterior
+    assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior
+    with pytest.raises(ValueError, match="keep_values must be True, False or None"):
+        _keep_values_fit("no")

@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .forest import LEAF, store_mask
+from .forest import LEAF, load_mask, store_mask
 from .nodes import (
     alloc_node,
     availability_from_hist,
@@ -24,7 +24,6 @@ from .nodes import (
     log_ml,
     log_psplit,
     node_availability,
-    partition,
     split_node,
 )
 
@@ -38,10 +37,11 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
     """Buffers for one sweep, allocated once by the caller.
 
     Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-    in_sub, hist2, nmask)``; the node-sized buffers must be regrown with the forest's
-    capacity.  ``nmask`` has one extra row per node for the proposed masks, plus two.
+    in_sub, tmp, nmask)``; the node-sized buffers must be regrown with the forest's
+    capacity.  ``tmp`` (n) is the partitions' buffer; ``nmask`` has one extra row per node
+    for the proposed masks, plus two.
     """
-    from .forest import mask_words
+    from .forest import mask_dtype, mask_width
 
     K = capacity
     return (
@@ -49,14 +49,43 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
         np.zeros(p, np.int32), np.zeros(p, np.int32),
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
-        np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros((p, max_cuts + 1), np.int32),
-        np.zeros((1, K + 2, mask_words(p)), np.uint64),
+        np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros(n, np.int32),
+        np.zeros((1, K + 2, mask_width(p)), mask_dtype(max_cuts)),
     )
+
+
+@numba.njit(cache=True)
+def _partition(XbT, idx, start, end, v, c, tmp):
+    """Stable partition of ``idx[start:end]``: rows with ``XbT[v, i] <= c`` first, returns the
+    split position.  ``XbT`` is the binned data feature-major (shape (p, n), narrowest
+    integers), so the feature's bins of all rows lie in one small block of memory.  Without branches on the data (rows of a large node go either way about
+    as often, which defeats branch prediction): every row is written to both sides and the
+    side it belongs to advances; ``tmp`` (n entries) holds the right side meanwhile."""
+    nl = start
+    nr = 0
+    for q in range(start, end):
+        i = idx[q]
+        go = XbT[v, i] <= c
+        idx[nl] = i  # nl <= q: a slot already read
+        tmp[nr] = i
+        nl += go
+        nr += 1 - go
+    for q in range(nr):
+        idx[nl + q] = tmp[q]
+    return nl
 
 
 @numba.njit(cache=True)
 def _accept(rng, logr):
     u = rng.random()
+    return logr >= 0.0 or u < math.exp(logr)
+
+
+@numba.njit(cache=True, inline="always")
+def _accept_u(u, logr):
+    """Metropolis decision for a uniform ``u`` already drawn.  For ``B >= logr`` a rejection
+    by ``B`` is a rejection by ``logr`` (exp is monotone), which lets a move test a cheap upper
+    bound of its log ratio before computing the rest."""
     return logr >= 0.0 or u < math.exp(logr)
 
 
@@ -140,15 +169,15 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 
 @numba.njit(cache=True)
-def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, split_prior,
-                  alpha, beta, prec0, var, cut, left, right, depth, r, omega, idx, hist, lo, hi,
-                  nW, nS, nwav, nnc, seg_s, seg_e, stack, nmask):
-    """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules and return the
-    log prior factors plus leaf log marginal likelihoods, or ``(-inf, False)`` when some rule is
-    no longer available (prior probability 0).  Fills the proposal buffers.
+def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r,
+                   omega, idx, nW, nS, seg_s, seg_e, stack, tmp):
+    """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules, filling the
+    node segments and the leaves' proposed ``(nW, nS)``.
 
-    ``root_wsum >= 0`` says that ``lo``, ``hi`` already hold the root's available cutpoints
-    (with weight sum ``root_wsum``): the root keeps its rows, so they are not recounted."""
+    Returns the leaf log marginal likelihoods plus ``log p_split`` of every internal node: an
+    upper bound of the subtree's full log factor, whose remaining factors (rule
+    probabilities ``split_prior[v] / wsum / nc`` of available rules, and ``1 - p_split`` of
+    splittable leaves) are all at most 1 (:func:`_prior_subtree` adds them)."""
     total = 0.0
     seg_s[root] = 0
     seg_e[root] = cnt
@@ -159,24 +188,10 @@ def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, 
         k = stack[top]
         s = seg_s[k]
         e = seg_e[k]
-        d = depth[t, k]
-        if k == root and root_wsum >= 0.0:
-            wsum = root_wsum
-        else:
-            wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
-        nwav[k] = wsum
-        store_mask(nmask, 0, k, lo, hi)
         v = var[t, k]
         if v >= 0:
-            c = cut[t, k]
-            if c < lo[v] or c > hi[v]:
-                return -np.inf, False
-            nc = hi[v] - lo[v] + 1
-            nnc[k] = nc
-            total += log_psplit(d, alpha, beta)
-            if not (skip_root_rule and k == root):
-                total += math.log(split_prior[v] / wsum) - math.log(nc)
-            mid = partition(Xb, idx, s, e, v, c)
+            total += log_psplit(depth[t, k], alpha, beta)
+            mid = _partition(XbT, idx, s, e, v, cut[t, k], tmp)
             kl = left[t, k]
             kr = right[t, k]
             seg_s[kl] = s
@@ -187,7 +202,6 @@ def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, 
             stack[top + 1] = kr
             top += 2
         else:
-            total += log_1m_psplit(d, alpha, beta, wsum > 0.0)
             w = 0.0
             sr = 0.0
             for q in range(s, e):
@@ -197,6 +211,46 @@ def _eval_subtree(t, root, cnt, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, 
             nW[k] = w
             nS[k] = sr
             total += log_ml(w, sr, prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, split_prior,
+                   alpha, beta, var, cut, left, right, depth, idx, hist, lo, hi, nwav, nnc,
+                   seg_s, seg_e, stack, nmask):
+    """The factors :func:`_route_subtree` leaves out, from the available cutpoints of every
+    node of the routed subtree: ``(log factor, True)``, or ``(-inf, False)`` when some rule is
+    no longer available (prior probability 0).  Fills ``nwav``, ``nnc`` and the masks.
+
+    ``root_wsum >= 0`` says that ``lo``, ``hi`` already hold the root's available cutpoints
+    (with weight sum ``root_wsum``): the root keeps its rows, so they are not recounted."""
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if k == root and root_wsum >= 0.0:
+            wsum = root_wsum
+        else:
+            wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, min_leaf, split_prior,
+                                     hist, lo, hi)
+        nwav[k] = wsum
+        store_mask(nmask, 0, k, lo, hi)
+        v = var[t, k]
+        if v >= 0:
+            c = cut[t, k]
+            if c < lo[v] or c > hi[v]:
+                return -np.inf, False
+            nc = hi[v] - lo[v] + 1
+            nnc[k] = nc
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[v] / wsum) - math.log(nc)
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_1m_psplit(depth[t, k], alpha, beta, wsum > 0.0)
     return total, True
 
 
@@ -228,18 +282,17 @@ def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
     _mark_subtree(t, root, var, left, right, stack, in_sub, True)
     n = leaf_of_row.shape[1]
     cnt = 0
-    for i in range(n):
-        if in_sub[leaf_of_row[t, i]]:
-            idx[cnt] = i
-            cnt += 1
+    for i in range(n):  # written always, kept when in the subtree: no branch on the data
+        idx[cnt] = i
+        cnt += in_sub[leaf_of_row[t, i]]
     _mark_subtree(t, root, var, left, right, stack, in_sub, False)
     return cnt
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
+def _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
           right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
-          hist, hist2, lo, hi, W, S, amask, nmask):
+          hist, lo, hi, W, S, amask, nmask, tmp):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
     b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
@@ -248,13 +301,13 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
     ell = _pick(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
     n = leaf_of_row.shape[1]
     cnt = 0
-    for i in range(n):
-        if leaf_of_row[t, i] == ell:
-            idx[cnt] = i
-            cnt += 1
-    wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo, hi)
-    v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
-    mid = partition(Xb, idx, 0, cnt, v, c)
+    for i in range(n):  # written always, kept when in the leaf: no branch on the data
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == ell
+    # the leaf's available cutpoints were kept when its rows last changed
+    load_mask(amask, t, ell, lo, hi)
+    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
+    mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
     WL = 0.0
     SL = 0.0
     WR = 0.0
@@ -267,23 +320,6 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
         i = idx[q]
         WR += omega[i]
         SR += omega[i] * r[i]
-    # children's bin counts: count the smaller side, the larger is the leaf's minus it
-    small_left = mid <= cnt - mid
-    if small_left:
-        count_bins(Xb, idx, 0, mid, ncuts, hist2)
-    else:
-        count_bins(Xb, idx, mid, cnt, ncuts, hist2)
-    for j in range(Xb.shape[1]):
-        for bin_ in range(ncuts[j] + 1):
-            hist[j, bin_] -= hist2[j, bin_]
-    n_small = mid if small_left else cnt - mid
-    K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
-    w_small = availability_from_hist(hist2, n_small, ncuts, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2, lo, hi)
-    w_large = availability_from_hist(hist, cnt - n_small, ncuts, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2 + 1, lo, hi)
-    wL = w_small if small_left else w_large
-    wR = w_large if small_left else w_small
     d = depth[t, ell]
     w_new = w + 1
     par = parent[t, ell]
@@ -292,20 +328,34 @@ def _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, 
         if var[t, sib] == LEAF:
             w_new -= 1
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
-            + log_psplit(d, alpha, beta) + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0) - log_1m_psplit(d, alpha, beta, True)
+            + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + math.log(pp * b) - math.log(pg * w_new))
-    if not _accept(rng, logr):
+    u = rng.random()
+    # The children's availability enters only through their factors log(1 - p_split(d + 1))
+    # <= 0, so ``logr`` bounds the full log ratio from above: when the bound already rejects,
+    # the children are not counted (the same decision as with the full ratio).
+    if not _accept_u(u, logr):
+        return 0
+    # the children's available cutpoints, from their bin counts
+    K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
+    count_bins(Xb, idx, 0, mid, ncuts, hist)
+    wL = availability_from_hist(hist, mid, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
+    count_bins(Xb, idx, mid, cnt, ncuts, hist)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
+    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+    if not _accept_u(u, logr):
         return 0
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
     wavail[t, kl] = wL
     wavail[t, kr] = wR
-    ml_row = K2 if small_left else K2 + 1
     for j in range(amask.shape[2]):
-        amask[t, kl, j] = nmask[0, ml_row, j]
-        amask[t, kr, j] = nmask[0, 2 * K2 + 1 - ml_row, j]
+        amask[t, kl, j] = nmask[0, K2, j]
+        amask[t, kr, j] = nmask[0, K2 + 1, j]
     W[kl] = WL
     S[kl] = SL
     W[kr] = WR
@@ -345,8 +395,7 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
     n = leaf_of_row.shape[1]
     for i in range(n):
         lf = leaf_of_row[t, i]
-        if lf == kl or lf == kr:
-            leaf_of_row[t, i] = eta
+        leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
     W[eta] = W[kl] + W[kr]
     S[eta] = S[kl] + S[kr]
     var[t, eta] = LEAF
@@ -358,10 +407,10 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 
 
 @numba.njit(cache=True)
-def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, var,
+def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, var,
                     cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
                     idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
-                    amask, nmask):
+                    amask, nmask, tmp):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
     count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
@@ -395,18 +444,24 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
         if both:
             var[t, sib] = v_root
             cut[t, sib] = c_root
-    root_wsum = -1.0
+    # the subtree's root keeps its rows, hence its available cutpoints
+    load_mask(amask, t, root, lo, hi)
+    root_wsum = wavail[t, root]
     if not is_swap:
-        root_wsum = node_availability(Xb, idx, 0, cnt, ncuts, min_leaf, split_prior, hist, lo,
-                                      hi)
         v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, root_wsum)
         var[t, root] = v_new
         cut[t, root] = c_new
-    new, valid = _eval_subtree(t, root, cnt, not is_swap, root_wsum, Xb, ncuts, min_leaf,
-                               split_prior, alpha, beta, prec0, var, cut, left, right, depth, r,
-                               omega, idx, hist, lo, hi, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-                               nmask)
-    if valid and _accept(rng, new - old):
+    bound = _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
+                           r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp) - old
+    u = rng.random()
+    # the rules' availability is counted only when the bound does not already reject
+    accept = _accept_u(u, bound)
+    if accept:
+        rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, min_leaf,
+                                     split_prior, alpha, beta, var, cut, left, right, depth, idx,
+                                     hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
+        accept = valid and _accept_u(u, bound + rest)
+    if accept:
         _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                         nwav, nnc, seg_s, seg_e, stack, amask, nmask)
         return 1
@@ -420,60 +475,114 @@ def _change_or_swap(rng, is_swap, t, Xb, ncuts, min_leaf, split_prior, alpha, be
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
-              fsum, var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes,
-              free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
-              seg_e, stack, in_sub, hist2, nmask, proposed, accepted):
+def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
+              omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
+              amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS,
+              nwav, nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
     ----------
+    Xb, XbT : ndarray of shape (n, p) and (p, n)
+        Bin index of every row and feature, row-major (for bin counts) and feature-major
+        (for partitions).
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change, swap.
     z, omega : ndarray of shape (n,)
         Pseudo-data target (offset removed) and precision of every row (bart-math 1).
+    omega_const : float
+        The common value of ``omega`` when all rows have the same precision, else 0 (then
+        ``omega`` is read row by row).
     fsum : ndarray of shape (n,)
-        Sum of all trees at the training rows, kept up to date in place.
+        Sum of all trees at the training rows on entry; on return, ``z`` minus the final
+        residual (the new sum, up to rounding).
     proposed, accepted : ndarray of shape (4,), dtype int64
         Incremented per move type (impossible moves are not counted as proposed).
     """
     m, n = leaf_of_row.shape
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
+    K = W.shape[0]
+    acc = np.zeros(8 * K)
+    n4 = n - (n & 3)
+    # r: the residual against every tree but the one being updated
+    for i in range(n):
+        r[i] = z[i] - fsum[i]
     for t in range(m):
-        for k in range(n_nodes[t]):
-            W[k] = 0.0
-            S[k] = 0.0
-        for i in range(n):
-            k = leaf_of_row[t, i]
-            fsum[i] -= value[t, k]
-            ri = z[i] - fsum[i]
-            r[i] = ri
-            W[k] += omega[i]
-            S[k] += omega[i] * ri
+        # one pass: take tree t - 1 (drawn last) out of the residual and put tree t back, and
+        # sum (W, S) per leaf in four interleaved partial sums (rows i mod 4), so that
+        # consecutive rows in the same leaf do not wait on each other's additions; with equal
+        # row precisions (omega_const > 0) W is that precision times the leaf's row count
+        nk = n_nodes[t]
+        for j in range(4):
+            for k in range(nk):
+                acc[2 * j * K + k] = 0.0
+                acc[(2 * j + 1) * K + k] = 0.0
+        tp = t - 1 if t > 0 else m - 1
+        back = 1.0 if t > 0 else 0.0
+        if omega_const > 0.0:
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[2 * j * K + k] += 1.0
+                    acc[(2 * j + 1) * K + k] += ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += 1.0
+                acc[K + k] += ri
+            for k in range(nk):
+                W[k] = omega_const * ((acc[k] + acc[2 * K + k])
+                                      + (acc[4 * K + k] + acc[6 * K + k]))
+                S[k] = omega_const * ((acc[K + k] + acc[3 * K + k])
+                                      + (acc[5 * K + k] + acc[7 * K + k]))
+        else:
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[2 * j * K + k] += omega[i]
+                    acc[(2 * j + 1) * K + k] += omega[i] * ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += omega[i]
+                acc[K + k] += omega[i] * ri
+            for k in range(nk):
+                W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
+                S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
         u = rng.random()
         move = GROW
         while move < SWAP and u >= move_cp[move]:
             move += 1
         if move == GROW:
-            res = _grow(rng, t, Xb, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
+            res = _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
                         var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, idx, hist, hist2, lo, hi, W, S, amask,
-                        nmask)
+                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask,
+                        nmask, tmp)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, Xb, ncuts, min_leaf, split_prior, alpha,
+            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha,
                                   beta, prec0, var, cut, left, right, parent, depth, wavail, ncut,
                                   n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
-                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask)
+                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask,
+                                  tmp)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res
         draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
-        for i in range(n):
-            fsum[i] += value[t, leaf_of_row[t, i]]
+    for i in range(n):
+        r[i] -= value[m - 1, leaf_of_row[m - 1, i]]
+        fsum[i] = z[i] - r[i]
 
 
 @numba.njit(cache=True)

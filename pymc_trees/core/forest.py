@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["LEAF", "FREE", "Forest", "new_forest", "forest_values", "mask_words", "store_mask",
+__all__ = ["LEAF", "FREE", "Forest", "new_forest", "forest_values", "mask_width", "mask_dtype",
+           "store_mask", "load_mask",
            "mask_weight", "reweight", "split_prior_gibbs"]
 
 LEAF = -1
@@ -36,9 +37,12 @@ class Forest:
         node; 0 means the node cannot split.
     ncut : ndarray of shape (m, K), dtype int32
         Internal nodes: number of available cutpoints of the node's split feature.
-    amask : ndarray of shape (m, K, ceil(p / 64)), dtype uint64
-        Bit ``v`` is set when feature ``v`` has an available cutpoint at the node (so that
-        ``wavail`` can be recomputed when the split weights change, see ``mask_weights``).
+    amask : ndarray of shape (m, K, 2 p), dtype int16 (int32 above 32,766 cutpoints)
+        The node's available cutpoints, as the kernels computed them from its rows:
+        ``amask[t, k, v] .. amask[t, k, p + v]`` is the inclusive range of available cut
+        indices of feature ``v`` (empty, ``lo > hi``, when ``v`` is unavailable).  A move
+        that keeps a node's rows reads them here instead of counting the rows again, and
+        ``wavail`` is recomputed from them when the split weights change (``reweight``).
     n_nodes : ndarray of shape (m,), dtype int32
         High-water mark of used slots.
     free, n_free : ndarray of shape (m, K) and (m,), dtype int32
@@ -83,7 +87,7 @@ class Forest:
             new = np.full((old.shape[0], newK), fill, dtype=old.dtype)
             new[:, :K] = old
             setattr(self, name, new)
-        mask = np.zeros((self.m, newK, self.amask.shape[2]), np.uint64)
+        mask = np.zeros((self.m, newK, self.amask.shape[2]), self.amask.dtype)
         mask[:, :K] = self.amask
         self.amask = mask
 
@@ -91,11 +95,10 @@ class Forest:
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
 
 
-def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32,
-               root_mask: np.ndarray | None = None) -> Forest:
-    """m single-leaf trees with leaf value 0 holding all n rows; ``root_mask`` (uint64 words)
-    marks the features available at the root."""
-    root_mask = np.zeros(1, np.uint64) if root_mask is None else root_mask
+def new_forest(m: int, n: int, root_wavail: float, root_mask: np.ndarray,
+               capacity: int = 32) -> Forest:
+    """m single-leaf trees with leaf value 0 holding all n rows; ``root_mask`` (shape (2 p,),
+    see :class:`Forest`) holds the available cutpoints at the root."""
     f = Forest(
         var=np.full((m, capacity), FREE, np.int32),
         cut=np.zeros((m, capacity), np.int32),
@@ -106,7 +109,7 @@ def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32,
         value=np.zeros((m, capacity), np.float64),
         wavail=np.zeros((m, capacity), np.float64),
         ncut=np.zeros((m, capacity), np.int32),
-        amask=np.zeros((m, capacity, root_mask.size), np.uint64),
+        amask=np.zeros((m, capacity, root_mask.size), root_mask.dtype),
         n_nodes=np.ones(m, np.int32),
         free=np.zeros((m, capacity), np.int32),
         n_free=np.zeros(m, np.int32),
@@ -118,27 +121,46 @@ def new_forest(m: int, n: int, root_wavail: float, capacity: int = 32,
     return f
 
 
-def mask_words(p: int) -> int:
-    """uint64 words per node mask for p features."""
-    return max(1, (p + 63) // 64)
+def mask_width(p: int) -> int:
+    """Entries per node in ``Forest.amask`` for p features: the low and high cut indices."""
+    return 2 * p
+
+
+def mask_dtype(max_cuts: int) -> np.dtype:
+    """The narrowest signed integer holding cut indices up to ``max_cuts``."""
+    return np.dtype(np.int16 if max_cuts < np.iinfo(np.int16).max else np.int32)
 
 
 @numba.njit(cache=True)
 def store_mask(amask, t, k, lo, hi):
-    """Node k of tree t: set bit v of its mask when ``lo[v] <= hi[v]`` (feature v available)."""
-    for w in range(amask.shape[2]):
-        amask[t, k, w] = 0
-    for v in range(lo.shape[0]):
-        if lo[v] <= hi[v]:
-            amask[t, k, v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+    """Node k of tree t: keep its available cut ranges ``lo[v] .. hi[v]``."""
+    p = lo.shape[0]
+    for v in range(p):
+        amask[t, k, v] = lo[v]
+        amask[t, k, p + v] = hi[v]
+
+
+@numba.njit(cache=True)
+def load_mask(amask, t, k, lo, hi):
+    """The available cut ranges kept for node k of tree t, into ``lo``, ``hi``."""
+    p = lo.shape[0]
+    for v in range(p):
+        lo[v] = amask[t, k, v]
+        hi[v] = amask[t, k, p + v]
+
+
+@numba.njit(cache=True, inline="always")
+def mask_has(amask, t, k, v):
+    """Whether feature v has an available cutpoint at node k of tree t."""
+    return amask[t, k, v] <= amask[t, k, (amask.shape[2] >> 1) + v]
 
 
 @numba.njit(cache=True, inline="always")
 def mask_weight(amask, t, k, weights):
-    """Sum of ``weights`` over the features set in the mask of node k of tree t."""
+    """Sum of ``weights`` over the features available at node k of tree t."""
     tot = 0.0
     for v in range(weights.shape[0]):
-        if (amask[t, k, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
+        if mask_has(amask, t, k, v):
             tot += weights[v]
     return tot
 
@@ -194,7 +216,7 @@ def split_prior_gibbs(rng, var, n_nodes, amask, a, s):
             counts[v] += 1.0
             zeta = rng.standard_exponential() / mask_weight(amask, t, k, g)
             for u in range(p):
-                if (amask[t, k, u >> 6] >> np.uint64(u & 63)) & np.uint64(1):
+                if mask_has(amask, t, k, u):
                     Z[u] += zeta
     out = np.empty(p)
     for v in range(p):

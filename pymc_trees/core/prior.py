@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF, Forest, mask_words, store_mask
+from .forest import FREE, LEAF, Forest, mask_dtype, mask_width, store_mask
 from .nodes import draw_rule, node_availability, partition, split_node
 
 __all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
@@ -76,7 +76,8 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
 
     n, p = Xb.shape
     K = max_tree_nodes(n, min_leaf)
-    root_mask = np.zeros(mask_words(p), np.uint64)
+    # every node's mask, the root's included, is written by sample_prior_tree
+    root_mask = np.zeros(mask_width(p), mask_dtype(int(ncuts.max(initial=0))))
     one = new_forest(1, n, 0.0, capacity=K, root_mask=root_mask)
     hist = np.zeros((p, int(ncuts.max(initial=0)) + 1), np.int32)
     lo = np.zeros(p, np.int32)
