@@ -58,9 +58,10 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
 def _partition(XbT, idx, start, end, v, c, tmp):
     """Stable partition of ``idx[start:end]``: rows with ``XbT[v, i] <= c`` first, returns the
     split position.  ``XbT`` is the binned data feature-major (shape (p, n), narrowest
-    integers), so the feature's bins of all rows lie in one small block of memory.  Without branches on the data (rows of a large node go either way about
-    as often, which defeats branch prediction): every row is written to both sides and the
-    side it belongs to advances; ``tmp`` (n entries) holds the right side meanwhile."""
+    integers), so the feature's bins of all rows lie in one small block of memory.  Without
+    branches on the data (rows of a large node go either way about as often, which defeats
+    branch prediction): every row is written to both sides and the side it belongs to
+    advances; ``tmp`` (n entries) holds the right side meanwhile."""
     nl = start
     nr = 0
     for q in range(start, end):
@@ -571,11 +572,10 @@ def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, mo
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha,
-                                  beta, prec0, var, cut, left, right, parent, depth, wavail, ncut,
-                                  n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
-                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask,
-                                  tmp)
+            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, min_leaf, split_prior,
+                                  alpha, beta, prec0, var, cut, left, right, parent, depth, wavail,
+                                  ncut, n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
+                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask, tmp)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res
