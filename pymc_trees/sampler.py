@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from .core.binning import bin_data, make_cutpoints
@@ -22,6 +23,10 @@ from .core.prior import max_tree_nodes, sample_prior_forest
 __all__ = ["TreePrior", "PackedForest", "NODE_DTYPE", "ForestSampler", "MOVES"]
 
 MOVES = ("grow", "prune", "change", "swap")
+# From this many training rows on, the CGM sweep's pass over the rows of a tree is split into
+# ROW_CHUNKS fixed chunks, which ForestSampler.threads > 1 sums on numba's threads.
+PARALLEL_MIN_ROWS = 50_000
+ROW_CHUNKS = 8
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,15 @@ class ForestSampler:
         Constant added to the sum of trees.
     leaf_sd : float
         Prior standard deviation of every leaf value.
+
+    Attributes
+    ----------
+    row_chunks : int
+        The CGM sweep's pass over the rows of each tree is split into this many fixed chunks
+        (``ROW_CHUNKS`` from ``PARALLEL_MIN_ROWS`` training rows on, else 1).  It depends on n
+        only.
+    threads : int
+        Numba threads for those chunks (default 1).  The draws are the same for any value.
     """
 
     X: np.ndarray
@@ -177,6 +191,8 @@ class ForestSampler:
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.row_chunks = ROW_CHUNKS if self.X.shape[0] >= PARALLEL_MIN_ROWS else 1
+        self.threads = 1
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
         n, p = self.X.shape
@@ -278,13 +294,16 @@ class ForestSampler:
         accepted = np.zeros(4, np.int64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
+        threaded = self.row_chunks > 1 and self.threads > 1
+        if threaded:
+            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
         cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.split_prior, self.prior.min_leaf,
                   self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
                   np.ascontiguousarray(z, dtype=np.float64), omega,
                   float(omega[0]) if same else 0.0, self._fsum,
                   f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
                   f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
-                  accepted)
+                  accepted, self.row_chunks, threaded)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}

@@ -296,3 +296,52 @@ def test_sweep_reuses_tree_sums_only_for_the_same_trees():
     fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)  # starts from the cache
     assert np.all(np.isfinite(fs._fsum))
     check()
+
+
+@pytest.mark.parametrize("omega_const", [0.0, 2.5])
+@pytest.mark.parametrize("threaded", [False, True])
+@pytest.mark.parametrize("n", [3, 37, 1000])
+def test_row_pass_in_chunks_matches_naive(n, threaded, omega_const):
+    """The chunked pass over the rows (tree t - 1 out of the residual, tree t back in, (W, S)
+    per leaf of tree t) against numpy, for n below, near and above the number of chunks."""
+    from pymc_trees.core.cgm import _row_pass_chunks
+
+    rng = np.random.default_rng(n)
+    m, K, nk = 3, 12, 7
+    leaf = rng.integers(0, nk, size=(m, n)).astype(np.int32)
+    value = rng.normal(size=(m, K))
+    omega = rng.uniform(0.5, 2.0, n) if omega_const == 0 else np.full(n, omega_const)
+    for t in (0, 2):
+        r0 = rng.normal(size=n)
+        r = r0.copy()
+        W = np.full(K, np.nan)
+        S = np.full(K, np.nan)
+        _row_pass_chunks(t, m, nk, leaf, value, r, omega, omega_const, np.zeros((8, 8 * K)),
+                         threaded, W, S)
+        back = value[t - 1, leaf[t - 1]] if t > 0 else 0.0
+        want_r = r0 + value[t, leaf[t]] - back
+        np.testing.assert_allclose(r, want_r, rtol=0, atol=1e-12)
+        want_W = np.bincount(leaf[t], weights=omega, minlength=nk)
+        want_S = np.bincount(leaf[t], weights=omega * want_r, minlength=nk)
+        np.testing.assert_allclose(W[:nk], want_W, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(S[:nk], want_S, rtol=1e-12, atol=1e-12)
+
+
+def test_cgm_draws_do_not_depend_on_threads():
+    """With the rows in chunks, a seed gives the same forests on one thread or two (the
+    chunks and the order in which their sums are added do not depend on the threads)."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(2003, 4))
+    y = np.sin(4 * X[:, 0]) + X[:, 1] + 0.2 * rng.standard_normal(2003)
+    omega = rng.uniform(2.0, 6.0, 2003)
+    cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
+    out = []
+    for threads in (1, 2, 1):
+        fs = ForestSampler(X, TreePrior(m=10), 0.0, 0.3)
+        fs.row_chunks, fs.threads = 8, threads
+        run = np.random.default_rng(3)
+        for _ in range(15):
+            fs.cgm_sweep(run, y, omega, cp)
+        out.append(fs.values())
+    np.testing.assert_array_equal(out[0], out[1])
+    np.testing.assert_array_equal(out[0], out[2])

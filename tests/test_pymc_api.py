@@ -376,3 +376,14 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
     assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior
     with pytest.raises(ValueError, match="keep_values must be True, False or None"):
         _keep_values_fit("no")
+
+
+def test_cgm_threads_option_is_checked_and_reaches_the_sweep():
+    X = np.random.default_rng(0).uniform(size=(60, 2))
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=X[:, 0], m=3)
+        pm.Normal("y", mu=f, sigma=1.0, observed=X[:, 0])
+        for bad in (0, 1.5, True):
+            with pytest.raises(ValueError, match="threads must be a positive integer"):
+                pmt.CGMTreeStep([f], threads=bad)
+        assert pmt.CGMTreeStep([f], threads=2).sampler.threads == 2
