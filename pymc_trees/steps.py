@@ -453,9 +453,9 @@ class CGMTreeStep(_TreeStep):
         ``PARALLEL_MIN_ROWS`` (50,000) rows on (below that it runs on one thread).  The draws
         are the same for any number of threads.  Worth it when a chain has idle cores beside
         it, for example ``pm.sample(cores=1, cgm_tree={"threads": 2})`` on two cores (PyMC's
-        default on a 2-CPU machine runs the chains one after the other); with chains in
-        parallel, keep ``cores * threads`` within the machine's cores, or the threads wait on
-        each other.
+        default on a 2-CPU machine runs the chains one after the other).  Chains sampled in
+        parallel processes (``pm.sample(cores > 1)``) run on one thread each: a chain has a
+        core there, and numba's OpenMP threads cannot be used after a fork.
     model : pm.Model, optional
 
     Notes

@@ -330,12 +330,15 @@ def test_row_pass_in_chunks_matches_naive(n, threaded, omega_const):
 def test_cgm_draws_do_not_depend_on_threads():
     """With the rows in chunks, a seed gives the same forests on one thread or two (the
     chunks and the order in which their sums are added do not depend on the threads)."""
+    import numba
+
     rng = np.random.default_rng(8)
     X = rng.uniform(size=(2003, 4))
     y = np.sin(4 * X[:, 0]) + X[:, 1] + 0.2 * rng.standard_normal(2003)
     omega = rng.uniform(2.0, 6.0, 2003)
     cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
     out = []
+    before = numba.get_num_threads()
     for threads in (1, 2, 1):
         fs = ForestSampler(X, TreePrior(m=10), 0.0, 0.3)
         fs.row_chunks, fs.threads = 8, threads
@@ -343,5 +346,6 @@ def test_cgm_draws_do_not_depend_on_threads():
         for _ in range(15):
             fs.cgm_sweep(run, y, omega, cp)
         out.append(fs.values())
+        assert numba.get_num_threads() == before  # numba's setting is restored
     np.testing.assert_array_equal(out[0], out[1])
     np.testing.assert_array_equal(out[0], out[2])
