@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+# scipy.special, not scipy.stats (whose import alone takes about a second): the same
+# functions scipy.stats calls for these quantiles
+from scipy.special import gammaincinv, ndtri
 
 __all__ = ["leaf_calibration", "noise_prior", "LINKS"]
 
@@ -68,7 +70,7 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
                 raise ValueError(f"With link={link!r}, Y must be 0/1 outcomes or proportions in "
                                  f"[0, 1] that are not all 0 or all 1 (mean {mean:.3g}); for a "
                                  "Binomial pass the proportions y / n.")
-            offset = stats.norm.ppf(mean) if link == "probit" else np.log(mean / (1 - mean))
+            offset = float(ndtri(mean)) if link == "probit" else np.log(mean / (1 - mean))
         else:
             if y.min() < 0 or not y.mean() > 0:
                 raise ValueError("With link='log', Y must be non-negative counts (or rates) "
@@ -124,5 +126,5 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
         sigma_hat = np.sqrt(resid @ resid / (n - np.linalg.matrix_rank(A)))
     else:
         sigma_hat = np.std(y, ddof=1)
-    lam = sigma_hat**2 * stats.chi2.ppf(1.0 - q, nu) / nu
+    lam = sigma_hat**2 * (2.0 * gammaincinv(nu / 2.0, 1.0 - q)) / nu  # chi2(nu) quantile
     return float(nu / 2.0), float(nu * lam / 2.0)

@@ -448,3 +448,17 @@ def test_logit_intercept_level_shift_matches_enumeration():
         se = float(np.asarray(az.mcse(d.values)))
         print(f"c moment {j + 1}: {got:.4f} exact {exact_val:.4f} (4 MCSE {4 * se:.4f})")
         assert abs(got - exact_val) < 4 * se, (j, got, exact_val, se)
+
+
+@pytest.mark.parametrize("nu,q", [(3.0, 0.9), (10.0, 0.75), (5.0, 0.99)])
+def test_noise_prior_puts_mass_q_below_the_least_squares_sd(nu, q):
+    """sigma^2 ~ InverseGamma(nu/2, nu lambda/2) with P(sigma < sigma_hat) = q (bart-math 3)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.7 * rng.standard_normal(50)
+    a, b = pmt.noise_prior(X, y, nu=nu, q=q)
+    A = np.column_stack([np.ones(50), X])
+    resid = y - A @ np.linalg.lstsq(A, y, rcond=None)[0]
+    sigma_hat2 = resid @ resid / (50 - 4)
+    assert a == nu / 2
+    assert stats.invgamma(a, scale=b).cdf(sigma_hat2) == pytest.approx(q, abs=1e-10)
