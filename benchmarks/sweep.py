@@ -2,12 +2,11 @@
 
 Friedman #1 (p = 10, noise sd 1) at n = 1,000 to 100,000 rows (``--sizes`` for others, up to
 1,000,000).  A sweep updates every tree once (one structural move, then the leaf draw) and the
-noise variance.  One chain on one core (the two-thread column excepted).
+noise variance.  One chain on one core.
 
 * pymc_trees kernel sweep: ``ForestSampler.cgm_sweep`` (GrowPrune, and CGM with all four
-  moves) and ``ForestSampler.pg_sweep`` (10 particles, up to ``--pg-max-n`` rows), plus the
-  conjugate sigma^2 draw, without PyMC around it; CGM once more on two threads
-  (``ForestSampler.threads = 2``, the same draws) from ``PARALLEL_MIN_ROWS`` rows on;
+  moves) and ``ForestSampler.pg_sweep`` (10 particles), plus the conjugate sigma^2 draw,
+  without PyMC around it;
 * pymc_trees in pm.sample: the wall time per iteration of ``pm.sample`` (CGMTreeStep +
   NoiseGibbs, one chain), i.e. including PyMC's per-draw overhead and storing the forests,
   with the warm start off so that its burn-in starts from single leaves like the others (the
@@ -38,15 +37,14 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 import numpy as np
 
 from pymc_trees.datasets import friedman1
-from pymc_trees.sampler import PARALLEL_MIN_ROWS, ForestSampler, TreePrior, _move_cumprobs
+from pymc_trees.sampler import ForestSampler, TreePrior, _move_cumprobs
 
 
-def time_kernel(X, y, moves, sweeps, seed=0, particles=0, threads=1):
+def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
     rng = np.random.default_rng(seed)
     offset = 0.5 * (y.max() + y.min())
     sd = (y.max() - y.min()) / (2 * 2 * np.sqrt(200))
     fs = ForestSampler(X, TreePrior(m=200), offset, sd)
-    fs.threads = threads
     cp = _move_cumprobs(moves) if not particles else None
     z = y - offset
     sigma2 = np.var(y)
@@ -159,8 +157,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="seconds per sweep of 200 trees")
     ap.add_argument("--quick", action="store_true", help="fewer sweeps")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
-    ap.add_argument("--pg-max-n", type=int, default=100_000,
-                    help="PG(10) is timed up to this n only (a sweep costs some 20 CGM sweeps)")
     a = ap.parse_args(argv)
     have = {}
     for name in ("stochtree", "bartz"):
@@ -176,30 +172,24 @@ def main(argv=None):
         sweeps = sweeps_for(n, a.quick)
         X, y, _ = friedman1(n, rng=np.random.default_rng(n))
         gp = time_kernel(X, y, {"grow": 0.5, "prune": 0.5}, sweeps)
-        moves = {"grow": .25, "prune": .25, "change": .4, "swap": .1}
-        cgm = time_kernel(X, y, moves, sweeps)
-        cgm2 = (time_kernel(X, y, moves, sweeps, threads=2) if n >= PARALLEL_MIN_ROWS
-                else float("nan"))
-        pg = (time_kernel(X, y, {}, max(5, sweeps // 4), particles=10) if n <= a.pg_max_n
-              else float("nan"))
+        cgm = time_kernel(X, y, {"grow": .25, "prune": .25, "change": .4, "swap": .1}, sweeps)
+        pg = time_kernel(X, y, {}, max(5, sweeps // 4), particles=10)
         in_pymc = time_pymc(X, y, sweeps)
         gfr = time_gfr(X, y)
         st = time_stochtree(X, y, sweeps) if have["stochtree"] else float("nan")
         bz = time_bartz(X, y, sweeps) if have["bartz"] else float("nan")
-        rows.append((n, gp, cgm, cgm2, pg, in_pymc, st, bz, gfr))
+        rows.append((n, gp, cgm, pg, in_pymc, st, bz, gfr))
         print(f"n={n}: " + " ".join(f"{v:.5f}" for v in rows[-1][1:]), flush=True)
 
     print()
-    print("seconds per sweep of m = 200 trees (Friedman #1, p = 10, one core unless said)")
-    hdr = (f"{'n':>9} | {'ours GP':>8} | {'ours CGM':>8} | {'CGM 2 threads':>13} | "
-           f"{'ours PG(10)':>11} | "
+    print("seconds per sweep of m = 200 trees (Friedman #1, p = 10, one core)")
+    hdr = (f"{'n':>9} | {'ours GP':>8} | {'ours CGM':>8} | {'ours PG(10)':>11} | "
            f"{'ours default in pm.sample':>25} | {'stochtree GP':>12} | {'bartz GP':>8} | "
            f"{'default / stochtree':>19} | {'default / bartz':>15}")
     print(hdr)
     print("-" * len(hdr))
-    for n, gp, cgm, cgm2, pg, in_pymc, st, bz, _ in rows:
-        print(f"{n:>9,} | {gp:>8.4f} | {cgm:>8.4f} | {cgm2:>13.4f} | {pg:>11.4f} | "
-              f"{in_pymc:>25.4f} | "
+    for n, gp, cgm, pg, in_pymc, st, bz, _ in rows:
+        print(f"{n:>9,} | {gp:>8.4f} | {cgm:>8.4f} | {pg:>11.4f} | {in_pymc:>25.4f} | "
               f"{st:>12.4f} | {bz:>8.4f} | {in_pymc / st:>19.2f} | {in_pymc / bz:>15.2f}")
     print("\ndefault = CGMTreeStep (grow/prune/change/swap 0.25/0.25/0.4/0.1) + NoiseGibbs, as "
           "pm.sample assigns them; ratios below 1 mean ours is faster.")

@@ -18,6 +18,7 @@ rounds).  Choices where XGBoost leaves room are in ``docs/boosting.md``.
 from __future__ import annotations
 
 import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,6 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .core import boost
 from .core.binning import make_cutpoints
 from .core.packed import predict_packed_parallel
-from .core.threads import numba_threads
 from .sampler import NODE_DTYPE, PackedForest
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
@@ -55,6 +55,22 @@ def _grad_hess(objective, margin, y, w, alphas, mds, G=None, H=None):
                     np.asarray(alphas if alphas is not None else [0.5], np.float64),
                     float(mds), G, H)
     return G, H
+
+
+@contextmanager
+def _numba_threads(n_jobs):
+    """Run numba's parallel kernels with ``n_jobs`` threads (None or 0: numba's current
+    setting; -1: all), restoring the setting afterwards; yields the number used."""
+    import numba
+
+    old = numba.get_num_threads()
+    if n_jobs is not None and n_jobs != 0:
+        top = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(max(1, min(top, n_jobs if n_jobs > 0 else top)))
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(old)
 
 
 def _weighted_quantile(y, w, q):
@@ -246,7 +262,7 @@ class _BoostedTrees(BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------
 
     def _fit(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes):
-        with numba_threads(self.n_jobs) as threads:
+        with _numba_threads(self.n_jobs) as threads:
             return self._fit_threads(X, y, sample_weight, eval_set, objective, K, alphas,
                                      n_classes, threads)
 
@@ -425,7 +441,7 @@ class _BoostedTrees(BaseEstimator):
         X = np.ascontiguousarray(X)
         stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
-        with numba_threads(self.n_jobs):
+        with _numba_threads(self.n_jobs):
             for k, fo in enumerate(self._forests):
                 col = np.empty(X.shape[0])
                 predict_packed_parallel(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X,

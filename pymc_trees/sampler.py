@@ -5,7 +5,6 @@ Plain Python around the kernels of :mod:`pymc_trees.core`; knows nothing of PyMC
 
 from __future__ import annotations
 
-import multiprocessing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +14,6 @@ from .core.cgm import cgm_sweep, forest_summary, new_scratch
 from .core.forest import (LEAF, Forest, forest_values, mask_dtype, mask_width, new_forest,
                           reweight, store_mask)
 from .core.nodes import node_availability
-from .core.threads import numba_threads
 from .core.packed import pack_forest, predict_packed
 from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
@@ -24,10 +22,6 @@ from .core.prior import max_tree_nodes, sample_prior_forest
 __all__ = ["TreePrior", "PackedForest", "NODE_DTYPE", "ForestSampler", "MOVES"]
 
 MOVES = ("grow", "prune", "change", "swap")
-# From this many training rows on, the CGM sweep's pass over the rows of a tree is split into
-# ROW_CHUNKS fixed chunks, which ForestSampler.threads > 1 sums on numba's threads.
-PARALLEL_MIN_ROWS = 50_000
-ROW_CHUNKS = 8
 
 
 @dataclass(frozen=True)
@@ -169,17 +163,6 @@ class ForestSampler:
         Constant added to the sum of trees.
     leaf_sd : float
         Prior standard deviation of every leaf value.
-
-    Attributes
-    ----------
-    row_chunks : int
-        The CGM sweep's pass over the rows of each tree is split into this many fixed chunks
-        (``ROW_CHUNKS`` from ``PARALLEL_MIN_ROWS`` training rows on, else 1).  It depends on n
-        only.
-    threads : int
-        Numba threads for those chunks (default 1; used in the main process only, not in
-        processes started by ``multiprocessing`` such as the chains of
-        ``pm.sample(cores > 1)``).  The draws are the same for any value.
     """
 
     X: np.ndarray
@@ -194,8 +177,6 @@ class ForestSampler:
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
-        self.row_chunks = ROW_CHUNKS if self.X.shape[0] >= PARALLEL_MIN_ROWS else 1
-        self.threads = 1
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
         n, p = self.X.shape
@@ -297,18 +278,13 @@ class ForestSampler:
         accepted = np.zeros(4, np.int64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
-        # threads only in the main process: numba's OpenMP threads cannot be used after a fork
-        # (the chains of pm.sample(cores > 1)); one thread gives the same draws
-        threaded = (self.row_chunks > 1 and self.threads > 1
-                    and multiprocessing.parent_process() is None)
-        with numba_threads(self.threads if threaded else None):
-            cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.split_prior, self.prior.min_leaf,
-                      self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
-                      np.ascontiguousarray(z, dtype=np.float64), omega,
-                      float(omega[0]) if same else 0.0, self._fsum,
-                      f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                      f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
-                      accepted, self.row_chunks, threaded)
+        cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.split_prior, self.prior.min_leaf,
+                  self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
+                  np.ascontiguousarray(z, dtype=np.float64), omega,
+                  float(omega[0]) if same else 0.0, self._fsum,
+                  f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
+                  f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
+                  accepted)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}

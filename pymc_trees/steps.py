@@ -448,14 +448,6 @@ class CGMTreeStep(_TreeStep):
         start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"warm_start": 0})``.
-    threads : int, default 1
-        Numba threads for the pass over the training rows of each tree, from
-        ``PARALLEL_MIN_ROWS`` (50,000) rows on (below that it runs on one thread).  The draws
-        are the same for any number of threads.  Worth it when a chain has idle cores beside
-        it, for example ``pm.sample(cores=1, cgm_tree={"threads": 2})`` on two cores (PyMC's
-        default on a 2-CPU machine runs the chains one after the other).  Chains sampled in
-        parallel processes (``pm.sample(cores > 1)``) run on one thread each: a chain has a
-        core there, and numba's OpenMP threads cannot be used after a fork.
     model : pm.Model, optional
 
     Notes
@@ -476,14 +468,10 @@ class CGMTreeStep(_TreeStep):
 
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10, threads: int = 1):
+                 warm_start: int = 10):
         self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
         self._move_cp = _move_cumprobs(self.move_probs)
-        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-            raise ValueError(f"threads must be a positive integer; got {threads!r}. Use "
-                             "cgm_tree={'threads': 2} to sum each tree's rows on two threads.")
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
-        self.sampler.threads = int(threads)
 
     def _sweep(self, z, omega):
         return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)

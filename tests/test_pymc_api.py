@@ -376,38 +376,3 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
     assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior
     with pytest.raises(ValueError, match="keep_values must be True, False or None"):
         _keep_values_fit("no")
-
-
-def test_cgm_threads_option_is_checked_and_reaches_the_sweep():
-    X = np.random.default_rng(0).uniform(size=(60, 2))
-    with pm.Model():
-        f = pmt.BARTTree("f", X, Y=X[:, 0], m=3)
-        pm.Normal("y", mu=f, sigma=1.0, observed=X[:, 0])
-        for bad in (0, 1.5, True):
-            with pytest.raises(ValueError, match="threads must be a positive integer"):
-                pmt.CGMTreeStep([f], threads=bad)
-        assert pmt.CGMTreeStep([f], threads=2).sampler.threads == 2
-
-
-def test_cgm_threads_in_parallel_chains_after_threads_in_the_parent():
-    """A threaded sweep in this process, then chains in forked processes asking for threads:
-    the chains run on one thread (OpenMP cannot be used after a fork) and give the same draws
-    as sequential chains on two threads."""
-    rng = np.random.default_rng(4)
-    X = rng.uniform(size=(400, 3))
-    y = np.sin(4 * X[:, 0]) + 0.3 * rng.standard_normal(400)
-
-    def run(cores):
-        with pm.Model():
-            f = pmt.BARTTree("f", X, Y=y, m=5)
-            pm.Normal("y", mu=f, sigma=0.3, observed=y)
-            step = pmt.CGMTreeStep([f], threads=2, warm_start=0)
-            step.sampler.row_chunks = 8  # as from PARALLEL_MIN_ROWS rows on
-            return pm.sample(draws=15, tune=5, chains=2, cores=cores, step=step,
-                             random_seed=9, progressbar=False,
-                             compute_convergence_checks=False)
-
-    sequential = run(1)  # threads used here, in the parent
-    parallel = run(2)
-    np.testing.assert_array_equal(sequential.posterior["f"].values,
-                                  parallel.posterior["f"].values)

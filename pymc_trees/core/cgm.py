@@ -476,77 +476,10 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alph
 
 
 @numba.njit(cache=True)
-def _row_chunk(c, t, m, nk, leaf_of_row, value, r, omega, omega_const, accs):
-    """Chunk ``c`` of ``accs.shape[0]`` of the row pass for tree ``t``: rows ``c * size`` to
-    ``(c + 1) * size`` (size = ceil(n / chunks)), summed into ``accs[c]`` in four interleaved
-    partial sums (rows i mod 4) of (W, S) per leaf."""
-    n = r.shape[0]
-    size = (n + accs.shape[0] - 1) // accs.shape[0]
-    tp = t - 1 if t > 0 else m - 1
-    back = 1.0 if t > 0 else 0.0
-    wc = omega_const > 0.0
-    acc = accs[c]
-    for j in range(8 * nk):
-        acc[j] = 0.0
-    a = min(n, c * size)
-    e = min(n, a + size)
-    e4 = e - ((e - a) & 3)
-    for i0 in range(a, e4, 4):
-        for j in range(4):
-            i = i0 + j
-            k = leaf_of_row[t, i]
-            ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-            r[i] = ri
-            wi = 1.0 if wc else omega[i]
-            acc[2 * j * nk + k] += wi
-            acc[(2 * j + 1) * nk + k] += wi * ri
-    for i in range(e4, e):
-        k = leaf_of_row[t, i]
-        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-        r[i] = ri
-        wi = 1.0 if wc else omega[i]
-        acc[k] += wi
-        acc[nk + k] += wi * ri
-
-
-@numba.njit(cache=True, parallel=True)
-def _row_chunks_threaded(t, m, nk, leaf_of_row, value, r, omega, omega_const, accs):
-    """Every chunk of the row pass (``_row_chunk``), on numba's threads."""
-    for c in numba.prange(accs.shape[0]):
-        _row_chunk(c, t, m, nk, leaf_of_row, value, r, omega, omega_const, accs)
-
-
-@numba.njit(cache=True)
-def _row_pass_chunks(t, m, nk, leaf_of_row, value, r, omega, omega_const, accs, threaded, W,
-                     S):
-    """The row pass of ``cgm_sweep`` for tree ``t`` in ``accs.shape[0]`` fixed chunks of
-    rows, on numba's threads when ``threaded``, then the chunks' sums added in their order.
-    Each chunk's arithmetic and the order of the final additions depend on n only, so every
-    sum, hence every draw, is the same with or without threads and for any number of them."""
-    nch = accs.shape[0]
-    if threaded:
-        _row_chunks_threaded(t, m, nk, leaf_of_row, value, r, omega, omega_const, accs)
-    else:
-        for c in range(nch):
-            _row_chunk(c, t, m, nk, leaf_of_row, value, r, omega, omega_const, accs)
-    scale = omega_const if omega_const > 0.0 else 1.0
-    for k in range(nk):
-        w = 0.0
-        sr = 0.0
-        for c in range(nch):
-            acc = accs[c]
-            w += (acc[k] + acc[2 * nk + k]) + (acc[4 * nk + k] + acc[6 * nk + k])
-            sr += (acc[nk + k] + acc[3 * nk + k]) + (acc[5 * nk + k] + acc[7 * nk + k])
-        W[k] = scale * w
-        S[k] = scale * sr
-
-
-@numba.njit(cache=True)
 def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
               omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
               amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS,
-              nwav, nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted,
-              n_chunks=1, threaded=False):
+              nwav, nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -566,19 +499,12 @@ def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, mo
         residual (the new sum, up to rounding).
     proposed, accepted : ndarray of shape (4,), dtype int64
         Incremented per move type (impossible moves are not counted as proposed).
-    n_chunks : int
-        1: the pass over the rows of each tree in one piece; above 1, the rows are split into
-        that many fixed chunks (``_row_pass_chunks``).  The draws depend on ``n_chunks``.
-    threaded : bool
-        With ``n_chunks > 1``, the chunks run on numba's threads.  The draws do not depend on
-        it, nor on the number of threads.
     """
     m, n = leaf_of_row.shape
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
     K = W.shape[0]
     acc = np.zeros(8 * K)
-    accs = np.zeros((max(n_chunks, 1), 8 * K))
     n4 = n - (n & 3)
     # r: the residual against every tree but the one being updated
     for i in range(n):
@@ -589,54 +515,50 @@ def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, mo
         # consecutive rows in the same leaf do not wait on each other's additions; with equal
         # row precisions (omega_const > 0) W is that precision times the leaf's row count
         nk = n_nodes[t]
-        if n_chunks > 1:
-            _row_pass_chunks(t, m, nk, leaf_of_row, value, r, omega, omega_const, accs,
-                             threaded, W, S)
+        for j in range(4):
+            for k in range(nk):
+                acc[2 * j * K + k] = 0.0
+                acc[(2 * j + 1) * K + k] = 0.0
+        tp = t - 1 if t > 0 else m - 1
+        back = 1.0 if t > 0 else 0.0
+        if omega_const > 0.0:
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[2 * j * K + k] += 1.0
+                    acc[(2 * j + 1) * K + k] += ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += 1.0
+                acc[K + k] += ri
+            for k in range(nk):
+                W[k] = omega_const * ((acc[k] + acc[2 * K + k])
+                                      + (acc[4 * K + k] + acc[6 * K + k]))
+                S[k] = omega_const * ((acc[K + k] + acc[3 * K + k])
+                                      + (acc[5 * K + k] + acc[7 * K + k]))
         else:
-            for j in range(4):
-                for k in range(nk):
-                    acc[2 * j * K + k] = 0.0
-                    acc[(2 * j + 1) * K + k] = 0.0
-            tp = t - 1 if t > 0 else m - 1
-            back = 1.0 if t > 0 else 0.0
-            if omega_const > 0.0:
-                for i0 in range(0, n4, 4):
-                    for j in range(4):
-                        i = i0 + j
-                        k = leaf_of_row[t, i]
-                        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                        r[i] = ri
-                        acc[2 * j * K + k] += 1.0
-                        acc[(2 * j + 1) * K + k] += ri
-                for i in range(n4, n):
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
                     k = leaf_of_row[t, i]
                     ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
                     r[i] = ri
-                    acc[k] += 1.0
-                    acc[K + k] += ri
-                for k in range(nk):
-                    W[k] = omega_const * ((acc[k] + acc[2 * K + k])
-                                          + (acc[4 * K + k] + acc[6 * K + k]))
-                    S[k] = omega_const * ((acc[K + k] + acc[3 * K + k])
-                                          + (acc[5 * K + k] + acc[7 * K + k]))
-            else:
-                for i0 in range(0, n4, 4):
-                    for j in range(4):
-                        i = i0 + j
-                        k = leaf_of_row[t, i]
-                        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                        r[i] = ri
-                        acc[2 * j * K + k] += omega[i]
-                        acc[(2 * j + 1) * K + k] += omega[i] * ri
-                for i in range(n4, n):
-                    k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                    r[i] = ri
-                    acc[k] += omega[i]
-                    acc[K + k] += omega[i] * ri
-                for k in range(nk):
-                    W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
-                    S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
+                    acc[2 * j * K + k] += omega[i]
+                    acc[(2 * j + 1) * K + k] += omega[i] * ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += omega[i]
+                acc[K + k] += omega[i] * ri
+            for k in range(nk):
+                W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
+                S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
         u = rng.random()
         move = GROW
         while move < SWAP and u >= move_cp[move]:
