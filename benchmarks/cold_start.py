@@ -7,9 +7,10 @@ compilation cache and Python's bytecode caches (``__pycache__``); the runs after
 user sees on every later start.  Printed: the import time, the time to the first draw (import
 included) and the whole process.
 
-The child runs without ``PYTHONDONTWRITEBYTECODE`` (this machine kind sets it, so that no
-``.pyc`` file is ever written and every import compiles its module from source, which a
-user's installation does not do); ``--no-bytecode-cache`` keeps the variable as it is.
+The child runs without ``PYTHONDONTWRITEBYTECODE`` (this machine kind sets it, so that in a
+fresh environment no ``.pyc`` file is ever written and every import compiles its module from
+source, which a user's installation does not do); ``--no-bytecode-cache`` keeps the variable
+as it is (Python still reads ``.pyc`` files that exist).
 
 Run: ``python benchmarks/cold_start.py`` (``--runs 3`` by default after the cache-filling one).
 """

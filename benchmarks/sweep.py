@@ -5,8 +5,8 @@ Friedman #1 (p = 10, noise sd 1) at n = 1,000 to 100,000 rows (``--sizes`` for o
 noise variance.  One chain on one core.
 
 * pymc_trees kernel sweep: ``ForestSampler.cgm_sweep`` (GrowPrune, and CGM with all four
-  moves) and ``ForestSampler.pg_sweep`` (10 particles), plus the conjugate sigma^2 draw,
-  without PyMC around it;
+  moves) and ``ForestSampler.pg_sweep`` (10 particles, up to ``--pg-max-n`` rows), plus the
+  conjugate sigma^2 draw, without PyMC around it;
 * pymc_trees in pm.sample: the wall time per iteration of ``pm.sample`` (CGMTreeStep +
   NoiseGibbs, one chain), i.e. including PyMC's per-draw overhead and storing the forests,
   with the warm start off so that its burn-in starts from single leaves like the others (the
@@ -157,6 +157,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="seconds per sweep of 200 trees")
     ap.add_argument("--quick", action="store_true", help="fewer sweeps")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--pg-max-n", type=int, default=100_000,
+                    help="PG(10) is timed up to this n only (a sweep costs some 20 CGM sweeps)")
     a = ap.parse_args(argv)
     have = {}
     for name in ("stochtree", "bartz"):
@@ -173,7 +175,8 @@ def main(argv=None):
         X, y, _ = friedman1(n, rng=np.random.default_rng(n))
         gp = time_kernel(X, y, {"grow": 0.5, "prune": 0.5}, sweeps)
         cgm = time_kernel(X, y, {"grow": .25, "prune": .25, "change": .4, "swap": .1}, sweeps)
-        pg = time_kernel(X, y, {}, max(5, sweeps // 4), particles=10)
+        pg = (time_kernel(X, y, {}, max(5, sweeps // 4), particles=10) if n <= a.pg_max_n
+              else float("nan"))
         in_pymc = time_pymc(X, y, sweeps)
         gfr = time_gfr(X, y)
         st = time_stochtree(X, y, sweeps) if have["stochtree"] else float("nan")
