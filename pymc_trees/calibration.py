@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-# scipy.special, not scipy.stats (whose import alone takes about a second): the same
+# scipy.special, not scipy.stats (a slow import that nothing else here needs): the same
 # functions scipy.stats calls for these quantiles
 from scipy.special import gammaincinv, ndtri
 
