@@ -15,6 +15,7 @@ from .core.forest import (LEAF, Forest, forest_values, mask_dtype, mask_width, n
                           reweight, store_mask)
 from .core.nodes import node_availability
 from .core.packed import pack_forest, predict_packed
+from .core import general as gk
 from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
 from .core.prior import max_tree_nodes, sample_prior_forest
@@ -133,6 +134,20 @@ class PackedForest:
 
     def __repr__(self) -> str:
         return f"PackedForest(m={self.m}, nodes={self.nodes.size})"
+
+
+def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``loglik(f, derivatives=True)`` as float64 arrays: NaN log-likelihoods become -inf
+    (zero density); non-finite first derivatives become 0, and curvatures that are not
+    finite and positive become 0 (they only shape the proposals)."""
+    ll, g, h = loglik(f, derivatives=True)
+    ll = np.array(ll, dtype=np.float64)
+    ll[np.isnan(ll)] = -np.inf
+    g = np.array(g, dtype=np.float64)
+    g[~np.isfinite(g)] = 0.0
+    h = np.array(h, dtype=np.float64)
+    h[~(np.isfinite(h) & (h > 0.0))] = 0.0
+    return ll, g, h
 
 
 def _move_cumprobs(move_probs: dict[str, float]) -> np.ndarray:
@@ -288,6 +303,170 @@ class ForestSampler:
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
+
+    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray
+                      ) -> dict[str, float]:
+        """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
+        for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
+        values come from Newton proposals (:mod:`pymc_trees.core.general`), accepted with the
+        exact log-likelihood, then a Metropolis-Hastings update of each of its leaf values.
+
+        Parameters
+        ----------
+        loglik : callable
+            ``loglik(f, derivatives=True)`` with ``f`` of shape (n,), the term's value at the
+            training rows (offset included), returns ``(l, g, h)``, each of shape (n,): every
+            row's log-likelihood, its first derivative and its negated second derivative in
+            the row's own ``f_i``.  Non-finite derivatives count as 0 and negative ``h`` as 0
+            (they only shape the proposals); a NaN log-likelihood counts as -inf, which
+            rejects the proposal.
+        move_cumprobs : ndarray of shape (4,)
+            Cumulative probabilities of grow, prune, change, swap.
+
+        Returns
+        -------
+        dict
+            Acceptance rate of every move type (NaN when never proposed) and of the leaf
+            updates (``accept_leaf``).
+        """
+        f = self.forest
+        needed = int(f.n_nodes.max()) + 2
+        if needed > f.capacity:
+            f.ensure_capacity(needed)
+            self._alloc_scratch()
+        n, m = self.n, f.m
+        (_, idx, hist, lo, hi, G, H, nV, spare, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,
+         nmask) = self._scratch
+        K = G.size
+        spare2, Ga, Ha = np.zeros(K), np.zeros(K), np.zeros(K)
+        keep = np.zeros(K, np.int64)
+        out_i = np.zeros(8, np.int64)
+        out_f = np.zeros(5)
+        prec0 = self.prec0
+        pr = self.prior
+        cp = np.asarray(move_cumprobs, dtype=np.float64)
+        pg, pp = float(cp[0]), float(cp[1] - cp[0])
+        f_cur = self.values()
+        ll_cur, g_cur, h_cur = _row_derivatives(loglik, f_cur)
+        if not np.all(np.isfinite(ll_cur)):
+            bad = int(np.flatnonzero(~np.isfinite(ll_cur))[0])
+            raise ValueError(f"The log-likelihood of row {bad} is {ll_cur[bad]} at the current "
+                             "value of the term; the tree moves need a state of positive "
+                             "density (check the initial point and the observed data).")
+        f_prop = f_cur.copy()
+        tv = np.empty(n)
+        proposed = np.zeros(5, np.int64)
+        accepted = np.zeros(5, np.int64)
+        Xb, XbT, ncuts, sp = self.Xb, self._XbT, self.ncuts, self.split_prior
+
+        def evaluate(rows, logr_rest, reverse):
+            """Finish the log ratio of a move that changes the term at ``rows`` to
+            ``f_prop``; on acceptance the state's row arrays take the proposal's."""
+            ll, g, h = _row_derivatives(loglik, f_prop)
+            gc = g + h * (f_prop - f_minus)
+            logr = (logr_rest + float(ll[rows].sum() - ll_cur[rows].sum())
+                    + reverse(gc, h))
+            u = rng.random()
+            if logr == logr and (logr >= 0.0 or u < np.exp(logr)):
+                f_cur[rows] = f_prop[rows]
+                ll_cur[rows] = ll[rows]
+                g_cur[rows] = g[rows]
+                h_cur[rows] = h[rows]
+                return True
+            return False
+
+        for t in range(m):
+            gk.tree_values(t, f.value, f.leaf_of_row, tv)
+            f_minus = f_cur - tv
+            gc = g_cur + h_cur * tv
+            ok = False
+            u = rng.random()
+            move = 0
+            while move < 3 and u >= cp[move]:
+                move += 1
+            if move == 0:
+                st = gk.grow_propose(rng, t, Xb, XbT, ncuts, pr.min_leaf, sp, pr.alpha, pr.beta,
+                                     prec0, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
+                                     f.wavail, f.amask, f.leaf_of_row, f.value, f.n_nodes, gc,
+                                     h_cur, idx, hist, lo, hi, nmask, tmp, out_i, out_f)
+                if st == 1:
+                    ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
+                    rows = idx[:cnt].copy()
+                    f_prop[rows[:mid]] = f_minus[rows[:mid]] + out_f[0]
+                    f_prop[rows[mid:]] = f_minus[rows[mid:]] + out_f[1]
+                    mu_l = float(f.value[t, ell])
+                    ok = evaluate(rows, out_f[2], lambda gcp, hp: gk.group_log_q(
+                        rows, 0, cnt, gcp, hp, mu_l, prec0))
+                    if ok:
+                        gk.grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
+                                       f.depth, f.wavail, f.amask, f.n_nodes, f.free, f.n_free,
+                                       f.leaf_of_row, f.value, idx, nmask, out_i, out_f)
+                    f_prop[rows] = f_cur[rows]
+            elif move == 1:
+                st = gk.prune_propose(rng, t, pr.alpha, pr.beta, prec0, pg, pp, f.var, f.left,
+                                      f.right, f.parent, f.depth, f.wavail, f.n_nodes,
+                                      f.leaf_of_row, f.value, gc, h_cur, idx, out_i, out_f)
+                if st == 1:
+                    node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
+                    rows = idx[:cnt].copy()
+                    f_prop[rows] = f_minus[rows] + out_f[0]
+                    mu_lr = (float(f.value[t, f.left[t, node]]),
+                             float(f.value[t, f.right[t, node]]))
+                    ok = evaluate(rows, out_f[1], lambda gcp, hp: (
+                        gk.group_log_q(rows, 0, mid, gcp, hp, mu_lr[0], prec0)
+                        + gk.group_log_q(rows, mid, cnt, gcp, hp, mu_lr[1], prec0)))
+                    if ok:
+                        gk.prune_commit(t, f.var, f.left, f.right, f.free, f.n_free,
+                                        f.leaf_of_row, f.value, idx, out_i, out_f)
+                    f_prop[rows] = f_cur[rows]
+            else:
+                st = gk.restructure_propose(
+                    rng, move == 3, t, Xb, XbT, ncuts, pr.min_leaf, sp, pr.alpha, pr.beta, prec0,
+                    f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
+                    f.n_nodes, f.leaf_of_row, f.value, gc, h_cur, idx, hist, lo, hi, nV, nwav,
+                    nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f)
+                if st == 1:
+                    root, cnt = int(out_i[0]), int(out_i[1])
+                    rows = idx[:cnt].copy()
+                    gk.restructure_values(t, root, f.var, f.left, f.right, f.value,
+                                          f.leaf_of_row, idx, nV, seg_s, seg_e, stack, f_cur,
+                                          f_prop)
+                    ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
+                        t, root, f.var, f.left, f.right, f.value, f.leaf_of_row, idx, cnt, gcp,
+                        hp, prec0, Ga, Ha, stack))
+                    if ok:
+                        gk.restructure_commit(t, root, f.var, f.left, f.right, f.wavail,
+                                              f.ncut, f.leaf_of_row, idx, f.value[t], nV, spare,
+                                              spare2, nwav, nnc, seg_s, seg_e, stack, f.amask,
+                                              nmask)
+                    else:
+                        gk.restructure_revert(t, f.var, f.cut, f.left, f.right, out_i)
+                    f_prop[rows] = f_cur[rows]
+            if st >= 0:
+                proposed[move] += 1
+                accepted[move] += ok
+            # the leaves, one Metropolis-Hastings update each, from the current state
+            gk.tree_values(t, f.value, f.leaf_of_row, tv)
+            np.multiply(h_cur, tv, out=gc)
+            gc += g_cur
+            gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, G, H)
+            gk.leaf_proposals(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0, nV,
+                              f_cur, f_prop)
+            ll, g, h = _row_derivatives(loglik, f_prop)
+            gcp = g + h * (f_prop - f_minus)
+            a, tot = gk.leaf_decisions(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H,
+                                       prec0, nV, ll_cur, ll, gcp, h, Ga, Ha, spare, keep)
+            moved = keep[f.leaf_of_row[t]] == 1
+            f_cur[moved] = f_prop[moved]
+            ll_cur[moved] = ll[moved]
+            g_cur[moved] = g[moved]
+            h_cur[moved] = h[moved]
+            f_prop[:] = f_cur
+            accepted[4] += a
+            proposed[4] += tot
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = accepted / proposed
+        return {f"accept_{name}": float(rates[i]) for i, name in enumerate((*MOVES, "leaf"))}
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                  num_particles: int) -> dict[str, float]:

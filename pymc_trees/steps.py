@@ -25,7 +25,8 @@ from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
 from .core.forest import LEAF, split_prior_gibbs
 from .sampler import MOVES, ForestSampler, _move_cumprobs
-from .structure import ModelStructureError, level_shifts, noise_likelihood, tree_likelihood
+from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
+                        noise_likelihood, tree_likelihood)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
            "split_prior_rvs", "split_concentration_rvs"]
@@ -276,9 +277,21 @@ class _TreeStep(BlockedStep):
             lp = model.logp(vars=[conc[0], split[0]], jacobian=True)
             self._conc_logp = model.compile_fn(lp, inputs=[cval, model.rvs_to_values[split[0]]],
                                                on_unused_input="ignore", point_fn=False)
-        self.likelihood = tree_likelihood(model, rv, self.sampler.n)
-        _check_link(rv, self.likelihood)
-        self.level_shifts = level_shifts(model, rv, self.likelihood)
+        try:
+            self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+        except NotAugmentable as err:
+            if self.sampler_kind != "cgm":
+                raise ModelStructureError(
+                    f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
+                    f"the forms above. For any other likelihood use the default tree step: "
+                    f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
+                    f"likelihood, bart-math section 9).") from None
+            self.likelihood = general_likelihood(model, rv, self.sampler.n)
+        if self.likelihood.family == "general":
+            self.level_shifts = []
+        else:
+            _check_link(rv, self.likelihood)
+            self.level_shifts = level_shifts(model, rv, self.likelihood)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
         self.stats_dtypes_shapes = sds
@@ -311,6 +324,8 @@ class _TreeStep(BlockedStep):
 
     def step(self, point):
         lik = self.likelihood
+        if lik.family == "general":
+            return self._general_step(point)
         if lik.family == "normal":
             z, omega = lik.pseudo_data(point, self.sampler.offset)
         else:
@@ -328,6 +343,32 @@ class _TreeStep(BlockedStep):
             stats = self._warm_stats()
         else:
             stats = self._sweep(z, omega)
+        return self._finish(point, stats, warm)
+
+    def _general_step(self, point):
+        """The tree update for a likelihood without an exact augmentation (bart-math 9)."""
+        if self._scale_name is not None:
+            self.sampler.leaf_sd = self._leaf_sd_at(point)
+        if self._split_name is not None:
+            self.sampler.set_split_weights(self._split_fn(point))
+        loglik = self.likelihood.bind(point)
+        warm = self.tune and self._warm_left > 0
+        if warm:
+            # a grow-from-root sweep against the Newton pseudo-data at the current values:
+            # z = f + g / h with precisions h (rows without curvature carry no weight)
+            self._warm_left -= 1
+            f = self.sampler.values()
+            _, g, h = loglik(f, derivatives=True)
+            ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
+            omega = np.where(ok, h, 0.0)
+            z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - self.sampler.offset
+            self.sampler.gfr_sweep(self.rng, z, omega)
+            stats = {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
+        else:
+            stats = self.sampler.general_sweep(self.rng, loglik, self._move_cp)
+        return self._finish(point, stats, warm)
+
+    def _finish(self, point, stats, warm):
         new_point = dict(point)
         for shift in self.level_shifts:
             k = shift.ratio(new_point, self.sampler.n)
@@ -462,7 +503,7 @@ class CGMTreeStep(_TreeStep):
     name = "cgm_tree"
     sampler_kind = "cgm"
     stats_dtypes_shapes = {
-        **{f"accept_{mv}": (np.float64, []) for mv in MOVES},
+        **{f"accept_{mv}": (np.float64, []) for mv in (*MOVES, "leaf")},
         **_TreeStep.stats_dtypes_shapes,
     }
 
@@ -474,10 +515,12 @@ class CGMTreeStep(_TreeStep):
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
     def _sweep(self, z, omega):
-        return self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+        stats = self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+        stats["accept_leaf"] = np.nan  # leaves are drawn exactly
+        return stats
 
     def _warm_stats(self):
-        return {f"accept_{mv}": np.nan for mv in MOVES}
+        return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
 
 
 class PGTreeStep(_TreeStep):

@@ -26,7 +26,8 @@ from pytensor.tensor.shape import SpecifyShape
 
 from .core import augment
 
-__all__ = ["ModelStructureError", "tree_likelihood", "noise_likelihood", "level_shifts",
+__all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
+           "GeneralLikelihood", "noise_likelihood", "level_shifts",
            "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
 
 LIKELIHOOD_FORMS = (
@@ -51,6 +52,11 @@ TREE_SUPPORTED = (
 
 class ModelStructureError(ValueError):
     """The model does not have the structure a step method needs."""
+
+
+class NotAugmentable(ModelStructureError):
+    """The tree term enters one observed likelihood, but not in a form with an exact
+    augmentation (bart-math section 8); the general tree step (section 9) may apply."""
 
 
 def _depends_on(var, target) -> bool:
@@ -312,14 +318,14 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
             f"{obs.name!r} depends on {name!r} but is not observed.\n{TREE_SUPPORTED}")
     family, link, eta, params, problem = _read_form(obs, f_rv)
     if problem is not None:
-        raise ModelStructureError(f"{name!r} enters {obs.name!r}, but {problem}.\n"
+        raise NotAugmentable(f"{name!r} enters {obs.name!r}, but {problem}.\n"
                                   f"{TREE_SUPPORTED}")
     for label, par in params:
         if _depends_on(par, f_rv):
-            raise ModelStructureError(f"The {label} of {obs.name!r} depends on {name!r}.\n"
+            raise NotAugmentable(f"The {label} of {obs.name!r} depends on {name!r}.\n"
                                       f"{TREE_SUPPORTED}")
     if (msg := _affine_problem(eta, f_rv)) is not None:
-        raise ModelStructureError(f"The linear predictor of {obs.name!r} is not affine in "
+        raise NotAugmentable(f"The linear predictor of {obs.name!r} is not affine in "
                                   f"{name!r}: found {msg}.\n{TREE_SUPPORTED}")
     zeros = pt.zeros_like(f_rv)
     a = graph_replace(eta, {f_rv: zeros}, strict=False)
@@ -343,6 +349,107 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
                 f"({n},); every row of the likelihood must match one row of X.\n"
                 f"{TREE_SUPPORTED}")
     return lik
+
+
+@dataclass
+class GeneralLikelihood:
+    """The observed likelihood of a tree term that has no exact augmentation, compiled for
+    the reversible-jump tree moves of bart-math section 9.
+
+    ``bind(point)`` returns ``loglik(f, derivatives=False)``: the row log-likelihoods, shape
+    (n,), at the term's values ``f`` (shape (n,)) with every other variable at the point, and
+    with ``derivatives=True`` also the first and the negated second derivative of every row's
+    log-likelihood in its own ``f_i`` (from the PyTensor graph, ``pytensor.grad``)."""
+
+    observed_name: str
+    observed: object
+    n: int
+    f_name: str
+    _fn: Callable
+    _dfn: Callable
+    family: str = "general"
+    link: str | None = None
+
+    def reset(self) -> None:
+        """Nothing is cached between draws (kept for the tree step's chain set-up)."""
+
+    def bind(self, point: dict) -> Callable:
+        values = {**point}
+        name = self.f_name
+
+        def loglik(f, derivatives: bool = False):
+            values[name] = f
+            if derivatives:
+                return tuple(np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n,))
+                             for x in self._dfn(values))
+            return np.broadcast_to(np.asarray(self._fn(values), dtype=np.float64), (self.n,))
+
+        return loglik
+
+
+def general_likelihood(model, f_rv, n: int) -> GeneralLikelihood:
+    """Compile the likelihood of tree term ``f_rv`` for the general tree step.
+
+    ``f_rv`` must enter exactly one observed variable whose log density is a sum over rows in
+    which row i depends on the term only through ``f_i`` (checked at the initial point: moving
+    f at half of the rows leaves the other rows' log densities unchanged).  Raises
+    :class:`ModelStructureError` otherwise."""
+    deps = _dependents(model, f_rv)
+    name = f_rv.name
+    if len(deps) != 1 or deps[0] not in model.observed_RVs:
+        found = ", ".join(d.name or str(d) for d in deps) or "none"
+        raise ModelStructureError(
+            f"{name!r} must enter exactly one observed likelihood and nothing else; variables "
+            f"that depend on it: {found}.")
+    obs = deps[0]
+    f_value = model.rvs_to_values[f_rv]
+    lp = model.logp(vars=[obs], sum=False)[0]
+    if lp.ndim != 1:
+        raise ModelStructureError(
+            f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
+            f"{name!r} needs one value per row of X (shape ({n},)).")
+    lp = pt.broadcast_to(lp, (n,))
+    g = pytensor.grad(pt.sum(lp), f_value)
+    h = -pytensor.grad(pt.sum(g), f_value)
+    lik = GeneralLikelihood(observed_name=obs.name, observed=obs, n=n, f_name=f_value.name,
+                            _fn=_compile_values(model, [lp]),
+                            _dfn=_compile_values(model, [lp, g, h]))
+    point = model.initial_point()
+    f0 = np.asarray(point[f_value.name], dtype=np.float64)
+    loglik = lik.bind(point)
+    base = loglik(f0)
+    if base.shape != (n,):
+        raise ModelStructureError(f"The log density of {obs.name!r} has shape {base.shape}; "
+                                  f"{name!r} has shape ({n},).")
+    moved = np.random.default_rng(0).random(n) < 0.5
+    probe = loglik(np.where(moved, f0 + 0.3, f0))
+    same = (probe == base) | (np.isnan(probe) & np.isnan(base))
+    if not np.all(same[~moved]):
+        raise ModelStructureError(
+            f"In {obs.name!r} a row's log density depends on the values of {name!r} at other "
+            "rows; the tree step needs each row to depend on its own value f_i only (an "
+            "elementwise link such as pm.math.exp(f) is fine, a sum or a softmax over rows "
+            "is not).")
+    return lik
+
+
+def _compile_values(model, outs):
+    """A compiled function of a dict of value variables (the model's point)."""
+    names = [v.name for v in model.value_vars]
+    fn = pytensor.function(list(model.value_vars), outs, on_unused_input="ignore")
+    fn.trust_input = False
+    return _Bound(fn, names, len(outs))
+
+
+class _Bound:
+    """Picklable wrapper: the compiled function called with a dict of values."""
+
+    def __init__(self, fn, names, k):
+        self.fn, self.names, self.k = fn, names, k
+
+    def __call__(self, values):
+        out = self.fn(*(values[k] for k in self.names))
+        return out[0] if self.k == 1 else out
 
 
 @dataclass

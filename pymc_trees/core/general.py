@@ -1,0 +1,531 @@
+"""Tree moves for any likelihood: reversible-jump proposals with Newton (Laplace) leaf
+proposals (bart-math section 9, after Linero 2022).
+
+The leaf values cannot be integrated out, so a structural move of tree t proposes values for
+the leaves it creates, and the acceptance ratio uses the exact log-likelihood.  The kernels
+here know nothing of the likelihood: they propose, and the caller evaluates the row
+log-likelihoods and their derivatives at the proposed values of the term, finishes the ratio
+and decides (:meth:`ForestSampler.general_sweep`).
+
+**The proposal of a leaf's value.**  In a state of the chain, every row i has the
+log-likelihood ``l_i`` of the term's value ``f_i``, its derivative ``g_i`` and its curvature
+``h_i = max(-l_i'', 0)`` there, and ``c_i``, tree t's current value at row i.  A leaf that a
+move creates from that state, holding rows N, gets the proposal of one Newton step on
+log-likelihood plus log-prior (leaf prior ``Normal(0, 1/prec0)``) from the rows' current
+values:
+
+    q(mu) = Normal(G / P, 1 / P),   G = sum_N (g_i + h_i c_i),   P = prec0 + sum_N h_i.
+
+This is a fixed function of the state the move starts in, so the reverse move builds its
+proposal the same way from the proposed state: the caller evaluates the derivatives there
+(in the same call as the log-likelihood) and adds the reverse proposal densities.  The
+kernels take ``gc = g + h c`` and ``h`` per row and return everything else of the log
+ratio: the structural factors of the CGM moves (:mod:`pymc_trees.core.cgm`), the leaf
+priors of the removed and created leaves, and the forward proposal densities.  For a Gaussian
+likelihood the Newton step is exact from any point: q is the leaf's exact conditional.
+
+Leaf values are then updated leaf by leaf by Metropolis-Hastings with the same Newton
+proposal from the current value (:func:`leaf_proposals`, :func:`leaf_decisions`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE, _collect_subtree_rows,
+                  _commit_subtree, _count, _partition, _pick, _prior_subtree)
+from .forest import LEAF, load_mask, store_mask
+from .nodes import (alloc_node, availability_from_hist, count_bins, draw_rule, free_node,
+                    log_1m_psplit, log_psplit, split_node)
+
+__all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
+           "grow_propose", "grow_commit", "prune_propose", "prune_commit", "restructure_propose", "restructure_values",
+           "restructure_commit", "restructure_revert", "leaf_proposals", "leaf_decisions",
+           "tree_values"]
+
+
+@numba.njit(cache=True)
+def leaf_gh(t, leaf_of_row, n_nodes, g, h, G, H):
+    """Per-leaf sums ``G[k]``, ``H[k]`` of g and h over the rows of every leaf of tree t."""
+    for k in range(n_nodes[t]):
+        G[k] = 0.0
+        H[k] = 0.0
+    for i in range(leaf_of_row.shape[1]):
+        k = leaf_of_row[t, i]
+        G[k] += g[i]
+        H[k] += h[i]
+
+
+@numba.njit(cache=True, inline="always")
+def log_prior(mu, prec0):
+    """``log Normal(mu; 0, 1/prec0)``."""
+    return 0.5 * math.log(prec0 / (2.0 * math.pi)) - 0.5 * prec0 * mu * mu
+
+
+@numba.njit(cache=True, inline="always")
+def log_q(mu, G, H, prec0):
+    """``log Normal(mu; G/P, 1/P)`` with ``P = H + prec0``: the proposal density."""
+    P = H + prec0
+    d = mu - G / P
+    return 0.5 * math.log(P / (2.0 * math.pi)) - 0.5 * P * d * d
+
+
+@numba.njit(cache=True, inline="always")
+def _draw_q(rng, G, H, prec0):
+    P = H + prec0
+    return G / P + rng.standard_normal() / math.sqrt(P)
+
+
+@numba.njit(cache=True)
+def group_log_q(idx, start, end, gc, h, mu, prec0):
+    """``log q(mu)`` for the proposal built from the rows ``idx[start:end]``."""
+    G = 0.0
+    H = 0.0
+    for q in range(start, end):
+        i = idx[q]
+        G += gc[i]
+        H += h[i]
+    return log_q(mu, G, H, prec0)
+
+
+@numba.njit(cache=True)
+def tree_values(t, value, leaf_of_row, out):
+    """``out[i]`` = the value of tree t at training row i."""
+    for i in range(leaf_of_row.shape[1]):
+        out[i] = value[t, leaf_of_row[t, i]]
+
+
+@numba.njit(cache=True)
+def grow_propose(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
+                 left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
+                 idx, hist, lo, hi, nmask, tmp, out_i, out_f):
+    """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
+    rule from the prior, the children's values from their q.
+
+    Returns -1 when no leaf can split, else 1 (the caller evaluates the likelihood).  Fills
+    ``idx[:cnt]`` with the leaf's rows (the left child's first), ``out_i = (leaf, v, c, nc,
+    cnt, mid)``, ``out_f = (mu_L, mu_R, log ratio without the log-likelihood)``, and the
+    children's available cutpoints in the last two rows of ``nmask``.  ``G``, ``H`` hold the
+    current leaves' sums (:func:`leaf_gh`)."""
+    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    if b == 0:
+        return -1
+    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = _pick(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == ell
+    load_mask(amask, t, ell, lo, hi)
+    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
+    mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
+    GL = 0.0
+    HL = 0.0
+    GR = 0.0
+    HR = 0.0
+    for q in range(mid):
+        i = idx[q]
+        GL += g[i]
+        HL += h[i]
+    for q in range(mid, cnt):
+        i = idx[q]
+        GR += g[i]
+        HR += h[i]
+    K2 = nmask.shape[1] - 2
+    count_bins(Xb, idx, 0, mid, ncuts, hist)
+    wL = availability_from_hist(hist, mid, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
+    count_bins(Xb, idx, mid, cnt, ncuts, hist)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
+    d = depth[t, ell]
+    w_new = w + 1
+    par = parent[t, ell]
+    if par >= 0:
+        sib = left[t, par] if right[t, par] == ell else right[t, par]
+        if var[t, sib] == LEAF:
+            w_new -= 1
+    muL = _draw_q(rng, GL, HL, prec0)
+    muR = _draw_q(rng, GR, HR, prec0)
+    logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
+            + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
+            + math.log(pp * b) - math.log(pg * w_new)
+            + log_prior(muL, prec0) + log_prior(muR, prec0) - log_prior(value[t, ell], prec0)
+            - log_q(muL, GL, HL, prec0) - log_q(muR, GR, HR, prec0))
+    out_i[0] = ell
+    out_i[1] = v
+    out_i[2] = c
+    out_i[3] = nc
+    out_i[4] = cnt
+    out_i[5] = mid
+    out_f[0] = muL
+    out_f[1] = muR
+    out_f[2] = logr
+    out_f[3] = wL
+    out_f[4] = wR
+    return 1
+
+
+@numba.njit(cache=True)
+def grow_commit(t, var, cut, ncut, left, right, parent, depth, wavail, amask, n_nodes, free,
+                n_free, leaf_of_row, value, idx, nmask, out_i, out_f):
+    """Carry out the grow that :func:`grow_propose` described in ``out_i``, ``out_f``."""
+    ell, v, c, nc, cnt, mid = out_i[0], out_i[1], out_i[2], out_i[3], out_i[4], out_i[5]
+    kl = alloc_node(t, var, n_nodes, free, n_free)
+    kr = alloc_node(t, var, n_nodes, free, n_free)
+    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
+    K2 = nmask.shape[1] - 2
+    wavail[t, kl] = out_f[3]
+    wavail[t, kr] = out_f[4]
+    for j in range(amask.shape[2]):
+        amask[t, kl, j] = nmask[0, K2, j]
+        amask[t, kr, j] = nmask[0, K2 + 1, j]
+    value[t, kl] = out_f[0]
+    value[t, kr] = out_f[1]
+    for q in range(mid):
+        leaf_of_row[t, idx[q]] = kl
+    for q in range(mid, cnt):
+        leaf_of_row[t, idx[q]] = kr
+
+
+@numba.njit(cache=True)
+def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail,
+                  n_nodes, leaf_of_row, value, g, h, idx, out_i, out_f):
+    """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
+    ones), the merged leaf's value from its q: the reverse of :func:`grow_propose`.
+
+    Returns -1 when no node is prunable, else 1.  Fills ``idx[:cnt]`` with the rows of the
+    two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (mu, log
+    ratio)``; the log ratio lacks the log-likelihood difference and the reverse proposal
+    densities of the two leaves' values."""
+    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if w == 0:
+        return -1
+    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    node = _pick(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    kl = left[t, node]
+    kr = right[t, node]
+    d = depth[t, node]
+    b_new = b + 1
+    if wavail[t, kl] > 0.0:
+        b_new -= 1
+    if wavail[t, kr] > 0.0:
+        b_new -= 1
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == kl
+    mid = cnt
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == kr
+    Gm = 0.0
+    Hm = 0.0
+    for q in range(cnt):
+        i = idx[q]
+        Gm += g[i]
+        Hm += h[i]
+    mu = _draw_q(rng, Gm, Hm, prec0)
+    struct = (log_psplit(d, alpha, beta)
+              + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+              + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
+              - log_1m_psplit(d, alpha, beta, wavail[t, node] > 0.0)
+              + math.log(pp * b_new) - math.log(pg * w))
+    out_i[0] = node
+    out_i[1] = cnt
+    out_i[2] = mid
+    out_f[0] = mu
+    out_f[1] = (-struct + log_prior(mu, prec0) - log_prior(value[t, kl], prec0)
+                - log_prior(value[t, kr], prec0) - log_q(mu, Gm, Hm, prec0))
+    return 1
+
+
+@numba.njit(cache=True)
+def prune_commit(t, var, left, right, free, n_free, leaf_of_row, value, idx, out_i, out_f):
+    """Carry out the prune that :func:`prune_propose` described."""
+    node, cnt = out_i[0], out_i[1]
+    kl = left[t, node]
+    kr = right[t, node]
+    for q in range(cnt):
+        leaf_of_row[t, idx[q]] = node
+    value[t, node] = out_f[0]
+    var[t, node] = LEAF
+    left[t, node] = -1
+    right[t, node] = -1
+    free_node(t, kl, var, free, n_free)
+    free_node(t, kr, var, free, n_free)
+
+
+@numba.njit(cache=True)
+def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut, value,
+                 split_prior, alpha, beta, prec0, stack):
+    """Structural log prior of the current subtree plus its leaves' log priors."""
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        d = depth[t, k]
+        if var[t, k] >= 0:
+            total += log_psplit(d, alpha, beta)
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
+            total += log_prior(value[t, k], prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, g,
+                   h, idx, nV, seg_s, seg_e, stack, tmp):
+    """Route the rows ``idx[:cnt]`` of a subtree through its (new) rules, filling the node
+    segments, and draw every leaf's value from its q into ``nV``.  Returns ``log p_split`` of
+    every internal node plus, per leaf, its log prior minus its log proposal density."""
+    total = 0.0
+    seg_s[root] = 0
+    seg_e[root] = cnt
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        s = seg_s[k]
+        e = seg_e[k]
+        v = var[t, k]
+        if v >= 0:
+            total += log_psplit(depth[t, k], alpha, beta)
+            mid = _partition(XbT, idx, s, e, v, cut[t, k], tmp)
+            kl = left[t, k]
+            kr = right[t, k]
+            seg_s[kl] = s
+            seg_e[kl] = mid
+            seg_s[kr] = mid
+            seg_e[kr] = e
+            stack[top] = kl
+            stack[top + 1] = kr
+            top += 2
+        else:
+            gs = 0.0
+            hs = 0.0
+            for q in range(s, e):
+                i = idx[q]
+                gs += g[i]
+                hs += h[i]
+            mu = _draw_q(rng, gs, hs, prec0)
+            nV[k] = mu
+            total += log_prior(mu, prec0) - log_q(mu, gs, hs, prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta,
+                        prec0, var, cut, left, right, parent, depth, wavail, ncut, amask,
+                        n_nodes, leaf_of_row, value, g, h, idx, hist, lo, hi, nV, nwav,
+                        nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f):
+    """Propose a CHANGE (a new rule from the prior at an internal node) or a SWAP (exchange
+    the rules of a parent and a child) in tree t; every leaf below the node gets a new value
+    from its q.
+
+    Returns -1 when impossible, 0 when the proposal has prior probability 0 (rejected; the
+    tree is as before), else 1: the rules are changed in place and the caller evaluates the
+    likelihood at the rows ``idx[:cnt]`` (:func:`restructure_values`), then calls
+    :func:`restructure_commit` or :func:`restructure_revert`.  ``out_i = (root, cnt, v_root,
+    c_root, v_l, c_l, v_r, c_r)``, ``out_f = (log ratio,)``, which lacks the log-likelihood
+    difference and the reverse proposal densities of the old leaves' values
+    (:func:`reverse_old_leaves`)."""
+    flag = SWAPPABLE if is_swap else INTERNAL
+    count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
+    if count == 0:
+        return -1
+    chosen = _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
+    root = parent[t, chosen] if is_swap else chosen
+    kl = left[t, root]
+    kr = right[t, root]
+    v_root, c_root = var[t, root], cut[t, root]
+    v_l, c_l, v_r, c_r = var[t, kl], cut[t, kl], var[t, kr], cut[t, kr]
+    out_i[0] = root
+    out_i[2] = v_root
+    out_i[3] = c_root
+    out_i[4] = v_l
+    out_i[5] = c_l
+    out_i[6] = v_r
+    out_i[7] = c_r
+    both = False
+    sib = kl
+    if is_swap:
+        sib = kr if chosen == kl else kl
+        v_s, c_s = var[t, sib], cut[t, sib]
+        both = v_s >= 0 and v_s == var[t, chosen] and c_s == cut[t, chosen]
+        if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
+            # both children would carry the same rule; the reverse move does not lead back
+            return 0
+    cnt = _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+    out_i[1] = cnt
+    old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, value,
+                       split_prior, alpha, beta, prec0, stack)
+    if is_swap:
+        v_c, c_c = var[t, chosen], cut[t, chosen]
+        var[t, root] = v_c
+        cut[t, root] = c_c
+        var[t, chosen] = v_root
+        cut[t, chosen] = c_root
+        if both:
+            var[t, sib] = v_root
+            cut[t, sib] = c_root
+    load_mask(amask, t, root, lo, hi)
+    root_wsum = wavail[t, root]
+    if not is_swap:
+        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, root_wsum)
+        var[t, root] = v_new
+        cut[t, root] = c_new
+    new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
+                         depth, g, h, idx, nV, seg_s, seg_e, stack, tmp)
+    rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, min_leaf,
+                                 split_prior, alpha, beta, var, cut, left, right, depth, idx,
+                                 hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
+    if not valid:
+        restructure_revert(t, var, cut, left, right, out_i)
+        return 0
+    out_f[0] = new + rest - old
+    return 1
+
+
+@numba.njit(cache=True)
+def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, seg_s, seg_e,
+                       stack, f_cur, f_prop):
+    """``f_prop[i]`` for the rows of the proposed subtree: the current term value with tree
+    t's current leaf value replaced by the proposed one."""
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if var[t, k] >= 0:
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            for q in range(seg_s[k], seg_e[k]):
+                i = idx[q]
+                f_prop[i] = f_cur[i] - value[t, leaf_of_row[t, i]] + nV[k]
+
+
+@numba.njit(cache=True)
+def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, gc, h, prec0,
+                       Ga, Ha, stack):
+    """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
+    leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
+    densities of a change or swap.  ``Ga``, ``Ha`` are scratch (one entry per node slot)."""
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        Ga[k] = 0.0
+        Ha[k] = 0.0
+        if var[t, k] >= 0:
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+    for q in range(cnt):
+        i = idx[q]
+        k = leaf_of_row[t, i]
+        Ga[k] += gc[i]
+        Ha[k] += h[i]
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if var[t, k] >= 0:
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_q(value[t, k], Ga[k], Ha[k], prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
+                       nV, spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask):
+    """Keep the proposed subtree: rows, availability and the new leaf values (``value_t`` is
+    row t of the forest's values)."""
+    _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
+                    spare_a, nV, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
+
+
+@numba.njit(cache=True)
+def restructure_revert(t, var, cut, left, right, out_i):
+    """Put back the rules that :func:`restructure_propose` changed."""
+    root = out_i[0]
+    kl = left[t, root]
+    kr = right[t, root]
+    var[t, root] = out_i[2]
+    cut[t, root] = out_i[3]
+    var[t, kl] = out_i[4]
+    cut[t, kl] = out_i[5]
+    var[t, kr] = out_i[6]
+    cut[t, kr] = out_i[7]
+
+
+@numba.njit(cache=True)
+def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_cur, f_prop):
+    """Draw a value from its q (sums ``G``, ``H`` of the current state, :func:`leaf_gh`) for
+    every leaf of tree t into ``nV`` and write the term with tree t's leaves replaced by them
+    into ``f_prop``."""
+    for k in range(n_nodes[t]):
+        if var[t, k] == LEAF:
+            nV[k] = _draw_q(rng, G[k], H[k], prec0)
+    for i in range(leaf_of_row.shape[1]):
+        k = leaf_of_row[t, i]
+        f_prop[i] = f_cur[i] - value[t, k] + nV[k]
+
+
+@numba.njit(cache=True)
+def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll_cur, ll_prop,
+                   gc_prop, h_prop, Gp, Hp, dll, keep):
+    """Metropolis-Hastings decision for every leaf of tree t on the values proposed by
+    :func:`leaf_proposals`: ``dll`` gets the leaf's log-likelihood difference, ``Gp``, ``Hp``
+    the sums that build the reverse proposal at the proposed state, and ``keep[k]`` is 1 for
+    an accepted leaf (its value is then replaced).  Returns (accepted, proposed)."""
+    nk = n_nodes[t]
+    for k in range(nk):
+        dll[k] = 0.0
+        Gp[k] = 0.0
+        Hp[k] = 0.0
+        keep[k] = 0
+    n = leaf_of_row.shape[1]
+    for i in range(n):
+        k = leaf_of_row[t, i]
+        dll[k] += ll_prop[i] - ll_cur[i]
+        Gp[k] += gc_prop[i]
+        Hp[k] += h_prop[i]
+    acc = 0
+    tot = 0
+    for k in range(nk):
+        if var[t, k] != LEAF:
+            continue
+        tot += 1
+        mu0 = value[t, k]
+        mu1 = nV[k]
+        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
+                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
+        u = rng.random()
+        if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
+            value[t, k] = mu1
+            keep[k] = 1
+            acc += 1
+    return acc, tot
