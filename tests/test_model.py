@@ -81,9 +81,7 @@ def test_bart_tree_needs_y_or_leaf_sd():
             pmt.BARTTree("f", np.zeros((5, 2)))
 
 
-@pytest.mark.parametrize("case", ["nonlinear", "two_likelihoods", "sigma_depends", "poisson",
-                                  "nb_identity_mean", "probit_binomial", "t_nu_depends"])
-def test_unsupported_likelihood_structures_raise_clear_errors(case):
+def _unsupported_model(case):
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(20, 2))
     y = rng.normal(size=20)
@@ -97,13 +95,21 @@ def test_unsupported_likelihood_structures_raise_clear_errors(case):
         elif case == "sigma_depends":
             pm.Normal("y", mu=0.0, sigma=pm.math.exp(f), observed=y)
         elif case == "nb_identity_mean":
-            pm.NegativeBinomial("y", mu=f, alpha=2.0, observed=np.abs(y).round())
+            pm.NegativeBinomial("y", mu=pm.math.exp(f) + 1.0, alpha=2.0,
+                                observed=np.abs(y).round())
         elif case == "probit_binomial":
             pm.Binomial("y", n=3, p=pm.math.invprobit(f), observed=np.abs(y).round() % 4)
         elif case == "t_nu_depends":
             pm.StudentT("y", nu=pm.math.exp(f), mu=0.0, sigma=1.0, observed=y)
+        elif case == "across_rows":
+            pm.Normal("y", mu=f - f.mean(), sigma=1.0, observed=y)
         else:
             pm.Poisson("y", mu=pm.math.exp(f), observed=np.abs(y).round())
+    return model, f
+
+
+def test_a_term_in_two_likelihoods_raises_a_clear_error():
+    model, f = _unsupported_model("two_likelihoods")
     with model, pytest.raises(pmt.ModelStructureError,
                               match="must enter exactly one observed likelihood") as err:
         pmt.CGMTreeStep([f])
@@ -111,6 +117,27 @@ def test_unsupported_likelihood_structures_raise_clear_errors(case):
     for form in ("Normal(mu=eta", "StudentT(nu", "invprobit(eta)", "logit_p=eta",
                  "Binomial(n, logit_p", "NegativeBinomial(mu=pm.math.exp(eta)"):
         assert form in str(err.value), form
+
+
+@pytest.mark.parametrize("case", ["nonlinear", "sigma_depends", "poisson", "nb_identity_mean",
+                                  "probit_binomial", "t_nu_depends"])
+def test_likelihoods_without_augmentation_get_the_general_step(case):
+    model, f = _unsupported_model(case)
+    with model:
+        step = pmt.CGMTreeStep([f])
+        assert step.likelihood.family == "general"
+        point = model.initial_point()
+        new, stats = step.step(point)
+        assert np.isfinite(stats[0]["accept_leaf"]) or stats[0]["warm_start"]
+        with pytest.raises(pmt.ModelStructureError, match="Particle Gibbs integrates"):
+            pmt.PGTreeStep([f])
+
+
+def test_a_term_used_across_rows_is_refused():
+    model, f = _unsupported_model("across_rows")
+    with model, pytest.raises(pmt.ModelStructureError, match="depends on the values of 'f' at "
+                                                            "other rows"):
+        pmt.CGMTreeStep([f])
 
 
 @pytest.mark.parametrize("sampler,draws", [("cgm", 500), ("pg", 300)])
