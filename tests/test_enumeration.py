@@ -43,7 +43,7 @@ SAMPLERS = ["cgm", "growprune", "pg2", "pg10"]
 # particles mixes best; GrowPrune needs about 6x more draws than CGM, and PG with 2 particles
 # (one free particle, which rarely displaces the clamped one) about 20x more than PG with 10.
 DRAWS_M1 = {"cgm": 20000, "growprune": 100000, "pg2": 150000, "pg10": 10000}
-DRAWS_M2 = {"cgm": 50000, "growprune": 120000, "pg2": 250000, "pg10": 25000}
+DRAWS_M2 = {"cgm": 50000, "growprune": 120000, "pg10": 25000}
 
 
 def make_step(f, sampler):
@@ -98,7 +98,9 @@ def test_one_tree_matches_enumeration(sampler):
     check_f_moments(idata, post, Y1, SIGMA)
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
+# PG with 2 particles is checked with one tree above; with two trees it needs 250,000 draws
+# (2.5 minutes) and exercises no code that pg10 with two trees and pg2 with one do not.
+@pytest.mark.parametrize("sampler", ["cgm", "growprune", "pg10"])
 def test_two_trees_match_enumeration(sampler):
     post, prior = exact(X1, Y1, 0.6, 2)
     idata = sample(X1, Y1, 0.6, 2, sampler, DRAWS_M2[sampler], 12)
