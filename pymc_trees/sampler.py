@@ -138,15 +138,20 @@ class PackedForest:
 
 def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``loglik(f, derivatives=True)`` as float64 arrays: NaN log-likelihoods become -inf
-    (zero density); non-finite first derivatives become 0, and curvatures that are not
-    finite and positive become 0 (they only shape the proposals)."""
+    (zero density); non-finite first derivatives become 0.  The curvature h that shapes the
+    proposals is ``-d2 l_i / d eta_i^2`` where that is finite and positive; elsewhere (a
+    piecewise-linear log density such as the asymmetric Laplace, or a Student-t row far in
+    the tail) it is ``g_i ** 2``, the row's outer-product estimate of the Fisher information,
+    so that a leaf's proposal still has a scale set by its rows.  Any rule that is a fixed
+    function of the state keeps the moves exact; this one only affects their acceptance."""
     ll, g, h = loglik(f, derivatives=True)
     ll = np.array(ll, dtype=np.float64)
     ll[np.isnan(ll)] = -np.inf
     g = np.array(g, dtype=np.float64)
     g[~np.isfinite(g)] = 0.0
     h = np.array(h, dtype=np.float64)
-    h[~(np.isfinite(h) & (h > 0.0))] = 0.0
+    flat = ~(np.isfinite(h) & (h > 0.0))
+    h[flat] = g[flat] * g[flat]
     return ll, g, h
 
 

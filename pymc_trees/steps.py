@@ -288,6 +288,7 @@ class _TreeStep(BlockedStep):
                     f"likelihood, bart-math section 9).") from None
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         if self.likelihood.family == "general":
+            _check_general_link(rv, self.likelihood)
             self.level_shifts = []
         else:
             _check_link(rv, self.likelihood)
@@ -660,6 +661,23 @@ def _check_link(rv, lik) -> None:
             f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
             f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
             f"link={lik.link!r} to BARTTree (with Y, or an explicit leaf_sd).")
+
+
+def _check_general_link(rv, lik) -> None:
+    """The general step's counterpart of ``_check_link``: a term calibrated for one link must
+    not enter its parameter through another (checked when the form is recognised)."""
+    link = rv.owner.op.link
+    if link is None or lik.link is None or link == lik.link:
+        return
+    through = {"identity": "directly (affine)", "log": "through exp(...)",
+               "logit": "through sigmoid(...)"}[lik.link]
+    raise ModelStructureError(
+        f"{rv.name!r} was calibrated for the {link!r} link (BARTTree(..., link={link!r})"
+        f"{', the default with Y' if link == 'identity' else ''}), but it enters the "
+        f"parameter {lik.parameter!r} of {lik.observed_name!r} {through}, so its offset and leaf scale are "
+        f"on the wrong scale. Pass link={lik.link!r} when Y calibrates the term for that "
+        f"parameter, or, for a term in a scale or shape parameter (which Y does not describe), "
+        f"drop Y and give leaf_sd (the prior sd of each tree's contribution to eta).")
 
 
 class _AtValue:
