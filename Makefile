@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(PY) -m pymc_trees.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15 tests
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[bench]"
