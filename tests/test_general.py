@@ -223,3 +223,34 @@ def test_log_sigma_tree_recovers_two_noise_levels():
         rows = (X[:, 1] < 0.5) == lo
         est = float(np.median(sigma[rows]))
         assert abs(est / sd[rows][0] - 1) < 0.25, (lo, est, sd[rows][0])
+
+
+def test_prune_proposal_stays_inside_its_row_buffer():
+    """Pruning the root's two leaves when the left leaf's rows come after the right leaf's
+    (X in decreasing order) once wrote one slot past the row buffer (heap corruption that
+    crashed a softmax model).  The buffer is a view of a longer array with a sentinel."""
+    from pymc_trees.core import general as gk
+
+    X = np.arange(6.0)[::-1, None]
+    smp = ForestSampler(X, TreePrior(m=1, alpha=ALPHA, beta=BETA, min_leaf=1), 0.0, 1.0)
+    rng = np.random.default_rng(0)
+    y = np.where(X[:, 0] > 2.5, 3.0, -3.0)
+
+    def loglik(f, derivatives=False):
+        ll = stats.norm.logpdf(y, f, 0.3)
+        return (ll, (y - f) / 0.09, np.full(6, 1 / 0.09)) if derivatives else ll
+
+    f = smp.forest
+    for _ in range(200):  # until the tree is the root split in two leaves
+        smp.general_sweep(rng, loglik, _move_cumprobs({"grow": 0.5, "prune": 0.5}))
+        if f.n_nodes[0] - f.n_free[0] == 3:
+            break
+    assert f.n_nodes[0] - f.n_free[0] == 3
+    buf = np.full(7, -7, np.int64)
+    out_i, out_f = np.zeros(8, np.int64), np.zeros(5)
+    st = gk.prune_propose(rng, 0, ALPHA, BETA, 1.0, 0.5, 0.5, f.var, f.left, f.right, f.parent,
+                          f.depth, f.wavail, f.n_nodes, f.leaf_of_row, f.value, np.zeros(6),
+                          np.ones(6), buf[:6], out_i, out_f)
+    assert st == 1 and out_i[1] == 6
+    assert buf[6] == -7
+    assert sorted(buf[:6]) == list(range(6))

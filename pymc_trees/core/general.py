@@ -223,8 +223,11 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
         cnt += leaf_of_row[t, i] == kl
     mid = cnt
     for i in range(n):
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == kr
+        # a branch here: written always, the slot after the last row of kr would be idx[n]
+        # when the rows of kl come after it
+        if leaf_of_row[t, i] == kr:
+            idx[cnt] = i
+            cnt += 1
     Gm = 0.0
     Hm = 0.0
     for q in range(cnt):
