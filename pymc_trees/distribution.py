@@ -64,21 +64,25 @@ class BARTTreeRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
     __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link",
-                 "keep_values")
+                 "keep_values", "outputs")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
                  columns: tuple[str, ...] | None = None, link: str | None = None,
-                 keep_values: bool | None = None, **kwargs):
+                 keep_values: bool | None = None, outputs: int | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
         self.columns = columns
         self.link = link
         self.keep_values = keep_values
+        # None: one value per row, shape (n,); k: k independent sums of trees, shape (k, n)
+        self.outputs = outputs
+        if outputs is not None:
+            kwargs["signature"] = "(n,p),(),(),(p)->(k,n)"
         super().__init__(*args, **kwargs)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
         shape = param_shapes[0] if param_shapes is not None else dist_params[0].shape
-        return (shape[0],)
+        return (shape[0],) if self.outputs is None else (self.outputs, shape[0])
 
     def rng_fn(self, rng, X, offset, leaf_sd, split_weights, size):
         from pymc.sampling import forward
@@ -87,17 +91,20 @@ class BARTTreeRV(RandomVariable):
             raise ValueError("pm.sample_posterior_predictive was about to draw a BARTTree term "
                              "from its tree prior, which ignores the posterior. "
                              + PPC_ADVICE)
-        if size is not None and tuple(np.atleast_1d(size)) not in ((), (np.shape(X)[0],)):
+        n = np.shape(X)[0]
+        core = (n,) if self.outputs is None else (self.outputs, n)
+        if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
-        fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd))
-        if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
-            fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
-        forest = fs.sample_prior(rng)
-        out = np.empty(fs.n)
         from .core.forest import forest_values
 
-        forest_values(forest.value, forest.leaf_of_row, float(offset), out)
-        return out
+        out = np.empty((1 if self.outputs is None else self.outputs, n))
+        for j in range(out.shape[0]):
+            fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd))
+            if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
+                fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
+            forest = fs.sample_prior(rng)
+            forest_values(forest.value, forest.leaf_of_row, float(offset), out[j])
+        return out[0] if self.outputs is None else out
 
 
 class BARTTree(Distribution):
@@ -117,7 +124,8 @@ class BARTTree(Distribution):
     name : str
         Name of the variable in the model.
     X : array_like, DataFrame or pm.Data of shape (n, p)
-        Covariates (finite; at least one row); the value of the variable has shape (n,).
+        Covariates (finite; at least one row); the value of the variable has shape (n,), or
+        (k, n) with ``shape=(k, n)`` or two ``dims`` (several outputs, below).
         Training column names are kept (a DataFrame's columns, or the coords of a
         ``pm.Data``'s second dim) so that :func:`pymc_trees.predict` matches DataFrames by
         name.
@@ -172,8 +180,15 @@ class BARTTree(Distribution):
         when given.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
-        ``dims`` must describe one value per row of X; ``initval`` is refused (every tree starts
-        as a single leaf).
+        ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
+        then the term is k independent sums of m trees over the same X (one prior, offset
+        and leaf scale; ``Y`` calibrates every output alike, so give ``leaf_sd`` when the
+        outputs live on different scales), for example the logits of
+        ``pm.Categorical(p=pm.math.softmax(f, axis=0).T)`` or the mean and log scale of one
+        likelihood (``f[0]``, ``f[1]``).  Such a term is sampled by the general tree step
+        of :class:`~pymc_trees.CGMTreeStep`, one output at a time given the others, whatever
+        the likelihood (``sampler="pg"`` and learned split probabilities are refused).
+        ``initval`` is refused (every tree starts as a single leaf).
 
     Notes
     -----
@@ -244,8 +259,10 @@ class BARTTree(Distribution):
         _check_training_rows(X_value, int(min_leaf))
         if columns is not None and len(columns) != X_value.shape[1]:
             columns = None
+        outputs = None
         for key in ("shape", "size"):
-            _check_one_output_per_row(key, kwargs.get(key), X_value.shape[0])
+            k = _outputs_of(key, kwargs.get(key), X_value.shape[0])
+            outputs = k if k is not None else outputs
         p = X_value.shape[1]
         if isinstance(split_prior, Variable) and not isinstance(split_prior, Constant):
             # learned split probabilities (DART): a Dirichlet variable the tree step samples
@@ -270,14 +287,23 @@ class BARTTree(Distribution):
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
         keep = None if keep_values is None else bool(keep_values)
-        return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep],
-                            **kwargs)
+        if outputs is not None and sampler != "cgm":
+            raise ValueError(f"A BARTTree with several outputs (shape ({outputs}, n)) is "
+                             f"sampled by the general tree step, sampler='cgm'; got "
+                             f"sampler={sampler!r}. Drop sampler= or pass 'cgm'.")
+        if outputs is not None and weights is not None and isinstance(weights, Variable) \
+                and not isinstance(weights, Constant):
+            raise ValueError("Learned split probabilities (a Dirichlet split_prior) are not "
+                             f"supported for a BARTTree with several outputs (shape "
+                             f"({outputs}, n)); pass fixed weights or one term per output.")
+        return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep,
+                             outputs], **kwargs)
 
     @classmethod
     def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
-              columns=None, link=None, keep_values=None, *, size=None, rng=None):
+              columns=None, link=None, keep_values=None, outputs=None, *, size=None, rng=None):
         op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link,
-                        keep_values=keep_values)
+                        keep_values=keep_values, outputs=outputs)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)
@@ -291,7 +317,8 @@ class BARTTree(Distribution):
     def support_point(rv, *args):
         # called as (rv, size, *params) or (rv, *params)
         X, offset, _, _ = args[-4:]
-        return pt.zeros((X.shape[0],)) + offset
+        k = rv.owner.op.outputs
+        return pt.zeros((X.shape[0],) if k is None else (k, X.shape[0])) + offset
 
     @staticmethod
     def logp(value, X, offset, leaf_sd, split_weights):
@@ -346,31 +373,56 @@ def _check_training_rows(X: np.ndarray, min_leaf: int) -> None:
                       "min_leaf.", UserWarning, stacklevel=4)
 
 
-def _check_one_output_per_row(key: str, shape, n: int) -> None:
-    """A tree term has one value per row of X: refuse shape/size/dims that ask for more."""
+def _outputs_of(key: str, shape, n: int) -> int | None:
+    """The number of outputs k that shape/size/dims ask for: None for one value per row of X
+    (``(n,)``), k for ``(k, n)``; anything else is refused."""
     if shape is None:
-        return
+        return None
     if isinstance(shape, numbers.Integral):
         shape = (int(shape),)
     if isinstance(shape, pt.TensorVariable):
         length = shape.type.shape[0] if shape.ndim == 1 else None
         entries = None
+        if length is not None:
+            try:
+                entries = tuple(int(v) for v in shape.eval())
+            except Exception:
+                entries = None
     else:
         shape = tuple(shape)
         length = len(shape)
-        entries = shape
-    if length is not None and length != 1:
-        raise ValueError(f"A BARTTree has one value per row of X, shape (n,) = ({n},); "
-                         f"{key}={shape!r} asks for {length} dimension(s). Use one term per "
-                         "output (several BARTTree variables), or drop shape/size/dims.")
-    if entries is not None:
-        e = entries[0]
-        val = e if isinstance(e, numbers.Integral) else getattr(e, "data", None)
-        if val is None and hasattr(e, "get_value"):
-            val = e.get_value()
-        if val is not None and int(val) != n:
-            raise ValueError(f"{key}={shape!r} does not match the {n} rows of X; a BARTTree has "
-                             "one value per row.")
+        entries = tuple(_entry_value(e) for e in shape)
+    if length is not None and length not in (1, 2):
+        raise ValueError(f"A BARTTree has one value per row of X, shape (n,) = ({n},), or k "
+                         f"values per row, shape (k, n); {key}={shape!r} asks for {length} "
+                         "dimensions. Use one of those shapes (or several BARTTree terms).")
+    if length is None:
+        return None
+    if entries is not None and entries[-1] is not None and int(entries[-1]) != n:
+        raise ValueError(f"{key}={shape!r} does not match the {n} rows of X: the last "
+                         f"dimension of a BARTTree is the rows of X (shape (n,) or (k, n)).")
+    if length == 1:
+        return None
+    k = entries[0] if entries is not None else None
+    if k is None or int(k) < 1:
+        raise ValueError(f"{key}={shape!r}: the number of outputs k of a BARTTree of shape "
+                         "(k, n) must be a known positive integer (a number, or dims whose "
+                         "coords are set).")
+    return int(k)
+
+
+def _entry_value(e):
+    if isinstance(e, numbers.Integral):
+        return int(e)
+    val = getattr(e, "data", None)
+    if val is None and hasattr(e, "get_value"):
+        val = e.get_value()
+    if val is None:
+        try:
+            val = e.eval()
+        except Exception:
+            return None
+    return int(val)
 
 
 def _refuse_implicit_freeze(name: str) -> None:

@@ -16,17 +16,26 @@ def forests(idata, var_name: str = "f") -> xr.DataArray:
 
     Returns
     -------
-    xarray.DataArray of shape (chain, draw), dtype object
-        Each element is the :class:`~pymc_trees.PackedForest` of that draw.
+    xarray.DataArray of shape (chain, draw), dtype object, or (chain, draw, output) for a
+    term of shape (k, n)
+        Each element is the :class:`~pymc_trees.PackedForest` of that draw (and output).
     """
     tf = read_forests(idata, var_name)
     chains, draws = tf.starts.shape[:2]
-    out = np.empty((chains, draws), object)
+    coords = {"chain": tf.chain, "draw": tf.draw}
+    if tf.outputs is None:
+        out = np.empty((chains, draws), object)
+        for c in range(chains):
+            for d in range(draws):
+                out[c, d] = tf.packed(c, d)
+        return xr.DataArray(out, dims=("chain", "draw"), coords=coords, name=var_name)
+    out = np.empty((chains, draws, tf.outputs), object)
     for c in range(chains):
         for d in range(draws):
-            out[c, d] = tf.packed(c, d)
-    return xr.DataArray(out, dims=("chain", "draw"),
-                        coords={"chain": tf.chain, "draw": tf.draw}, name=var_name)
+            for j in range(tf.outputs):
+                out[c, d, j] = tf.packed(c, d, j)
+    coords["output"] = np.arange(tf.outputs)
+    return xr.DataArray(out, dims=("chain", "draw", "output"), coords=coords, name=var_name)
 
 
 def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
@@ -66,11 +75,19 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
 
 
 def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
-    """Each draw's forest at the rows of X: array of shape (chain, draw, n)."""
+    """Each draw's forest at the rows of X: array of shape (chain, draw, n), or (chain,
+    draw, k, n) for a term with k outputs (output j: trees j*m to (j+1)*m - 1)."""
     chains, draws, m1 = tf.starts.shape
-    out = np.empty((chains * draws, X.shape[0]))
-    predict_draws(np.ascontiguousarray(tf.starts.reshape(-1, m1)), tf.nodes, tf.offset, X, out)
-    return out.reshape(chains, draws, X.shape[0])
+    starts = tf.starts.reshape(-1, m1)
+    k = 1 if tf.outputs is None else tf.outputs
+    m = (m1 - 1) // k
+    out = np.empty((k, chains * draws, X.shape[0]))
+    for j in range(k):
+        block = np.ascontiguousarray(starts[:, j * m:(j + 1) * m + 1])
+        predict_draws(block, tf.nodes, tf.offset, X, out[j])
+    if tf.outputs is None:
+        return out[0].reshape(chains, draws, X.shape[0])
+    return out.transpose(1, 0, 2).reshape(chains, draws, k, X.shape[0])
 
 
 def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
@@ -89,12 +106,17 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
 
     Returns
     -------
-    xarray.DataArray of shape (chain, draw, obs)
+    xarray.DataArray of shape (chain, draw, obs), or (chain, draw, output, obs) for a term of
+    shape (k, n)
         The term at the new rows for every draw; at the training rows it equals the traced
         values exactly.
     """
     tf = read_forests(idata, var_name)
     X = check_new_rows(X_new, tf.columns, tf.n_features)
-    return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "obs"),
-                        coords={"chain": tf.chain, "draw": tf.draw,
-                                "obs": np.arange(X.shape[0])}, name=var_name)
+    coords = {"chain": tf.chain, "draw": tf.draw, "obs": np.arange(X.shape[0])}
+    if tf.outputs is None:
+        return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "obs"), coords=coords,
+                            name=var_name)
+    coords["output"] = np.arange(tf.outputs)
+    return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "output", "obs"),
+                        coords=coords, name=var_name)

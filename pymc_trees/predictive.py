@@ -111,7 +111,10 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
                              "(chain/draw coordinates differ); select draws on the whole "
                              "DataTree (idata.sel(...)) so that both groups stay aligned.")
         posterior = posterior.drop_vars(rv.name, errors="ignore")  # absent: keep_values=False
-        posterior[rv.name] = (("chain", "draw", f"__{rv.name}_row"), values)
+        dims = ("chain", "draw", f"__{rv.name}_row")
+        if values.ndim == 4:
+            dims = ("chain", "draw", f"__{rv.name}_output", f"__{rv.name}_row")
+        posterior[rv.name] = (dims, values)
     groups = {"posterior": posterior}
     for g in ("constant_data", "observed_data"):
         if g in trace.children:

@@ -587,8 +587,88 @@ class ForestSampler:
                             self.cuts, nodes)
         return PackedForest(start, nodes, float(self.offset))
 
+    def leaf_stats(self) -> tuple[float, float]:
+        """(number of leaves, sum of squared leaf values) over the forest: the forest's
+        density as a function of the leaf sd depends on these only."""
+        f = self.forest
+        leaves = f.var == LEAF
+        return float(leaves.sum()), float(np.sum(f.value[leaves] ** 2))
+
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""
         p = self.prior
         return sample_prior_forest(rng, self.Xb, self.ncuts, self.split_prior, p.m, p.min_leaf,
                                    p.alpha, p.beta, self.leaf_sd)
+
+
+def concat_packed(parts: list[PackedForest]) -> PackedForest:
+    """The packed forests of the k outputs of a term, one after the other: trees
+    ``j*m .. (j+1)*m - 1`` are output j's (:func:`split_outputs` reads them back)."""
+    starts, nodes, base = [], [], 0
+    for fr in parts:
+        starts.append(fr.start[:-1].astype(np.int64) + base)
+        nd = fr.nodes.copy()
+        nd["left"] = np.where(nd["left"] >= 0, nd["left"] + base, -1)
+        nodes.append(nd)
+        base += fr.nodes.size
+    start = np.concatenate([*starts, [base]]).astype(np.int32)
+    return PackedForest(start, np.concatenate(nodes) if nodes else np.empty(0, NODE_DTYPE),
+                        parts[0].offset)
+
+
+class OutputSamplers:
+    """The forest samplers of a term with k outputs (shape (k, n)): k independent sums of m
+    trees over the same X, with one prior, offset and leaf scale.  Offers what the tree step
+    uses of a :class:`ForestSampler`, over all outputs."""
+
+    def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int):
+        self.parts = [ForestSampler(X, prior, offset, leaf_sd) for _ in range(int(k))]
+
+    @property
+    def n(self) -> int:
+        return self.parts[0].n
+
+    @property
+    def offset(self) -> float:
+        return self.parts[0].offset
+
+    @property
+    def leaf_sd(self) -> float:
+        return self.parts[0].leaf_sd
+
+    @leaf_sd.setter
+    def leaf_sd(self, value: float) -> None:
+        for p in self.parts:
+            p.leaf_sd = value
+
+    @property
+    def forest(self) -> list:
+        return [p.forest for p in self.parts]
+
+    @forest.setter
+    def forest(self, value: list) -> None:
+        for p, f in zip(self.parts, value):
+            p.forest = f
+
+    def set_split_weights(self, weights: np.ndarray) -> None:
+        for p in self.parts:
+            p.set_split_weights(weights)
+
+    def reset(self) -> None:
+        for p in self.parts:
+            p.reset()
+
+    def values(self) -> np.ndarray:
+        """Shape (k, n)."""
+        return np.stack([p.values() for p in self.parts])
+
+    def summary(self) -> tuple[float, float]:
+        s = np.array([p.summary() for p in self.parts])
+        return float(s[:, 0].mean()), float(s[:, 1].mean())
+
+    def leaf_stats(self) -> tuple[float, float]:
+        s = np.array([p.leaf_stats() for p in self.parts])
+        return float(s[:, 0].sum()), float(s[:, 1].sum())
+
+    def pack(self) -> PackedForest:
+        return concat_packed([p.pack() for p in self.parts])

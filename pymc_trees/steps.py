@@ -24,7 +24,7 @@ from pytensor.graph.traversal import ancestors
 from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
 from .core.forest import LEAF, split_prior_gibbs
-from .sampler import MOVES, ForestSampler, _move_cumprobs
+from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
 from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
                         noise_likelihood, tree_likelihood)
 
@@ -250,7 +250,17 @@ class _TreeStep(BlockedStep):
             sd0 = float(self._leaf_sd_fn(start))
         else:
             sd0 = float(leaf_sd.eval())
-        self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0)
+        outputs = rv.owner.op.outputs
+        if outputs is None:
+            self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0)
+        else:
+            if self.sampler_kind != "cgm":
+                raise ModelStructureError(
+                    f"{rv.name!r} has {outputs} outputs (shape ({outputs}, n)); they are "
+                    "sampled by the general tree step of CGMTreeStep, one output at a time "
+                    "given the others. Use CGMTreeStep (the default).")
+            self.sampler = OutputSamplers(X_value, rv.owner.op.prior, float(offset.eval()),
+                                          sd0, outputs)
         self._split_name = None
         if split:
             s_rv = split[0]
@@ -277,8 +287,15 @@ class _TreeStep(BlockedStep):
             lp = model.logp(vars=[conc[0], split[0]], jacobian=True)
             self._conc_logp = model.compile_fn(lp, inputs=[cval, model.rvs_to_values[split[0]]],
                                                on_unused_input="ignore", point_fn=False)
+        self._liks = None
         try:
-            self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+            if outputs is not None:
+                # one output given the others: the general step, whatever the likelihood
+                self._liks = [general_likelihood(model, rv, self.sampler.n, output=j)
+                              for j in range(outputs)]
+                self.likelihood = self._liks[0]
+            else:
+                self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         except NotAugmentable as err:
             if self.sampler_kind != "cgm":
                 raise ModelStructureError(
@@ -347,27 +364,39 @@ class _TreeStep(BlockedStep):
         return self._finish(point, stats, warm)
 
     def _general_step(self, point):
-        """The tree update for a likelihood without an exact augmentation (bart-math 9)."""
+        """The tree update for a likelihood without an exact augmentation (bart-math 9); for
+        a term with k outputs, output after output, each given the others' current values."""
         if self._scale_name is not None:
             self.sampler.leaf_sd = self._leaf_sd_at(point)
         if self._split_name is not None:
             self.sampler.set_split_weights(self._split_fn(point))
-        loglik = self.likelihood.bind(point)
         warm = self.tune and self._warm_left > 0
+        if warm:
+            self._warm_left -= 1
+        if self._liks is None:
+            stats = self._general_update(self.sampler, self.likelihood.bind(point), warm)
+        else:
+            name = self.vars[0].name
+            F = self.sampler.values()
+            per = []
+            for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
+                per.append(self._general_update(smp, lik.bind({**point, name: F}), warm))
+                F[j] = smp.values()
+            stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
+        return self._finish(point, stats, warm)
+
+    def _general_update(self, smp, loglik, warm: bool) -> dict:
         if warm:
             # a grow-from-root sweep against the Newton pseudo-data at the current values:
             # z = f + g / h with precisions h (rows without curvature carry no weight)
-            self._warm_left -= 1
-            f = self.sampler.values()
+            f = smp.values()
             _, g, h = loglik(f, derivatives=True)
             ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
             omega = np.where(ok, h, 0.0)
-            z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - self.sampler.offset
-            self.sampler.gfr_sweep(self.rng, z, omega)
-            stats = {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
-        else:
-            stats = self.sampler.general_sweep(self.rng, loglik, self._move_cp)
-        return self._finish(point, stats, warm)
+            z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - smp.offset
+            smp.gfr_sweep(self.rng, z, omega)
+            return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
+        return smp.general_sweep(self.rng, loglik, self._move_cp)
 
     def _finish(self, point, stats, warm):
         new_point = dict(point)
@@ -408,9 +437,7 @@ class _TreeStep(BlockedStep):
         conditional: its prior (with the Jacobian) times ``prod_leaves N(mu | 0, sd^2)``,
         which depends on the leaves through their number L and sum of squares S only."""
         name = self._scale_name
-        leaves = self.sampler.forest.var == LEAF
-        L = float(leaves.sum())
-        S = float(np.sum(self.sampler.forest.value[leaves] ** 2))
+        L, S = self.sampler.leaf_stats()
         dtype = point[name].dtype
         trial = dict(point)
 
@@ -661,6 +688,11 @@ def _check_link(rv, lik) -> None:
             f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
             f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
             f"link={lik.link!r} to BARTTree (with Y, or an explicit leaf_sd).")
+
+
+def _nanmean(x) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    return float(np.mean(x[~np.isnan(x)])) if np.any(~np.isnan(x)) else np.nan
 
 
 def _check_general_link(rv, lik) -> None:

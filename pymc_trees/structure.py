@@ -369,6 +369,7 @@ class GeneralLikelihood:
     f_name: str
     _fn: Callable
     _dfn: Callable
+    output: int | None = None  # the output j of a term of shape (k, n)
     family: str = "general"
     link: str | None = None  # how eta enters its parameter, when recognised (_general_link)
     parameter: str | None = None  # the name of that parameter
@@ -377,11 +378,19 @@ class GeneralLikelihood:
         """Nothing is cached between draws (kept for the tree step's chain set-up)."""
 
     def bind(self, point: dict) -> Callable:
+        """``loglik`` at ``point``; for output j of a term of shape (k, n), ``f`` is that
+        output's row and the other outputs keep their values at ``point``."""
         values = {**point}
         name = self.f_name
+        j = self.output
+        full = None if j is None else np.array(point[name], dtype=np.float64)
 
         def loglik(f, derivatives: bool = False):
-            values[name] = f
+            if j is None:
+                values[name] = f
+            else:
+                full[j] = f
+                values[name] = full
             if derivatives:
                 return tuple(np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n,))
                              for x in self._dfn(values))
@@ -390,8 +399,9 @@ class GeneralLikelihood:
         return loglik
 
 
-def general_likelihood(model, f_rv, n: int) -> GeneralLikelihood:
-    """Compile the likelihood of tree term ``f_rv`` for the general tree step.
+def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
+    """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
+    (k, n)) for the general tree step.
 
     ``f_rv`` must enter exactly one observed variable whose log density is a sum over rows in
     which row i depends on the term only through ``f_i`` (checked at the initial point: moving
@@ -412,15 +422,23 @@ def general_likelihood(model, f_rv, n: int) -> GeneralLikelihood:
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
             f"{name!r} needs one value per row of X (shape ({n},)).")
     lp = pt.broadcast_to(lp, (n,))
-    g = pytensor.grad(pt.sum(lp), f_value)
-    h = -pytensor.grad(pt.sum(g), f_value)
-    link, parameter = _general_link(obs, f_rv)
+    if output is None:
+        g = pytensor.grad(pt.sum(lp), f_value)
+        h = -pytensor.grad(pt.sum(g), f_value)
+        link, parameter = _general_link(obs, f_rv)
+    else:
+        g = pytensor.grad(pt.sum(lp), f_value)[output]
+        h = -pytensor.grad(pt.sum(g), f_value)[output]
+        link, parameter = None, None
     point = model.initial_point()
     lik = GeneralLikelihood(observed_name=obs.name, observed=obs, n=n, f_name=f_value.name,
                             _fn=_compile_values(model, [lp]),
-                            _dfn=_compile_fast(model, [lp, g, h], point), link=link,
-                            parameter=parameter)
+                            _dfn=_compile_fast(model, [lp, g, h], point), output=output,
+                            link=link, parameter=parameter)
     f0 = np.asarray(point[f_value.name], dtype=np.float64)
+    if output is not None:
+        f0 = f0[output]
+        name = f"{name}[{output}]"
     loglik = lik.bind(point)
     base = loglik(f0)
     if base.shape != (n,):

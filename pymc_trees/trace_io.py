@@ -14,6 +14,8 @@ with this encoding, per tree term ``<name>``:
 * ``<name>_value`` (``<name>_node``), float64: the split threshold at internal nodes (a row
   goes left when ``x <= threshold``) and the leaf value at leaves;
 * ``<name>_offset`` (scalar), float64;
+* ``<name>_outputs`` (scalar), int64, only for a term of shape (k, n): k; each draw then holds
+  k * m trees, output j's being trees ``j*m`` to ``(j+1)*m - 1``;
 * coordinate ``<name>_column``: the training column names (``"0"``, ``"1"``, ... when X had
   none, with attribute ``named = 0``).
 
@@ -38,8 +40,10 @@ FOREST_GROUP = "forests"
 STAT_SUFFIX = "_forest"
 
 
-def encode_forests(name: str, forests: np.ndarray, columns, p: int) -> xr.Dataset:
-    """Encode an object array (chain, draw) of :class:`PackedForest` of term ``name``."""
+def encode_forests(name: str, forests: np.ndarray, columns, p: int,
+                   outputs: int | None = None) -> xr.Dataset:
+    """Encode an object array (chain, draw) of :class:`PackedForest` of term ``name`` (with
+    ``outputs`` = k for a term of shape (k, n), whose forests hold k * m trees)."""
     chains, draws = forests.shape
     flat = forests.ravel()
     m = flat[0].m
@@ -70,6 +74,11 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int) -> xr.Datase
          f"{name}_offset": ((), np.float64(flat[0].offset))},
         coords={f"{name}_column": cols})
     ds[f"{name}_column"].attrs["named"] = int(named)
+    if outputs is not None:
+        if m % outputs:
+            raise ValueError(f"{name!r}: {m} trees per draw do not split into {outputs} "
+                             "outputs.")
+        ds[f"{name}_outputs"] = ((), np.int64(outputs))
     return ds
 
 
@@ -89,10 +98,11 @@ class TermForests:
         Coordinates of the draws.
     """
 
-    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw):
+    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw, outputs=None):
         self.starts, self.nodes, self.offset = starts, nodes, float(offset)
         self.columns, self.n_features = columns, int(n_features)
         self.chain, self.draw = chain, draw
+        self.outputs = None if outputs is None else int(outputs)
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset, name: str) -> "TermForests":
@@ -121,9 +131,10 @@ class TermForests:
         nodes["left"] = left
         col = ds[f"{name}_column"]
         columns = tuple(str(c) for c in col.values) if col.attrs.get("named", 1) else None
+        outputs = (int(ds[f"{name}_outputs"].values) if f"{name}_outputs" in ds else None)
         return cls(starts.reshape(chains, draws, m + 1), nodes,
                    float(ds[f"{name}_offset"].values), columns, col.size,
-                   sizes["chain"].values, sizes["draw"].values)
+                   sizes["chain"].values, sizes["draw"].values, outputs)
 
     @classmethod
     def from_objects(cls, da: xr.DataArray, columns=None, n_features=None) -> "TermForests":
@@ -136,9 +147,13 @@ class TermForests:
         out.n_features = p
         return out
 
-    def packed(self, c: int, d: int) -> PackedForest:
-        """The forest of chain index c, draw index d (node indices relative to the draw)."""
+    def packed(self, c: int, d: int, output: int | None = None) -> PackedForest:
+        """The forest of chain index c, draw index d (node indices relative to the draw); of
+        one output of a term with several (its m trees)."""
         st = self.starts[c, d]
+        if output is not None:
+            m = (st.size - 1) // self.outputs
+            st = st[output * m:(output + 1) * m + 1]
         nodes = self.nodes[st[0]:st[-1]].copy()
         nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - st[0], -1)
         return PackedForest((st - st[0]).astype(np.int32), nodes, self.offset)
@@ -187,8 +202,8 @@ def _move_forest_stats(result: dict, model) -> dict:
             extra = [d for d in da.dims if d not in ("chain", "draw")]
             arr = np.asarray(da.isel({d: 0 for d in extra}, drop=True)
                              .transpose("chain", "draw").values)
-            columns, p = _term_columns(model, term)
-            parts.append(encode_forests(term, arr, columns, p))
+            columns, p, outputs = _term_columns(model, term)
+            parts.append(encode_forests(term, arr, columns, p, outputs))
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
         result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
         out = xr.merge(parts)
@@ -200,10 +215,11 @@ def _move_forest_stats(result: dict, model) -> dict:
 def _term_columns(model, name):
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
-        return None, -1
+        return None, -1, None
     X = rv.owner.inputs[2]
     p = int(X.shape[1].eval())
-    return getattr(rv.owner.op, "columns", None), p
+    return (getattr(rv.owner.op, "columns", None), p,
+            getattr(rv.owner.op, "outputs", None))
 
 
 def _trace_vars(model, trace_vars):
