@@ -257,17 +257,19 @@ def test_model_building_checks():
             pmt.BARTTree("f2", np.where(X > 0.9, np.nan, X), y)
         with pytest.warns(UserWarning, match="No column of X can be split"):
             pmt.BARTTree("f3", np.ones((20, 2)), y)
-        with pytest.raises(ValueError, match="one value per row"):
-            pmt.BARTTree("f4", X, y, shape=(3, 20))
-        with pytest.raises(ValueError, match="one value per row"):
+        with pytest.raises(ValueError, match="asks for 3 dimensions"):
+            pmt.BARTTree("f4", X, y, shape=(2, 3, 20))
+        with pytest.raises(ValueError, match="does not match the 20 rows of X"):
             pmt.BARTTree("f5", X, y, shape=(19,))
         with pytest.raises(ValueError, match="does not take an initval"):
             pmt.BARTTree("f6", X, y, initval=np.zeros(20))
         with pytest.raises(ValueError, match="split_prior has 3 weights"):
             pmt.BARTTree("f7", X, y, split_prior=[1, 1, 1])
-    with pm.Model(coords={"k": range(3), "obs": range(20)}):
-        with pytest.raises(ValueError, match="one value per row"):
-            pmt.BARTTree("f8", X, y, dims=("k", "obs"))
+    with pm.Model(coords={"k": range(3), "obs": range(20), "row": range(19)}):
+        with pytest.raises(ValueError, match="does not match the 20 rows of X"):
+            pmt.BARTTree("f8", X, y, dims=("k", "row"))
+        # two dims that end with the rows: k outputs (tests/test_general.py)
+        assert pmt.BARTTree("f9", X, y, dims=("k", "obs")).owner.op.outputs == 3
 
 
 def test_nan_in_observed_y_names_it():
