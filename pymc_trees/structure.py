@@ -392,11 +392,16 @@ class GeneralLikelihood:
                 full[j] = f
                 values[name] = full
             if derivatives:
-                return tuple(np.broadcast_to(np.asarray(x, dtype=np.float64), (self.n,))
-                             for x in self._dfn(values))
-            return np.broadcast_to(np.asarray(self._fn(values), dtype=np.float64), (self.n,))
+                return tuple(_rows(x, self.n) for x in self._dfn(values))
+            return _rows(self._fn(values), self.n)
 
         return loglik
+
+
+def _rows(x, n: int) -> np.ndarray:
+    """``x`` as float64 of shape (n,) (a row value that does not vary is broadcast)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x if x.shape == (n,) else np.broadcast_to(x, (n,))
 
 
 def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
