@@ -350,10 +350,7 @@ class _TreeStep(BlockedStep):
             # latent variables of bart-math 8, drawn given the current forest
             z, omega = lik.pseudo_data(point, self.sampler.offset, self.sampler.values(),
                                        self.rng)
-        if self._scale_name is not None:
-            self.sampler.leaf_sd = self._leaf_sd_at(point)
-        if self._split_name is not None:
-            self.sampler.set_split_weights(self._split_fn(point))
+        self._load_hyperparameters(point)
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
@@ -363,13 +360,17 @@ class _TreeStep(BlockedStep):
             stats = self._sweep(z, omega)
         return self._finish(point, stats, warm)
 
-    def _general_step(self, point):
-        """The tree update for a likelihood without an exact augmentation (bart-math 9); for
-        a term with k outputs, output after output, each given the others' current values."""
+    def _load_hyperparameters(self, point) -> None:
+        """The learned leaf scale and split probabilities at the point, into the sampler."""
         if self._scale_name is not None:
             self.sampler.leaf_sd = self._leaf_sd_at(point)
         if self._split_name is not None:
             self.sampler.set_split_weights(self._split_fn(point))
+
+    def _general_step(self, point):
+        """The tree update for a likelihood without an exact augmentation (bart-math 9); for
+        a term with k outputs, output after output, each given the others' current values."""
+        self._load_hyperparameters(point)
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1

@@ -170,6 +170,25 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 
 @numba.njit(cache=True)
+def split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack, top, tmp):
+    """Partition internal node k's segment ``idx[seg_s[k]:seg_e[k]]`` by its rule into its
+    children's segments and push both children on ``stack``; returns the new top.  Shared
+    by the subtree routing of the conjugate (here) and the general moves."""
+    s = seg_s[k]
+    e = seg_e[k]
+    mid = _partition(XbT, idx, s, e, var[t, k], cut[t, k], tmp)
+    kl = left[t, k]
+    kr = right[t, k]
+    seg_s[kl] = s
+    seg_e[kl] = mid
+    seg_s[kr] = mid
+    seg_e[kr] = e
+    stack[top] = kl
+    stack[top + 1] = kr
+    return top + 2
+
+
+@numba.njit(cache=True)
 def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r,
                    omega, idx, nW, nS, seg_s, seg_e, stack, tmp):
     """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules, filling the
@@ -192,16 +211,8 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
         v = var[t, k]
         if v >= 0:
             total += log_psplit(depth[t, k], alpha, beta)
-            mid = _partition(XbT, idx, s, e, v, cut[t, k], tmp)
-            kl = left[t, k]
-            kr = right[t, k]
-            seg_s[kl] = s
-            seg_e[kl] = mid
-            seg_s[kr] = mid
-            seg_e[kr] = e
-            stack[top] = kl
-            stack[top + 1] = kr
-            top += 2
+            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
+                                top, tmp)
         else:
             w = 0.0
             sr = 0.0

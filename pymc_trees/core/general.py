@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from .cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE, _collect_subtree_rows,
-                  _commit_subtree, _count, _partition, _pick, _prior_subtree)
+                  _commit_subtree, _count, _partition, _pick, _prior_subtree, split_segment)
 from .forest import LEAF, load_mask, store_mask
 from .nodes import (alloc_node, availability_from_hist, count_bins, draw_rule, free_node,
                     log_1m_psplit, log_psplit, split_node)
@@ -308,16 +308,8 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
         v = var[t, k]
         if v >= 0:
             total += log_psplit(depth[t, k], alpha, beta)
-            mid = _partition(XbT, idx, s, e, v, cut[t, k], tmp)
-            kl = left[t, k]
-            kr = right[t, k]
-            seg_s[kl] = s
-            seg_e[kl] = mid
-            seg_s[kr] = mid
-            seg_e[kr] = e
-            stack[top] = kl
-            stack[top + 1] = kr
-            top += 2
+            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
+                                top, tmp)
         else:
             gs = 0.0
             hs = 0.0
