@@ -23,7 +23,7 @@ from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
 from .distribution import BARTTreeRV
-from .core.forest import LEAF, split_prior_gibbs
+from .core.forest import split_prior_gibbs
 from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
 from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
                         noise_likelihood, tree_likelihood)

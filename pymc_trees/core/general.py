@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
 from .cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE, _collect_subtree_rows,
                   _commit_subtree, _count, _partition, _pick, _prior_subtree, split_segment)
