@@ -1,0 +1,508 @@
+"""The input boundary for tabular data: column kinds, category levels and missing values.
+
+Tree models split every column either as a number (``x <= threshold``) or, for a categorical
+column, by a set of categories.  :class:`TableSchema` records, at fit time, what each column of
+the training X is, and turns any later X (new rows for prediction, evaluation sets) into the
+same float matrix the tree kernels read:
+
+* **numeric** columns are their values as float64 (bool as 0/1); NaN (also ``None`` and
+  ``pd.NA`` in pandas columns) marks a missing value;
+* **categorical** columns (pandas ``category`` dtype, unordered; string or object columns; or
+  integer codes marked with ``categorical=``) are the position of each value in the column's
+  ``levels`` as a float code ``0.0, 1.0, ..., L - 1``, NaN when missing;
+* **ordinal** columns (pandas ``category`` dtype with ``ordered=True``) are encoded like
+  categorical ones, as codes ``0 .. L - 1`` in the order of the categories, but split like a
+  number (``code <= threshold``).  To treat an ordered factor as unordered, pass
+  ``X.assign(col=X["col"].cat.as_unordered())``.
+
+Levels are compared as strings: a category ``3`` in training and a value ``"3"`` later are the
+same level.  A level not seen in training is refused with an error naming the column and the
+levels; map such values to a known level or to NaN (missing) first.  Infinite values are
+refused everywhere.
+
+``TableSchema`` is a frozen dataclass of tuples, so it is hashable and can sit on a PyTensor Op
+as a property; two schemas built from the same columns are equal.
+
+Example
+-------
+>>> import pandas as pd
+>>> df = pd.DataFrame({"x": [0.5, None, 2.0],
+...                    "colour": pd.Categorical(["red", "blue", None])})
+>>> schema, X = TableSchema.from_training(df)
+>>> schema.kinds, schema.levels
+(('numeric', 'categorical'), (None, ('blue', 'red')))
+>>> X
+array([[0.5, 1. ],
+       [nan, 0. ],
+       [2. , nan]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KINDS", "TableSchema"]
+
+KINDS = ("numeric", "ordinal", "categorical")
+
+_SHOW = 5  # how many offending values or columns an error message lists
+
+
+def _pandas():
+    """The pandas module, or None when it is not installed."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas comes with pymc
+        return None
+    return pd
+
+
+def _is_frame(X) -> bool:
+    pd = _pandas()
+    return pd is not None and isinstance(X, pd.DataFrame)
+
+
+def _is_series(X) -> bool:
+    pd = _pandas()
+    return pd is not None and isinstance(X, pd.Series)
+
+
+def _show(values) -> str:
+    values = list(values)
+    head = ", ".join(repr(v) for v in values[:_SHOW])
+    return head + (f", ... ({len(values)} in all)" if len(values) > _SHOW else "")
+
+
+def _numeric_array(X, what: str) -> np.ndarray:
+    """``X`` as a float64 array when it is a numeric (or bool) array; a clear error for
+    strings, objects, dates and complex numbers."""
+    A = np.asarray(X)
+    if A.dtype.kind in "OUS":
+        raise ValueError(
+            f"{what} is an array of dtype {A.dtype} (strings or Python objects). For "
+            "categorical data pass a pandas DataFrame with `category` or string columns "
+            f"(or integer codes with categorical=...); otherwise convert {what} to numbers.")
+    if A.dtype.kind not in "biuf":
+        raise ValueError(f"{what} has dtype {A.dtype}, which is not numeric; convert it to "
+                         "numbers (dates, for example, to days since a reference date).")
+    return A
+
+
+def _column_label(j: int, names: tuple[str, ...], named: bool) -> str:
+    return f"column {names[j]!r} (index {j})" if named else f"column {j}"
+
+
+def _check_finite(A: np.ndarray, names: tuple[str, ...], named: bool, what: str) -> None:
+    bad = np.flatnonzero(np.isinf(A).any(axis=0))
+    if bad.size:
+        cols = ", ".join(_column_label(int(j), names, named) for j in bad[:_SHOW])
+        raise ValueError(f"{what} has infinite values (inf) in {cols}; replace them with NaN "
+                         "(missing) or with finite values.")
+
+
+def _integer_codes(x: np.ndarray, label: str, what: str) -> np.ndarray:
+    """Check that the non-missing values of ``x`` are non-negative integers."""
+    v = x[~np.isnan(x)]
+    bad = (v < 0) | (v != np.floor(v))
+    if np.any(bad):
+        raise ValueError(
+            f"{what} {label} is marked categorical, so its values must be non-negative "
+            f"integer codes or NaN; found {_show(np.unique(v[bad]))}. Pass such a column as a "
+            "pandas `category` or string column instead, or round the codes.")
+    return v
+
+
+def _code_label(u: float) -> str:
+    return str(int(u))
+
+
+def _map_labels(labels: np.ndarray, levels: tuple[str, ...], label: str, what: str,
+                present: np.ndarray | None = None) -> np.ndarray:
+    """Positions in ``levels`` of the string ``labels`` (an object or str array), with the
+    error for labels not among them.  ``present``: which labels occur in the data (all when
+    None); unseen labels that do not occur are not an error."""
+    pd = _pandas()
+    pos = pd.Index(np.asarray(levels, dtype=object)).get_indexer(
+        np.asarray(labels, dtype=object)).astype(np.int64)
+    unseen = pos < 0 if present is None else (pos < 0) & present
+    if np.any(unseen):
+        bad = sorted(set(labels[unseen].tolist()))
+        raise ValueError(
+            f"{what} {label} has levels not seen in training: {_show(bad)} (training levels: "
+            f"{_show(levels)}). These levels were not in the training data; map them to a "
+            "known level or to NaN (missing).")
+    return pos
+
+
+def _object_labels(s) -> tuple[np.ndarray, np.ndarray]:
+    """The missing mask and the non-missing values, as str, of a pandas Series."""
+    na = s.isna().to_numpy()
+    vals = s[~na].astype(str).to_numpy(dtype=object)
+    return na, vals
+
+
+def _resolve_columns(categorical, names: tuple[str, ...], named: bool, p: int) -> np.ndarray:
+    """``categorical=`` (indices, names or a boolean mask) as a boolean mask of length p."""
+    mask = np.zeros(p, bool)
+    if categorical is None:
+        return mask
+    if isinstance(categorical, (str, bytes)) or not isinstance(categorical,
+                                                               (Sequence, np.ndarray)):
+        raise ValueError("categorical must be a sequence of column indices or names, or a "
+                         f"boolean mask of length {p}; got {categorical!r}.")
+    items = list(np.asarray(categorical, dtype=object).ravel()) if isinstance(
+        categorical, np.ndarray) else list(categorical)
+    if items and all(isinstance(c, (bool, np.bool_)) for c in items):
+        if len(items) != p:
+            raise ValueError(f"categorical as a boolean mask must have one entry per column "
+                             f"({p}); got {len(items)}.")
+        return np.asarray(items, bool)
+    for c in items:
+        if isinstance(c, (bool, np.bool_)):
+            raise ValueError("categorical mixes booleans with indices or names; pass either a "
+                             f"boolean mask of length {p} or a list of columns.")
+        if isinstance(c, (int, np.integer)):
+            if not 0 <= c < p:
+                raise ValueError(f"categorical names column index {c}, but X has {p} columns "
+                                 f"(indices 0 to {p - 1}).")
+            mask[int(c)] = True
+        elif isinstance(c, str):
+            if not named or c not in names:
+                raise ValueError(
+                    f"categorical names the column {c!r}, which X does not have "
+                    + (f"(its columns: {_show(names)})." if named else
+                       "(X has no column names; pass column indices)."))
+            mask[names.index(c)] = True
+        else:
+            raise ValueError(f"categorical entries must be column indices or names; got {c!r}.")
+    return mask
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """What each column of the training X is, to encode later X the same way.
+
+    Attributes
+    ----------
+    names : tuple of str, length p
+        Column names; ``"0", "1", ...`` when X had none.
+    kinds : tuple of str, length p
+        One of :data:`KINDS` per column.
+    levels : tuple, length p
+        Per column: the category labels as a tuple of str (the code of a value is its position
+        here) for ordinal and categorical columns; None for numeric columns.
+    named : bool
+        Whether the training X had column names (a DataFrame with string column labels).
+        Then a DataFrame given to :meth:`encode` is matched to the columns by name.
+    """
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    levels: tuple[tuple[str, ...] | None, ...]
+    named: bool
+
+    def __post_init__(self):
+        names = tuple(str(n) for n in self.names)
+        kinds = tuple(self.kinds)
+        levels = tuple(None if lev is None else tuple(str(s) for s in lev)
+                       for lev in self.levels)
+        p = len(names)
+        if len(kinds) != p or len(levels) != p:
+            raise ValueError(f"TableSchema needs one kind and one levels entry per name; got "
+                             f"{p} names, {len(kinds)} kinds and {len(levels)} levels.")
+        for j, (k, lev) in enumerate(zip(kinds, levels)):
+            if k not in KINDS:
+                raise ValueError(f"kinds[{j}] is {k!r}; it must be one of {KINDS}.")
+            if (k == "numeric") != (lev is None):
+                raise ValueError(f"levels[{j}] must be None for a numeric column and a tuple "
+                                 f"of labels otherwise; column {names[j]!r} is {k} with levels "
+                                 f"{lev!r}.")
+            if lev is not None and len(set(lev)) != len(lev):
+                raise ValueError(f"levels[{j}] (column {names[j]!r}) has repeated labels "
+                                 f"{_show(sorted({s for s in lev if lev.count(s) > 1}))}.")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "kinds", kinds)
+        object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "named", bool(self.named))
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def p(self) -> int:
+        """Number of columns."""
+        return len(self.names)
+
+    @property
+    def categorical(self) -> np.ndarray:
+        """Boolean array of shape (p,): which columns are split by sets of categories."""
+        return np.array([k == "categorical" for k in self.kinds], bool)
+
+    @property
+    def n_levels(self) -> np.ndarray:
+        """int64 array of shape (p,): the number of levels of ordinal and categorical columns,
+        0 for numeric ones."""
+        return np.array([0 if lev is None else len(lev) for lev in self.levels], np.int64)
+
+    # -- building ------------------------------------------------------------------------
+
+    @classmethod
+    def from_training(cls, X: Any, categorical: Sequence | np.ndarray | None = None
+                      ) -> tuple["TableSchema", np.ndarray]:
+        """The schema of the training rows ``X`` and ``X`` encoded with it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p) or pandas DataFrame
+            A numeric array (bool as 0/1, NaN for missing values), or a DataFrame whose
+            columns may be numeric (also nullable ``Int64``/``Float64``; ``pd.NA`` is
+            missing), bool (0/1), ``category`` (unordered: categorical; ordered: ordinal) or
+            string/object (categorical, levels the sorted distinct values as str).
+        categorical : sequence of int or str, or boolean array of shape (p,), optional
+            Numeric columns holding integer category codes, to be split as categories: their
+            values must be non-negative integers or NaN; the levels are the sorted distinct
+            codes as str (``"0", "3", ...``) and the codes are re-mapped to their positions.
+
+        Returns
+        -------
+        schema : TableSchema
+        X_encoded : ndarray of shape (n, p), dtype float64, C-contiguous
+            Numeric columns as values, categorical and ordinal columns as codes
+            ``0 .. L - 1``; NaN for missing values.
+
+        Raises
+        ------
+        ValueError
+            For 1-D or empty-shaped input, infinite values, string or object numpy arrays,
+            unsupported DataFrame dtypes (dates, complex numbers), non-integer values in a
+            column marked categorical, or repeated column names.
+        """
+        if _is_series(X):
+            raise ValueError("X is a pandas Series; pass a DataFrame with one column "
+                             "(series.to_frame()) for a single feature.")
+        if _is_frame(X):
+            return cls._from_frame(X, categorical)
+        A = _numeric_array(X, "X")
+        if A.ndim != 2:
+            raise ValueError(f"X must be 2-D of shape (n, p); got shape {A.shape}. For a "
+                             "single feature use X.reshape(-1, 1).")
+        p = A.shape[1]
+        names = tuple(str(j) for j in range(p))
+        A = np.array(A, dtype=np.float64, order="C")  # a copy: codes are written into it
+        _check_finite(A, names, False, "X")
+        mask = _resolve_columns(categorical, names, False, p)
+        kinds = ["numeric"] * p
+        levels: list[tuple[str, ...] | None] = [None] * p
+        for j in np.flatnonzero(mask):
+            lev, codes = cls._codes_from_numbers(A[:, j], _column_label(j, names, False), "X")
+            kinds[j], levels[j], A[:, j] = "categorical", lev, codes
+        return cls(names, tuple(kinds), tuple(levels), False), A
+
+    @staticmethod
+    def _codes_from_numbers(x: np.ndarray, label: str, what: str):
+        v = _integer_codes(x, label, what)
+        uniq = np.unique(v)
+        out = np.full(x.shape, np.nan)
+        keep = ~np.isnan(x)
+        out[keep] = np.searchsorted(uniq, x[keep])
+        return tuple(_code_label(u) for u in uniq), out
+
+    @classmethod
+    def _from_frame(cls, df, categorical):
+        pd = _pandas()
+        cols = list(df.columns)
+        named = bool(cols) and all(isinstance(c, str) for c in cols)
+        names = tuple(str(c) for c in cols)
+        if len(set(names)) != len(names):
+            dup = sorted({s for s in names if names.count(s) > 1})
+            raise ValueError(f"X has repeated column names {_show(dup)}; rename them.")
+        n, p = df.shape
+        mask = _resolve_columns(categorical, names, named, p)
+        A = np.empty((n, p), np.float64)
+        kinds: list[str] = []
+        levels: list[tuple[str, ...] | None] = []
+        t = pd.api.types
+        for j in range(p):
+            s = df.iloc[:, j]
+            dt = s.dtype
+            label = _column_label(j, names, named)
+            if isinstance(dt, pd.CategoricalDtype):
+                if dt.ordered and mask[j]:
+                    raise ValueError(
+                        f"X {label} is an ordered category (ordinal) and is also listed in "
+                        "categorical=; to split it as unordered categories pass "
+                        "X[col].cat.as_unordered() and leave it out of categorical=.")
+                lev = tuple(str(c) for c in dt.categories)
+                if len(set(lev)) != len(lev):
+                    raise ValueError(f"X {label} has categories that are equal as strings "
+                                     f"({_show(lev)}); rename them.")
+                codes = s.cat.codes.to_numpy()
+                A[:, j] = np.where(codes < 0, np.nan, codes)
+                kinds.append("ordinal" if dt.ordered else "categorical")
+                levels.append(lev)
+            elif t.is_bool_dtype(dt) or (t.is_numeric_dtype(dt) and not t.is_complex_dtype(dt)):
+                x = s.to_numpy(dtype=np.float64, na_value=np.nan)
+                if np.isinf(x).any():
+                    raise ValueError(f"X has infinite values (inf) in {label}; replace them "
+                                     "with NaN (missing) or with finite values.")
+                if mask[j]:
+                    lev, A[:, j] = cls._codes_from_numbers(x, label, "X")
+                    kinds.append("categorical")
+                    levels.append(lev)
+                else:
+                    A[:, j] = x
+                    kinds.append("numeric")
+                    levels.append(None)
+            elif t.is_string_dtype(dt) or t.is_object_dtype(dt):
+                na, vals = _object_labels(s)
+                lev = tuple(sorted(_pandas().unique(vals).tolist()))
+                x = np.full(n, np.nan)
+                x[~na] = _map_labels(vals, lev, label, "X")
+                A[:, j] = x
+                kinds.append("categorical")
+                levels.append(lev)
+            else:
+                raise ValueError(
+                    f"X {label} has dtype {dt}, which is not supported. Convert it to numbers "
+                    "(for dates, for example, days since a reference date) or to categories "
+                    "(X[col].astype('category')).")
+        return cls(names, tuple(kinds), tuple(levels), named), A
+
+    # -- encoding ------------------------------------------------------------------------
+
+    def encode(self, X: Any, what: str = "X_new") -> np.ndarray:
+        """``X`` in the training encoding.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p) or (n,) when p == 1, or pandas DataFrame / Series
+            A DataFrame is matched to the training columns by name when the training X had
+            names (any order; extra or missing columns are an error), otherwise its columns
+            are taken in order.  Category and string values are mapped to codes by their
+            label (compared as str).  A plain numeric array is taken as already encoded:
+            categorical and ordinal columns must then hold integer codes in ``[0, L)`` or
+            NaN.
+        what : str, default "X_new"
+            What to call ``X`` in error messages.
+
+        Returns
+        -------
+        ndarray of shape (n, p), dtype float64, C-contiguous
+
+        Raises
+        ------
+        ValueError
+            For a wrong number or wrong names of columns, infinite values, levels not seen in
+            training, codes outside ``[0, L)``, or a column whose type does not fit its kind.
+        """
+        if _is_series(X):
+            X = X.to_frame()
+            return self._encode_frame(X, what, by_name=False)
+        if _is_frame(X):
+            by_name = self.named and all(isinstance(c, str) for c in X.columns)
+            return self._encode_frame(X, what, by_name=by_name)
+        A = _numeric_array(X, what)
+        if A.ndim == 1 and self.p == 1:
+            A = A.reshape(-1, 1)
+        if A.ndim != 2 or A.shape[1] != self.p:
+            raise ValueError(f"{what} must have shape (n, {self.p}) (the training data had "
+                             f"{self.p} columns); got shape {A.shape}.")
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        _check_finite(A, self.names, self.named, what)
+        L = self.n_levels
+        for j in range(self.p):
+            if self.kinds[j] == "numeric":
+                continue
+            x = A[:, j]
+            v = x[~np.isnan(x)]
+            bad = (v < 0) | (v >= L[j]) | (v != np.floor(v))
+            if np.any(bad):
+                raise ValueError(
+                    f"{what} {_column_label(j, self.names, self.named)} is {self.kinds[j]} "
+                    f"with {L[j]} levels, and a numeric array is read as its codes, which "
+                    f"must be integers in [0, {L[j]}) or NaN; found {_show(np.unique(v[bad]))}."
+                    " Pass a DataFrame to map labels to codes, or use positions in "
+                    "schema.levels.")
+        return A
+
+    def _encode_frame(self, df, what: str, by_name: bool) -> np.ndarray:
+        pd = _pandas()
+        cols = [str(c) for c in df.columns]
+        if by_name:
+            missing = [c for c in self.names if c not in cols]
+            unknown = [c for c in cols if c not in self.names]
+            if missing or unknown:
+                raise ValueError(
+                    f"{what} does not have the training columns: missing {_show(missing)}, "
+                    f"unknown {_show(unknown)}. Pass a DataFrame with the training column "
+                    "names (in any order).")
+            if len(set(cols)) != len(cols):
+                raise ValueError(f"{what} has repeated column names; rename them.")
+            pos = [cols.index(c) for c in self.names]
+        else:
+            if len(cols) != self.p:
+                raise ValueError(f"{what} has {len(cols)} columns; the training data had "
+                                 f"{self.p}.")
+            pos = list(range(self.p))
+        n = df.shape[0]
+        A = np.empty((n, self.p), np.float64)
+        t = pd.api.types
+        for j in range(self.p):
+            s = df.iloc[:, pos[j]]
+            dt = s.dtype
+            label = _column_label(j, self.names, self.named)
+            kind = self.kinds[j]
+            numeric_like = t.is_bool_dtype(dt) or (t.is_numeric_dtype(dt)
+                                                   and not t.is_complex_dtype(dt))
+            if kind == "numeric":
+                if not numeric_like:
+                    raise ValueError(f"{what} {label} has dtype {dt}, but it was numeric in "
+                                     "training; pass numbers (NaN for missing).")
+                x = s.to_numpy(dtype=np.float64, na_value=np.nan)
+                if np.isinf(x).any():
+                    raise ValueError(f"{what} has infinite values (inf) in {label}; replace "
+                                     "them with NaN (missing) or with finite values.")
+                A[:, j] = x
+                continue
+            levels = self.levels[j]
+            if isinstance(dt, pd.CategoricalDtype):
+                cats = np.array([str(c) for c in dt.categories], dtype=object)
+                codes = s.cat.codes.to_numpy()
+                present = np.zeros(cats.size, bool)
+                present[codes[codes >= 0]] = True
+                m = _map_labels(cats, levels, label, what, present)
+                x = np.full(n, np.nan)
+                x[codes >= 0] = m[codes[codes >= 0]]
+                A[:, j] = x
+            elif numeric_like and not t.is_bool_dtype(dt):
+                x = s.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+                if np.isinf(x).any():
+                    raise ValueError(f"{what} has infinite values (inf) in {label}; replace "
+                                     "them with NaN (missing) or with finite values.")
+                keep = ~np.isnan(x)
+                uniq, inv = np.unique(x[keep], return_inverse=True)
+                index = {lev: k for k, lev in enumerate(levels)}
+                m = np.empty(uniq.size, np.int64)
+                unseen = []
+                for k, u in enumerate(uniq):  # distinct values only
+                    cands = ([_code_label(u)] if u == np.floor(u) else []) + [str(u)]
+                    m[k] = next((index[c] for c in cands if c in index), -1)
+                    if m[k] < 0:
+                        unseen.append(cands[0])
+                if unseen:
+                    _map_labels(np.array(unseen, dtype=object), levels, label, what)
+                x[keep] = m[inv]
+                A[:, j] = x
+            elif t.is_string_dtype(dt) or t.is_object_dtype(dt) or t.is_bool_dtype(dt):
+                na, vals = _object_labels(s)
+                x = np.full(n, np.nan)
+                x[~na] = _map_labels(vals, levels, label, what)
+                A[:, j] = x
+            else:
+                raise ValueError(f"{what} {label} has dtype {dt}, but it was {kind} in "
+                                 "training; pass its levels as a category, string or integer "
+                                 "column.")
+        return A
