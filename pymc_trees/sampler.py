@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core.binning import bin_data, make_cutpoints
 from .core.cgm import cgm_sweep, forest_summary, new_scratch
 from .core.forest import (LEAF, Forest, forest_values, mask_dtype, mask_width, new_forest,
                           reweight, store_mask)
@@ -19,6 +18,7 @@ from .core import general as gk
 from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
 from .core.prior import max_tree_nodes, sample_prior_forest
+from .features import FeatureLayout, build_layout
 
 __all__ = ["TreePrior", "PackedForest", "NODE_DTYPE", "ForestSampler", "MOVES"]
 
@@ -76,7 +76,7 @@ class TreePrior:
 
 
 NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
-                       ("value", np.float64), ("missing_left", np.uint8)])
+                       ("value", np.float64), ("missing_left", np.uint8), ("cats", np.uint64)])
 
 
 @dataclass(slots=True)
@@ -90,8 +90,9 @@ class PackedForest:
     nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
         ``feature`` (-1 at leaves), ``left`` (absolute index of the left child; the right child
         follows it), ``threshold`` (a row goes left when ``x[feature] <= threshold``) and
-        ``value`` (leaf value) and ``missing_left`` (where a row with NaN in ``feature``
-        goes: 1 left, 0 right; boosting learns it per split, BART trees send NaN left).
+        ``value`` (leaf value), ``missing_left`` (where a row with NaN in ``feature``
+        goes: 1 left, 0 right) and ``cats`` (0 for a numeric split; at a categorical split
+        the bit set of the level codes that go left, and then ``threshold`` is unused).
     offset : float
         Constant added to the sum of trees.
     """
@@ -177,20 +178,28 @@ class ForestSampler:
     Parameters
     ----------
     X : ndarray of shape (n, p)
-        Training rows.
+        Training rows; NaN marks a missing value, categorical columns hold level codes.
     prior : TreePrior
     offset : float
         Constant added to the sum of trees.
     leaf_sd : float
         Prior standard deviation of every leaf value.
+    categorical : ndarray of shape (p,), dtype bool, optional
+        Categorical columns (split by sets of levels); default none.
+
+    The kernels work on the features of :mod:`pymc_trees.features` (a numeric column with
+    missing values is two of them); ``split_prior`` and the forest's masks are per feature,
+    packed forests per column of X.
     """
 
     X: np.ndarray
     prior: TreePrior
     offset: float
     leaf_sd: float
-    cuts: np.ndarray = field(init=False)
+    categorical: np.ndarray | None = None
+    layout: FeatureLayout = field(init=False)
     ncuts: np.ndarray = field(init=False)
+    iscat: np.ndarray = field(init=False)
     Xb: np.ndarray = field(init=False)
     split_prior: np.ndarray = field(init=False)
     forest: Forest = field(init=False)
@@ -200,23 +209,26 @@ class ForestSampler:
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
         n, p = self.X.shape
-        self.cuts, self.ncuts = make_cutpoints(self.X, self.prior.numcut)
-        self.Xb = bin_data(self.X, self.cuts, self.ncuts)
+        lay = self.layout = build_layout(self.X, self.categorical, self.prior.numcut)
+        self.Xb, self.ncuts, self.iscat = lay.Xb, lay.ncuts, lay.iscat
+        q = lay.q
         # feature-major copy in the narrowest unsigned type, for the CGM partitions
-        nc = self.cuts.shape[1]  # bin indices run 0 .. nc
-        small = np.uint8 if nc < 256 else np.uint16 if nc < 65536 else self.Xb.dtype
+        nc = lay.max_cuts  # bin indices run 0 .. nc
+        small = np.uint8 if nc < 256 else np.uint16
         self._XbT = np.ascontiguousarray(self.Xb.T, dtype=small)
-        self.split_prior = self.prior.split_weights(p)
-        hist = np.zeros((p, self.cuts.shape[1] + 1), np.int32)
+        self._column_weights = self.prior.split_weights(p)
+        self.split_prior = lay.feature_weights(self._column_weights)
+        self._mask_dt = mask_dtype(nc, bool(self.iscat.any()))
+        hist = np.zeros((q, nc + 1), np.int32)
         idx = np.arange(n, dtype=np.int32)
-        lo = np.zeros(p, np.int32)
-        hi = np.zeros(p, np.int32)
+        lo = np.zeros(q, np.int32)
+        hi = np.zeros(q, np.int32)
         # availability at the root is a property of the data: every feature counts here, so
         # that the mask stays right when the split weights change (set_split_weights)
-        node_availability(self.Xb, idx, 0, n, self.ncuts, self.prior.min_leaf, np.ones(p),
-                          hist, lo, hi)
+        node_availability(self.Xb, idx, 0, n, self.ncuts, self.iscat, self.prior.min_leaf,
+                          np.ones(q), hist, lo, hi)
         self._root_avail = lo <= hi
-        self._root_mask = np.zeros((1, 1, mask_width(p)), mask_dtype(self.cuts.shape[1]))
+        self._root_mask = np.zeros((1, 1, mask_width(q)), self._mask_dt)
         store_mask(self._root_mask, 0, 0, lo, hi)
         self._root_wavail = float(self.split_prior[self._root_avail].sum())
         self.reset()
@@ -226,19 +238,27 @@ class ForestSampler:
         return self.X.shape[0]
 
     @property
+    def cuts(self) -> np.ndarray:
+        """Thresholds of the numeric rules, shape (q, C): rule c of feature v sends a row
+        left when its value is ``<= cuts[v, c]`` (padded with ``+inf``)."""
+        return self.layout.thr_tab
+
+    @property
     def prec0(self) -> float:
         return 1.0 / self.leaf_sd**2
 
     def set_split_weights(self, weights: np.ndarray) -> None:
-        """New relative split weights of the features, shape (p,) (DART).  Weights below the
-        smallest normal float (underflowed Dirichlet draws) are raised to it.  Every node's
-        available weight is recomputed from its availability mask."""
+        """New relative split weights of the columns of X, shape (p,) (DART).  Weights below
+        the smallest normal float (underflowed Dirichlet draws) are raised to it.  Every
+        node's available weight is recomputed from its availability mask."""
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != (self.X.shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError(f"split weights must be {self.X.shape[1]} non-negative finite "
                              f"numbers; got {weights!r}.")
         # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
-        w = np.ascontiguousarray(np.maximum(w, np.finfo(np.float64).tiny))
+        w = np.maximum(w, np.finfo(np.float64).tiny)
+        self._column_weights = w
+        w = self.layout.feature_weights(w)
         if np.array_equal(w, self.split_prior):
             return
         self.split_prior = w
@@ -256,7 +276,8 @@ class ForestSampler:
 
     def _alloc_scratch(self) -> None:
         n, p = self.X.shape
-        self._scratch = new_scratch(n, p, self.cuts.shape[1], self.forest.capacity)
+        self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
+                                    self.forest.capacity, bool(self.iscat.any()))
         self._fsum = np.zeros(n)
 
     def values(self) -> np.ndarray:
@@ -298,7 +319,8 @@ class ForestSampler:
         accepted = np.zeros(4, np.int64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
-        cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.split_prior, self.prior.min_leaf,
+        cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior,
+                  self.prior.min_leaf,
                   self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
                   np.ascontiguousarray(z, dtype=np.float64), omega,
                   float(omega[0]) if same else 0.0, self._fsum,
@@ -362,7 +384,7 @@ class ForestSampler:
         tv = np.empty(n)
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        Xb, XbT, ncuts, sp = self.Xb, self._XbT, self.ncuts, self.split_prior
+        Xb, XbT, ncuts, iscat, sp = self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior
 
         def evaluate(rows, logr_rest, reverse):
             """Finish the log ratio of a move that changes the term at ``rows`` to
@@ -390,7 +412,8 @@ class ForestSampler:
             while move < 3 and u >= cp[move]:
                 move += 1
             if move == 0:
-                st = gk.grow_propose(rng, t, Xb, XbT, ncuts, pr.min_leaf, sp, pr.alpha, pr.beta,
+                st = gk.grow_propose(rng, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha,
+                                     pr.beta,
                                      prec0, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
                                      f.wavail, f.amask, f.leaf_of_row, f.value, f.n_nodes, gc,
                                      h_cur, idx, hist, lo, hi, nmask, tmp, out_i, out_f)
@@ -426,7 +449,8 @@ class ForestSampler:
                     f_prop[rows] = f_cur[rows]
             else:
                 st = gk.restructure_propose(
-                    rng, move == 3, t, Xb, XbT, ncuts, pr.min_leaf, sp, pr.alpha, pr.beta, prec0,
+                    rng, move == 3, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha, pr.beta,
+                    prec0,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
                     f.n_nodes, f.leaf_of_row, f.value, gc, h_cur, idx, hist, lo, hi, nV, nwav,
                     nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f)
@@ -487,7 +511,7 @@ class ForestSampler:
             self._particles = new_particles(C, max_tree_nodes(n, self.prior.min_leaf))
             self._pool = np.empty(C * n * 4, np.int32)
             self._old_bfs = np.empty(f.capacity, np.int32)
-            self._node_cache = new_node_cache(1 + 2 * C * 32, self.X.shape[1])
+            self._node_cache = new_node_cache(1 + 2 * C * 32, self.layout.q)
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
@@ -497,7 +521,8 @@ class ForestSampler:
             while True:
                 state = rng.bit_generator.state
                 status, ch = pg_tree_update(
-                    rng, t, self.Xb, self.ncuts, self.split_prior, self.prior.min_leaf,
+                    rng, t, self.Xb, self.ncuts, self.iscat, self.split_prior,
+                    self.prior.min_leaf,
                     self.prior.alpha, self.prior.beta, self.prec0, z, omega, self._fsum,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
                     f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles,
@@ -510,7 +535,7 @@ class ForestSampler:
                     self._pool = np.empty(2 * self._pool.size, np.int32)
                 elif status == UIDS_FULL:
                     self._node_cache = new_node_cache(2 * self._node_cache[2].size,
-                                                      self.X.shape[1])
+                                                      self.layout.q)
                 else:
                     f.ensure_capacity(2 * f.capacity)
                     self._alloc_scratch()
@@ -526,19 +551,20 @@ class ForestSampler:
         regrown from its root against the partial residual, then its leaves are drawn.  A warm
         start for the exact sweeps; it does not leave the posterior invariant."""
         f = self.forest
-        n, p = self.X.shape
+        n, p = self.n, self.layout.q
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
-            self._gfr = new_gfr_scratch(n, p, self.cuts.shape[1], f.capacity)
+            self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
         r = self._scratch[0]
         pr = self.prior
         for t in range(f.m):
             remove_tree(t, f.value, f.leaf_of_row, self._fsum, z, r)
             while True:
                 state = rng.bit_generator.state
-                status = gfr_tree(rng, t, self.Xb, self.ncuts, self.split_prior, pr.min_leaf,
+                status = gfr_tree(rng, t, self.Xb, self.ncuts, self.iscat, self.split_prior,
+                                  pr.min_leaf,
                                   pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
                                   f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
                                   f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
@@ -552,7 +578,7 @@ class ForestSampler:
                 self._fsum = fsum
                 r_old, r = r, self._scratch[0]
                 r[:] = r_old
-                self._gfr = new_gfr_scratch(n, p, self.cuts.shape[1], f.capacity)
+                self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
                 self._particles = None  # PG buffers follow the capacity
         return {}
 
@@ -580,11 +606,20 @@ class ForestSampler:
         """(mean depth, mean number of leaves) over the trees."""
         return forest_summary(self.forest.var, self.forest.depth, self.forest.n_nodes)
 
-    def pack(self) -> PackedForest:
+    def pack(self, rng: np.random.Generator | None = None) -> PackedForest:
+        """The forest for prediction at any rows (:func:`~pymc_trees.core.packed.pack_forest`).
+
+        Where the training rows leave a routing open (a NaN in a column that had none, a level
+        absent from a node's rows) it is drawn from the prior, a fair coin per node, with
+        ``rng`` (default: a generator seeded with 0).  Rows like the training rows never
+        meet those coins."""
         f = self.forest
+        lay = self.layout
+        rng = np.random.default_rng(0) if rng is None else rng
         nodes = np.empty(f.m and int((f.n_nodes - f.n_free).sum()), NODE_DTYPE)
-        start = pack_forest(f.var, f.cut, f.left, f.right, f.value, f.n_nodes, f.n_free,
-                            self.cuts, nodes)
+        start = pack_forest(rng, f.var, f.cut, f.left, f.right, f.value, f.n_nodes, f.n_free,
+                            f.amask, lay.fmap, lay.thr_tab, lay.ml_tab, lay.nlev, lay.nan_bin,
+                            nodes)
         return PackedForest(start, nodes, float(self.offset))
 
     def leaf_stats(self) -> tuple[float, float]:
@@ -597,7 +632,8 @@ class ForestSampler:
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""
         p = self.prior
-        return sample_prior_forest(rng, self.Xb, self.ncuts, self.split_prior, p.m, p.min_leaf,
+        return sample_prior_forest(rng, self.Xb, self.ncuts, self.iscat, self.split_prior, p.m,
+                                   p.min_leaf,
                                    p.alpha, p.beta, self.leaf_sd)
 
 
@@ -621,8 +657,10 @@ class OutputSamplers:
     trees over the same X, with one prior, offset and leaf scale.  Offers what the tree step
     uses of a :class:`ForestSampler`, over all outputs."""
 
-    def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int):
-        self.parts = [ForestSampler(X, prior, offset, leaf_sd) for _ in range(int(k))]
+    def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int,
+                 categorical: np.ndarray | None = None):
+        self.parts = [ForestSampler(X, prior, offset, leaf_sd, categorical)
+                      for _ in range(int(k))]
 
     @property
     def n(self) -> int:
@@ -670,5 +708,6 @@ class OutputSamplers:
         s = np.array([p.leaf_stats() for p in self.parts])
         return float(s[:, 0].sum()), float(s[:, 1].sum())
 
-    def pack(self) -> PackedForest:
-        return concat_packed([p.pack() for p in self.parts])
+    def pack(self, rng: np.random.Generator | None = None) -> PackedForest:
+        rng = np.random.default_rng(0) if rng is None else rng
+        return concat_packed([p.pack(rng) for p in self.parts])

@@ -419,7 +419,7 @@ class _TreeStep(BlockedStep):
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      leaf_sd=self.sampler.leaf_sd, warm_start=warm)
-        stats[self.forest_stat] = self.sampler.pack()
+        stats[self.forest_stat] = self.sampler.pack(self.rng)
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]

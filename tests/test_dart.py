@@ -31,7 +31,7 @@ def _set_tree(fs, t, rules):
 
     def build(k, rows, rule, d):
         idx = np.asarray(rows, np.int32)
-        f.wavail[t, k] = node_availability(fs.Xb, idx, 0, idx.size, fs.ncuts, fs.prior.min_leaf,
+        f.wavail[t, k] = node_availability(fs.Xb, idx, 0, idx.size, fs.ncuts, fs.iscat, fs.prior.min_leaf,
                                            fs.split_prior, hist, lo, hi)
         store_mask(f.amask, t, k, lo, hi)
         f.depth[t, k] = d

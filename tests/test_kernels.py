@@ -60,7 +60,8 @@ def test_node_availability_matches_brute_force(min_leaf):
     for trial in range(30):
         rows = rng.choice(40, size=rng.integers(1, 40), replace=False).astype(np.int32)
         idx = np.concatenate([np.zeros(3, np.int32), rows])  # segment starts at 3
-        wsum = node_availability(Xb, idx, 3, idx.size, ncuts, min_leaf, sp, hist, lo, hi)
+        wsum = node_availability(Xb, idx, 3, idx.size, ncuts, np.zeros(4, bool), min_leaf, sp,
+                                 hist, lo, hi)
         expect_w = 0.0
         for v in range(4):
             avail = [k for k in range(ncuts[v]) if sp[v] > 0
@@ -170,7 +171,7 @@ def test_forest_state_is_consistent_after_sweeps(sampler):
                 if f.var[t, k] < -1:
                     continue
                 rows = np.flatnonzero(_rows_below(f, t, k, fs.Xb)).astype(np.int32)
-                w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, 4, weights,
+                w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, fs.iscat, 4, weights,
                                       hist, lo, hi)
                 assert f.wavail[t, k] == pytest.approx(w)
                 bits = sum(1 << v for v in range(3) if lo[v] <= hi[v])
@@ -215,15 +216,19 @@ def test_forest_values_sum_in_tree_order():
     assert not math.isnan(out.sum())
 
 
-def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
+@pytest.mark.parametrize("with_categorical", [False, True])
+def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categorical):
     """The blocked, branch-free prediction kernel (serial and parallel) against a plain walk:
     random trees of uneven depth, NaN sent either way, a row count that is not a multiple of
-    the block size, and a forest that starts inside a larger node array (as in a trace)."""
+    the block size, and a forest that starts inside a larger node array (as in a trace); and
+    with categorical splits on a column of level codes (a level goes left when its bit of
+    ``cats`` is set)."""
     from pymc_trees.core.packed import predict_packed, predict_packed_parallel
     from pymc_trees.sampler import NODE_DTYPE
 
     rng = np.random.default_rng(11)
     nodes = []
+    nf = 4 if with_categorical else 3
 
     def grow_into(k, depth):
         if depth < 7 and rng.uniform() < 0.75:
@@ -231,13 +236,15 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
             nodes.extend([None, None])
             grow_into(left, depth + 1)
             grow_into(left + 1, depth + 1)
-            nodes[k] = (int(rng.integers(3)), left, float(rng.normal()), 0.0,
-                        int(rng.integers(2)))
+            v = int(rng.integers(nf))
+            cats = int(rng.integers(1, 2**40)) if v == 3 else 0
+            nodes[k] = (v, left, float(rng.normal()) if v < 3 else 0.0, 0.0,
+                        int(rng.integers(2)), cats)
         else:
-            nodes[k] = (-1, -1, 0.0, float(rng.normal()), 1)
+            nodes[k] = (-1, -1, 0.0, float(rng.normal()), 1, 0)
 
     pad = 5  # the forest starts at node 5 of the array
-    nodes.extend([(-1, -1, 0.0, 9.0, 1)] * pad)
+    nodes.extend([(-1, -1, 0.0, 9.0, 1, 0)] * pad)
     starts = [pad]
     for _ in range(12):
         k = len(nodes)
@@ -246,7 +253,9 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
         starts.append(len(nodes))
     arr = np.array(nodes, dtype=NODE_DTYPE)
     start = np.array(starts, np.int64)
-    X = rng.normal(size=(203, 3))
+    X = rng.normal(size=(203, nf))
+    if with_categorical:
+        X[:, 3] = rng.integers(0, 40, size=203)
     X[rng.uniform(size=X.shape) < 0.2] = np.nan
 
     def naive(x):
@@ -255,7 +264,12 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees():
             k = start[t]
             while arr[k]["feature"] >= 0:
                 v = x[arr[k]["feature"]]
-                go_left = bool(arr[k]["missing_left"]) if np.isnan(v) else v <= arr[k]["threshold"]
+                if np.isnan(v):
+                    go_left = bool(arr[k]["missing_left"])
+                elif arr[k]["cats"]:
+                    go_left = bool((int(arr[k]["cats"]) >> int(v)) & 1)
+                else:
+                    go_left = v <= arr[k]["threshold"]
                 k = arr[k]["left"] if go_left else arr[k]["left"] + 1
             tot += arr[k]["value"]
         return tot

@@ -18,12 +18,13 @@ from .nodes import (
     availability_from_hist,
     count_bins,
     draw_leaf_values,
-    draw_rule,
+    draw_node_rule,
     free_node,
     log_1m_psplit,
     log_ml,
     log_psplit,
     node_availability,
+    rule_valid,
     split_node,
 )
 
@@ -33,7 +34,8 @@ __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "new_scratch", "cgm_sweep",
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
 
 
-def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
+def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
+                categorical: bool = False) -> tuple:
     """Buffers for one sweep, allocated once by the caller.
 
     Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
@@ -50,13 +52,14 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
         np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros(n, np.int32),
-        np.zeros((1, K + 2, mask_width(p)), mask_dtype(max_cuts)),
+        np.zeros((1, K + 2, mask_width(p)), mask_dtype(max_cuts, categorical)),
     )
 
 
 @numba.njit(cache=True)
 def _partition(XbT, idx, start, end, v, c, tmp):
-    """Stable partition of ``idx[start:end]``: rows with ``XbT[v, i] <= c`` first, returns the
+    """Stable partition of ``idx[start:end]``: rows going left under rule ``c`` of feature
+    ``v`` first (``XbT[v, i] <= c``, or level ``XbT[v, i]`` in the set ``~c``), returns the
     split position.  ``XbT`` is the binned data feature-major (shape (p, n), narrowest
     integers), so the feature's bins of all rows lie in one small block of memory.  Without
     branches on the data (rows of a large node go either way about as often, which defeats
@@ -64,13 +67,23 @@ def _partition(XbT, idx, start, end, v, c, tmp):
     advances; ``tmp`` (n entries) holds the right side meanwhile."""
     nl = start
     nr = 0
-    for q in range(start, end):
-        i = idx[q]
-        go = XbT[v, i] <= c
-        idx[nl] = i  # nl <= q: a slot already read
-        tmp[nr] = i
-        nl += go
-        nr += 1 - go
+    if c >= 0:
+        for q in range(start, end):
+            i = idx[q]
+            go = XbT[v, i] <= c
+            idx[nl] = i  # nl <= q: a slot already read
+            tmp[nr] = i
+            nl += go
+            nr += 1 - go
+    else:
+        S = ~c
+        for q in range(start, end):
+            i = idx[q]
+            go = (S >> XbT[v, i]) & 1
+            idx[nl] = i
+            tmp[nr] = i
+            nl += go
+            nr += 1 - go
     for q in range(nr):
         idx[nl + q] = tmp[q]
     return nl
@@ -227,7 +240,7 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
 
 
 @numba.njit(cache=True)
-def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, split_prior,
+def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf, split_prior,
                    alpha, beta, var, cut, left, right, depth, idx, hist, lo, hi, nwav, nnc,
                    seg_s, seg_e, stack, nmask):
     """The factors :func:`_route_subtree` leaves out, from the available cutpoints of every
@@ -245,14 +258,17 @@ def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, min_leaf, spli
         if k == root and root_wsum >= 0.0:
             wsum = root_wsum
         else:
-            wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, min_leaf, split_prior,
+            wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf, split_prior,
                                      hist, lo, hi)
         nwav[k] = wsum
         store_mask(nmask, 0, k, lo, hi)
         v = var[t, k]
         if v >= 0:
             c = cut[t, k]
-            if c < lo[v] or c > hi[v]:
+            kl = left[t, k]
+            kr = right[t, k]
+            if not rule_valid(c, lo[v], hi[v], seg_e[kl] - seg_s[kl], seg_e[kr] - seg_s[kr],
+                              min_leaf):
                 return -np.inf, False
             nc = hi[v] - lo[v] + 1
             nnc[k] = nc
@@ -302,7 +318,7 @@ def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
+def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
           right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
           hist, lo, hi, W, S, amask, nmask, tmp):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
@@ -318,7 +334,8 @@ def _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg,
         cnt += leaf_of_row[t, i] == ell
     # the leaf's available cutpoints were kept when its rows last changed
     load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
+    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
+                              min_leaf)
     mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
     WL = 0.0
     SL = 0.0
@@ -351,10 +368,10 @@ def _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg,
     # the children's available cutpoints, from their bin counts
     K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
     count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, min_leaf, split_prior, lo, hi)
+    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
     store_mask(nmask, 0, K2, lo, hi)
     count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, min_leaf, split_prior, lo, hi)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
     store_mask(nmask, 0, K2 + 1, lo, hi)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
@@ -419,7 +436,7 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 
 
 @numba.njit(cache=True)
-def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, var,
+def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, var,
                     cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
                     idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
                     amask, nmask, tmp):
@@ -460,7 +477,8 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alph
     load_mask(amask, t, root, lo, hi)
     root_wsum = wavail[t, root]
     if not is_swap:
-        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, root_wsum)
+        v_new, c_new, _ = draw_node_rule(rng, lo, hi, split_prior, root_wsum, Xb, idx, 0, cnt,
+                                         min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
     bound = _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
@@ -469,7 +487,7 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alph
     # the rules' availability is counted only when the bound does not already reject
     accept = _accept_u(u, bound)
     if accept:
-        rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, min_leaf,
+        rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
         accept = valid and _accept_u(u, bound + rest)
@@ -487,7 +505,7 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alph
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
+def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
               omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
               amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS,
               nwav, nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
@@ -575,7 +593,7 @@ def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, mo
         while move < SWAP and u >= move_cp[move]:
             move += 1
         if move == GROW:
-            res = _grow(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
+            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
                         var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
                         n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask,
                         nmask, tmp)
@@ -583,7 +601,7 @@ def cgm_sweep(rng, Xb, XbT, ncuts, split_prior, min_leaf, alpha, beta, prec0, mo
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, min_leaf, split_prior,
+            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior,
                                   alpha, beta, prec0, var, cut, left, right, parent, depth, wavail,
                                   ncut, n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
                                   nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask, tmp)

@@ -37,10 +37,12 @@ class Forest:
         node; 0 means the node cannot split.
     ncut : ndarray of shape (m, K), dtype int32
         Internal nodes: number of available cutpoints of the node's split feature.
-    amask : ndarray of shape (m, K, 2 p), dtype int16 (int32 above 32,766 cutpoints)
-        The node's available cutpoints, as the kernels computed them from its rows:
-        ``amask[t, k, v] .. amask[t, k, p + v]`` is the inclusive range of available cut
-        indices of feature ``v`` (empty, ``lo > hi``, when ``v`` is unavailable).  A move
+    amask : ndarray of shape (m, K, 2 p), dtype int16 (int32 above 32,766 cutpoints or with
+        categorical features)
+        The node's available rules, as the kernels computed them from its rows:
+        ``amask[t, k, v] .. amask[t, k, p + v]`` is the inclusive range of available rules
+        of feature ``v`` (cut indices; for a categorical feature the encoding of
+        :mod:`pymc_trees.core.nodes`; empty, ``lo > hi``, when ``v`` is unavailable).  A move
         that keeps a node's rows reads them here instead of counting the rows again, and
         ``wavail`` is recomputed from them when the split weights change (``reweight``).
     n_nodes : ndarray of shape (m,), dtype int32
@@ -126,8 +128,11 @@ def mask_width(p: int) -> int:
     return 2 * p
 
 
-def mask_dtype(max_cuts: int) -> np.dtype:
-    """The narrowest signed integer holding cut indices up to ``max_cuts``."""
+def mask_dtype(max_cuts: int, categorical: bool = False) -> np.dtype:
+    """The narrowest signed integer holding cut indices up to ``max_cuts`` (int32 with
+    categorical features, whose ranges hold level sets and subset counts)."""
+    if categorical:
+        return np.dtype(np.int32)
     return np.dtype(np.int16 if max_cuts < np.iinfo(np.int16).max else np.int32)
 
 

@@ -37,7 +37,7 @@ import numba
 from .cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE, _collect_subtree_rows,
                   _commit_subtree, _count, _partition, _pick, _prior_subtree, split_segment)
 from .forest import LEAF, load_mask, store_mask
-from .nodes import (alloc_node, availability_from_hist, count_bins, draw_rule, free_node,
+from .nodes import (alloc_node, availability_from_hist, count_bins, draw_node_rule, free_node,
                     log_1m_psplit, log_psplit, split_node)
 
 __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
@@ -98,7 +98,7 @@ def tree_values(t, value, leaf_of_row, out):
 
 
 @numba.njit(cache=True)
-def grow_propose(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
+def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
                  left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
                  idx, hist, lo, hi, nmask, tmp, out_i, out_f):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
@@ -120,7 +120,8 @@ def grow_propose(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, pre
         idx[cnt] = i
         cnt += leaf_of_row[t, i] == ell
     load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
+    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
+                              min_leaf)
     mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
     GL = 0.0
     HL = 0.0
@@ -136,10 +137,10 @@ def grow_propose(rng, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta, pre
         HR += h[i]
     K2 = nmask.shape[1] - 2
     count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, min_leaf, split_prior, lo, hi)
+    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
     store_mask(nmask, 0, K2, lo, hi)
     count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, min_leaf, split_prior, lo, hi)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
     store_mask(nmask, 0, K2 + 1, lo, hi)
     d = depth[t, ell]
     w_new = w + 1
@@ -323,7 +324,7 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
 
 
 @numba.njit(cache=True)
-def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, alpha, beta,
+def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
                         prec0, var, cut, left, right, parent, depth, wavail, ncut, amask,
                         n_nodes, leaf_of_row, value, g, h, idx, hist, lo, hi, nV, nwav,
                         nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f):
@@ -380,12 +381,13 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, min_leaf, split_prior, 
     load_mask(amask, t, root, lo, hi)
     root_wsum = wavail[t, root]
     if not is_swap:
-        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, root_wsum)
+        v_new, c_new, _ = draw_node_rule(rng, lo, hi, split_prior, root_wsum, Xb, idx, 0, cnt,
+                                         min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
     new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
                          depth, g, h, idx, nV, seg_s, seg_e, stack, tmp)
-    rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, min_leaf,
+    rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                  split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                  hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
     if not valid:

@@ -25,8 +25,8 @@ import numba
 import numpy as np
 
 from .forest import FREE, LEAF, store_mask
-from .nodes import (alloc_node, availability_from_hist, draw_leaf_values, log_ml, log_psplit,
-                    split_node)
+from .nodes import (alloc_node, availability_from_hist, draw_leaf_values, goes_left, log_ml,
+                    log_psplit, split_node)
 
 __all__ = ["GFR_OK", "GFR_FULL", "new_gfr_scratch", "remove_tree", "gfr_tree"]
 
@@ -73,7 +73,46 @@ def _node_hists(Xb, idx, s, e, ncuts, r, omega, cnt, hW, hS):
 
 
 @numba.njit(cache=True)
-def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
+def _categorical_candidates(v, P, bv, cnt, hW, hS, Wn, Sn, n_node, min_leaf, prec0, logw,
+                            cand_v, cand_c, j):
+    """Candidates of categorical feature ``v`` (present levels ``P``): the present levels
+    ordered by their leaf posterior mean ``S / (W + prec0)`` and split after each prefix that
+    leaves ``min_leaf`` rows on each side (the subsets a sorted scan can reach, as in
+    LightGBM and XGBoost; the others are not proposed here, which a warm start may do).
+    Writes their log weights from ``logw[j]`` on and returns the next free index."""
+    nb = 0
+    while (P >> nb) > 0:
+        nb += 1
+    levels = np.empty(nb, np.int64)
+    keys = np.empty(nb)
+    k = 0
+    for b in range(nb):
+        if (P >> b) & 1:
+            levels[k] = b
+            keys[k] = hS[v, b] / (hW[v, b] + prec0)
+            k += 1
+    order = np.argsort(keys[:k])
+    S = 0
+    WL = 0.0
+    SL = 0.0
+    nl = 0
+    for q in range(k - 1):
+        b = levels[order[q]]
+        S |= 1 << b
+        WL += hW[v, b]
+        SL += hS[v, b]
+        nl += cnt[v, b]
+        if nl < min_leaf or n_node - nl < min_leaf:
+            continue
+        logw[j] = bv + log_ml(WL, SL, prec0) + log_ml(Wn - WL, Sn - SL, prec0)
+        cand_v[j] = v
+        cand_c[j] = ~S
+        j += 1
+    return j
+
+
+@numba.njit(cache=True)
+def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
              var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
              n_free, leaf_of_row, idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S):
     """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
@@ -85,6 +124,8 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
     """
     n, p = Xb.shape
     K = var.shape[1]
+    cand_v = np.empty(logw.shape[0], np.int64)  # the rule of every candidate in logw
+    cand_c = np.empty(logw.shape[0], np.int64)
     for q in range(n):
         idx[q] = q
     old_n = n_nodes[t]
@@ -112,7 +153,7 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
             Sn += hS[0, b]
         W[k] = Wn
         S[k] = Sn
-        wsum = availability_from_hist(cnt, e - s, ncuts, min_leaf, split_prior, lo, hi)
+        wsum = availability_from_hist(cnt, e - s, ncuts, iscat, min_leaf, split_prior, lo, hi)
         wavail[t, k] = wsum
         store_mask(amask, t, k, lo, hi)
         if wsum <= 0.0:
@@ -127,6 +168,10 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
                 continue
             nc = hi[v] - lo[v] + 1
             bv = base + math.log(split_prior[v]) - math.log(nc)
+            if lo[v] < 0:
+                j = _categorical_candidates(v, -lo[v], bv, cnt, hW, hS, Wn, Sn, e - s, min_leaf,
+                                            prec0, logw, cand_v, cand_c, j)
+                continue
             WL = 0.0
             SL = 0.0
             for c in range(lo[v]):
@@ -136,6 +181,8 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
                 WL += hW[v, c]
                 SL += hS[v, c]
                 logw[j] = bv + log_ml(WL, SL, prec0) + log_ml(Wn - WL, Sn - SL, prec0)
+                cand_v[j] = v
+                cand_c[j] = c
                 j += 1
         mx = logw[0]
         for q in range(1, j):
@@ -154,28 +201,16 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
                 break
         if choice == 0:
             continue
-        # decode the chosen rule
-        q = choice - 1
-        v_new = -1
-        c_new = -1
-        nc_new = 0
-        for v in range(p):
-            if lo[v] > hi[v]:
-                continue
-            nc = hi[v] - lo[v] + 1
-            if q < nc:
-                v_new = v
-                c_new = lo[v] + q
-                nc_new = nc
-                break
-            q -= nc
+        v_new = cand_v[choice]
+        c_new = cand_c[choice]
+        nc_new = hi[v_new] - lo[v_new] + 1
         if n_nodes[t] + 2 > K:
             n_nodes[t] = max(n_nodes[t], old_n)  # every slot written so far is reset again
             return GFR_FULL
         # partition the node's rows, keeping ascending row order on each side
         mid = s
         for a in range(s, e):
-            if Xb[idx[a], v_new] <= c_new:
+            if goes_left(Xb[idx[a], v_new], c_new):
                 mid += 1
         kl = alloc_node(t, var, n_nodes, free, n_free)
         kr = alloc_node(t, var, n_nodes, free, n_free)
@@ -204,13 +239,13 @@ def gfr_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, r, om
 
 @numba.njit(cache=True)
 def _stable_partition(Xb, idx, s, e, v, c, mid, tmp_rows, t):
-    """Rows of ``idx[s:e]`` with ``Xb[i, v] <= c`` first, both sides in their old order;
+    """Rows of ``idx[s:e]`` going left under rule ``c`` of feature ``v`` first, both sides in their old order;
     ``tmp_rows[t]`` (a row of ``leaf_of_row``, rewritten at the end) is the scratch."""
     a = s
     b = mid
     for q in range(s, e):
         i = idx[q]
-        if Xb[i, v] <= c:
+        if goes_left(Xb[i, v], c):
             tmp_rows[t, a] = i
             a += 1
         else:

@@ -5,6 +5,21 @@ Available-cutpoint rule (one rule for every sampler and for prior draws): cutpoi
 feature ``v`` is available at a node when it sends at least ``min_leaf`` of the node's training
 rows to each side.  A node is splittable when some feature with positive ``split_prior`` weight
 has an available cutpoint.
+
+Rules.  A numeric rule is a cut index ``c >= 0``: a row goes left when its bin is ``<= c``.  A
+categorical feature (``iscat[v]``; its bins are level codes) splits by a set ``S`` of levels
+that go left, stored as the negative number ``c = ~S`` (bit ``b`` of ``S`` for level ``b``), so
+that one integer per node holds either kind and :func:`goes_left` tells them apart by sign.
+``S`` is a subset of the levels present at the node (canonical: no bit of an absent level),
+neither empty nor all of them, and it must leave ``min_leaf`` rows on each side; the prior is
+uniform over those subsets.
+
+Available rules of a feature are kept as an inclusive range ``lo[v] .. hi[v]`` whose length
+``hi - lo + 1`` is their number (empty, ``lo > hi``, when there are none).  A numeric feature's
+range is the available cut indices themselves (``lo >= 0``).  A categorical feature's is
+``lo = -P``, ``hi = N - 1 - P`` with ``P`` the bit set of the levels present at the node and
+``N`` the number of valid subsets, so ``lo < 0`` marks an available categorical feature and
+the count reads the same way for both kinds.
 """
 
 from __future__ import annotations
@@ -12,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 
 from .forest import FREE, LEAF
 
@@ -21,6 +37,9 @@ __all__ = [
     "count_bins",
     "draw_rule",
     "partition",
+    "goes_left",
+    "draw_node_rule",
+    "rule_valid",
     "log_ml",
     "log_psplit",
     "log_1m_psplit",
@@ -51,12 +70,13 @@ def log_1m_psplit(depth, alpha, beta, splittable):
 
 
 @numba.njit(cache=True)
-def node_availability(Xb, idx, start, end, ncuts, min_leaf, split_prior, hist, lo, hi):
-    """Available cutpoints at a node holding rows ``idx[start:end]``.
+def node_availability(Xb, idx, start, end, ncuts, iscat, min_leaf, split_prior, hist, lo, hi):
+    """Available rules at a node holding rows ``idx[start:end]``.
 
-    Writes, for every feature ``v``, the inclusive range ``lo[v]..hi[v]`` of available cut
-    indices (empty when ``lo[v] > hi[v]``) and returns the sum of ``split_prior`` over the
-    features whose range is non-empty.  ``hist`` is scratch of shape (p, max_cuts + 1).
+    Writes, for every feature ``v``, the range ``lo[v]..hi[v]`` of its available rules (see
+    the module docstring; empty when ``lo[v] > hi[v]``) and returns the sum of
+    ``split_prior`` over the features whose range is non-empty.  ``hist`` is scratch of shape
+    (p, max_cuts + 1).
     """
     p = Xb.shape[1]
     cnt = end - start
@@ -67,7 +87,7 @@ def node_availability(Xb, idx, start, end, ncuts, min_leaf, split_prior, hist, l
             hi[v] = 0
         return wsum
     count_bins(Xb, idx, start, end, ncuts, hist)
-    return availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi)
+    return availability_from_hist(hist, cnt, ncuts, iscat, min_leaf, split_prior, lo, hi)
 
 
 @numba.njit(cache=True)
@@ -85,7 +105,7 @@ def count_bins(Xb, idx, start, end, ncuts, hist):
 
 
 @numba.njit(cache=True)
-def availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi):
+def availability_from_hist(hist, cnt, ncuts, iscat, min_leaf, split_prior, lo, hi):
     """The available cutpoints of :func:`node_availability`, from the node's row count ``cnt``
     and its per-feature bin counts ``hist[v, :ncuts[v] + 1]``."""
     p = ncuts.shape[0]
@@ -102,6 +122,16 @@ def availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi):
             hi[v] = 0
             continue
         h = hist[v]
+        if iscat[v]:
+            P, N = _subset_count(h, nc + 1, min_leaf)
+            if N > 0:
+                lo[v] = -P
+                hi[v] = N - 1 - P
+                wsum += split_prior[v]
+            else:
+                lo[v] = 1
+                hi[v] = 0
+            continue
         # lo: smallest k with #(bin <= k) >= min_leaf
         acc = 0
         k = 0
@@ -126,6 +156,91 @@ def availability_from_hist(hist, cnt, ncuts, min_leaf, split_prior, lo, hi):
 
 
 @numba.njit(cache=True)
+def _subset_count(h, nb, min_leaf):
+    """Levels present among the ``nb`` bins with counts ``h`` (bit set ``P``) and the number
+    ``N`` of subsets of them that leave at least ``min_leaf`` rows on each side.
+
+    Every subset with fewer than ``min_leaf`` rows (the empty one included) is invalid, and so
+    is its complement; when the node has ``2 min_leaf`` rows or more no subset is both, so
+    ``N = 2^k - 2 L`` with ``k`` present levels and ``L`` the number of subsets holding fewer
+    than ``min_leaf`` rows, counted by a dynamic programme over their row sums.
+    """
+    P = 0
+    k = 0
+    tot = 0
+    for b in range(nb):
+        if h[b] > 0:
+            P |= 1 << b
+            k += 1
+            tot += h[b]
+    if k < 2 or tot < 2 * min_leaf:
+        return P, 0
+    ways = np.zeros(min_leaf, np.int64)  # ways[s]: subsets so far with s rows
+    ways[0] = 1
+    for b in range(nb):
+        c = h[b]
+        if c <= 0 or c >= min_leaf:
+            continue  # a level of min_leaf rows or more makes any subset holding it valid-sized
+        for s in range(min_leaf - 1, c - 1, -1):
+            ways[s] += ways[s - c]
+    small = 0
+    for s in range(min_leaf):
+        small += ways[s]
+    return P, (np.int64(1) << k) - 2 * small
+
+
+@numba.njit(cache=True, inline="always")
+def goes_left(b, c):
+    """Whether a row in bin ``b`` goes left under rule ``c`` (numeric cut index ``c >= 0``:
+    ``b <= c``; categorical ``c = ~S``: bit ``b`` of ``S``)."""
+    if c >= 0:
+        return b <= c
+    return ((~c) >> b) & 1 == 1
+
+
+@numba.njit(cache=True)
+def rule_valid(c, lo_v, hi_v, n_left, n_right, min_leaf):
+    """Whether rule ``c`` of a feature with available range ``lo_v..hi_v`` is a valid rule of a
+    node that it splits into ``n_left`` and ``n_right`` rows (a categorical set must hold
+    present levels only and leave ``min_leaf`` rows on each side)."""
+    if c >= 0:
+        return lo_v <= c <= hi_v
+    if lo_v >= 0:
+        return False
+    P = -lo_v
+    return ((~c) & ~P) == 0 and n_left >= min_leaf and n_right >= min_leaf
+
+
+@numba.njit(cache=True)
+def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf):
+    """:func:`draw_rule` at the node holding rows ``idx[start:end]``; for a categorical feature
+    the set of levels that go left is drawn uniformly among the valid subsets of the present
+    levels (by rejection from independent fair coins per present level, which is uniform on
+    the subsets it accepts).  Returns
+    ``(v, c, n_rules_v)``."""
+    v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
+    if lo[v] >= 0:
+        return v, c, nc
+    P = -lo[v]
+    nb = 0
+    while (P >> nb) > 0:
+        nb += 1
+    counts = np.zeros(nb, np.int64)
+    for q in range(start, end):
+        counts[Xb[idx[q], v]] += 1
+    tot = end - start
+    while True:
+        S = 0
+        nl = 0
+        for b in range(nb):
+            if (P >> b) & 1 and rng.random() < 0.5:
+                S |= 1 << b
+                nl += counts[b]
+        if nl >= min_leaf and tot - nl >= min_leaf:
+            return v, ~S, nc
+
+
+@numba.njit(cache=True)
 def draw_rule(rng, lo, hi, split_prior, wsum):
     """Draw a rule from the prior at a node: feature with probability proportional to
     ``split_prior`` among available features, then a cutpoint uniformly among its available ones.
@@ -147,14 +262,14 @@ def draw_rule(rng, lo, hi, split_prior, wsum):
 
 @numba.njit(cache=True)
 def partition(Xb, idx, start, end, v, k):
-    """Reorder ``idx[start:end]`` so rows with ``Xb[i, v] <= k`` come first; return the split
-    position."""
+    """Reorder ``idx[start:end]`` so rows going left under rule ``k`` of feature ``v`` come
+    first; return the split position."""
     i = start
     j = end - 1
     while True:
-        while i <= j and Xb[idx[i], v] <= k:
+        while i <= j and goes_left(Xb[idx[i], v], k):
             i += 1
-        while i <= j and Xb[idx[j], v] > k:
+        while i <= j and not goes_left(Xb[idx[j], v], k):
             j -= 1
         if i >= j:
             break

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from .forest import FREE, LEAF, store_mask
-from .nodes import draw_leaf_values, draw_rule, log_ml, node_availability
+from .nodes import draw_leaf_values, draw_node_rule, goes_left, log_ml, node_availability
 
 __all__ = ["PI_FIELDS", "PF_FIELDS", "new_particles", "new_node_cache", "pg_tree_update",
            "split_rows"]
@@ -52,10 +52,10 @@ def new_node_cache(n_nodes: int, p: int) -> tuple:
 
 
 @numba.njit(cache=True)
-def _availability(u, Xb, pool, s, e, ncuts, min_leaf, split_prior, hist, ulo, uhi, uw):
+def _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo, uhi, uw):
     """Availability of the node with identity u (rows pool[s:e]), computed once per identity."""
     if uw[u] < 0.0:
-        uw[u] = node_availability(Xb, pool, s, e, ncuts, min_leaf, split_prior, hist, ulo[u],
+        uw[u] = node_availability(Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo[u],
                                   uhi[u])
     return uw[u]
 
@@ -72,7 +72,7 @@ def split_rows(Xb, pool, s, e, top, v, k, r, omega):
     hi_pos = top + (e - s) - 1
     for q in range(s, e):
         i = pool[q]
-        if Xb[i, v] <= k:
+        if goes_left(Xb[i, v], k):
             pool[lo_pos] = i
             lo_pos += 1
             WL += omega[i]
@@ -109,7 +109,7 @@ def _draw_index(rng, cum, total):
 
 
 @numba.njit(cache=True)
-def pg_tree_update(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0, z, omega, fsum,
+def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, z, omega, fsum,
                    var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
                    n_free, leaf_of_row, PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, r, hist,
                    ulo, uhi, uw, old_bfs, W, S):
@@ -182,17 +182,18 @@ def pg_tree_update(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0,
                 ok = old_bfs[k]
                 if var[t, ok] >= 0:
                     split = True
-                    _availability(u, Xb, pool, s, e, ncuts, min_leaf, split_prior, hist, ulo,
+                    _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo,
                                   uhi, uw)
                     v = var[t, ok]
                     kc = cut[t, ok]
                     nc = uhi[u, v] - ulo[u, v] + 1
             elif rng.random() < alpha * (1.0 + d) ** (-beta):
-                wsum = _availability(u, Xb, pool, s, e, ncuts, min_leaf, split_prior, hist, ulo,
+                wsum = _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo,
                                      uhi, uw)
                 if wsum > 0.0:
                     split = True
-                    v, kc, nc = draw_rule(rng, ulo[u], uhi[u], split_prior, wsum)
+                    v, kc, nc = draw_node_rule(rng, ulo[u], uhi[u], split_prior, wsum, Xb,
+                                               pool, s, e, min_leaf)
             if split:
                 if top + (e - s) > pool.shape[0]:
                     return POOL_FULL, 0
@@ -269,7 +270,7 @@ def pg_tree_update(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, prec0,
         depth[t, k] = PI[ch, DEPTH, k]
         # the forest caches every node's availability (the CGM moves need it)
         u = PI[ch, UID, k]
-        wavail[t, k] = _availability(u, Xb, pool, PI[ch, SEG_S, k], PI[ch, SEG_E, k], ncuts,
+        wavail[t, k] = _availability(u, Xb, pool, PI[ch, SEG_S, k], PI[ch, SEG_E, k], ncuts, iscat,
                                      min_leaf, split_prior, hist, ulo, uhi, uw)
         store_mask(amask, t, k, ulo[u], uhi[u])
         if var[t, k] >= 0:

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from .forest import FREE, LEAF, Forest, mask_dtype, mask_width, store_mask
-from .nodes import draw_rule, node_availability, partition, split_node
+from .nodes import draw_node_rule, node_availability, partition, split_node
 
 __all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
 
@@ -22,7 +22,7 @@ def max_tree_nodes(n: int, min_leaf: int) -> int:
 
 
 @numba.njit(cache=True)
-def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd, var, cut,
+def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd, var, cut,
                       left, right, parent, depth, value, wavail, ncut, amask, n_nodes, n_free,
                       leaf_of_row, idx, hist, lo, hi, seg_s, seg_e):
     """Overwrite tree ``t`` with a draw from the prior; slots are filled in breadth-first order."""
@@ -43,13 +43,13 @@ def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, lea
         s = seg_s[k]
         e = seg_e[k]
         d = depth[t, k]
-        wsum = node_availability(Xb, idx, s, e, ncuts, min_leaf, split_prior, hist, lo, hi)
+        wsum = node_availability(Xb, idx, s, e, ncuts, iscat, min_leaf, split_prior, hist, lo, hi)
         wavail[t, k] = wsum
         store_mask(amask, t, k, lo, hi)
         left[t, k] = -1
         right[t, k] = -1
         if wsum > 0.0 and rng.random() < alpha * (1.0 + d) ** (-beta):
-            v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
+            v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, s, e, min_leaf)
             mid = partition(Xb, idx, s, e, v, c)
             kl = n_nodes[t]
             kr = kl + 1
@@ -69,6 +69,7 @@ def sample_prior_tree(rng, t, Xb, ncuts, split_prior, min_leaf, alpha, beta, lea
 
 
 def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndarray,
+                        iscat: np.ndarray,
                         split_prior: np.ndarray, m: int, min_leaf: int, alpha: float,
                         beta: float, leaf_sd: float) -> Forest:
     """m independent trees from the prior, as a compact :class:`Forest`."""
@@ -77,7 +78,8 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     n, p = Xb.shape
     K = max_tree_nodes(n, min_leaf)
     # every node's mask, the root's included, is written by sample_prior_tree
-    root_mask = np.zeros(mask_width(p), mask_dtype(int(ncuts.max(initial=0))))
+    root_mask = np.zeros(mask_width(p), mask_dtype(int(ncuts.max(initial=0)),
+                                                    bool(iscat.any())))
     one = new_forest(1, n, 0.0, capacity=K, root_mask=root_mask)
     hist = np.zeros((p, int(ncuts.max(initial=0)) + 1), np.int32)
     lo = np.zeros(p, np.int32)
@@ -87,7 +89,7 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     seg_e = np.zeros(K, np.int32)
     trees = []
     for _ in range(m):
-        sample_prior_tree(rng, 0, Xb, ncuts, split_prior, min_leaf, alpha, beta, leaf_sd,
+        sample_prior_tree(rng, 0, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd,
                           one.var, one.cut, one.left, one.right, one.parent, one.depth,
                           one.value, one.wavail, one.ncut, one.amask, one.n_nodes, one.n_free,
                           one.leaf_of_row, idx, hist, lo, hi, seg_s, seg_e)
