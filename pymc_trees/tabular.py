@@ -52,6 +52,9 @@ KINDS = ("numeric", "ordinal", "categorical")
 _SHOW = 5  # how many offending values or columns an error message lists
 
 
+MAX_CODE = 100_000  # integer category codes given as numbers are levels 0 .. code
+
+
 def _pandas():
     """The pandas module, or None when it is not installed."""
     try:
@@ -263,8 +266,9 @@ class TableSchema:
             string/object (categorical, levels the sorted distinct values as str).
         categorical : sequence of int or str, or boolean array of shape (p,), optional
             Numeric columns holding integer category codes, to be split as categories: their
-            values must be non-negative integers or NaN; the levels are the sorted distinct
-            codes as str (``"0", "3", ...``) and the codes are re-mapped to their positions.
+            values must be non-negative integers or NaN; the levels are ``"0", "1", ...`` up
+            to the largest code, so that the codes are their own positions and the same
+            codes given later as numbers (to :meth:`encode`) mean the same levels.
 
         Returns
         -------
@@ -303,12 +307,16 @@ class TableSchema:
 
     @staticmethod
     def _codes_from_numbers(x: np.ndarray, label: str, what: str):
+        # Codes are their own positions (levels "0" .. "max"), so that a numeric array of the
+        # same codes given later (which :meth:`encode` reads as positions) means the same
+        # levels; codes absent from training are levels no tree has seen a row of.
         v = _integer_codes(x, label, what)
-        uniq = np.unique(v)
-        out = np.full(x.shape, np.nan)
-        keep = ~np.isnan(x)
-        out[keep] = np.searchsorted(uniq, x[keep])
-        return tuple(_code_label(u) for u in uniq), out
+        top = int(np.nanmax(v)) if np.any(~np.isnan(v)) else 0
+        if top >= MAX_CODE:
+            raise ValueError(f"Column {label} of {what} is marked categorical but holds the "
+                             f"code {top}; codes must be below {MAX_CODE}. Re-code the "
+                             "levels as 0, 1, 2, ... .")
+        return tuple(str(u) for u in range(top + 1)), np.array(v, dtype=np.float64)
 
     @classmethod
     def _from_frame(cls, df, categorical):

@@ -57,16 +57,22 @@ def test_numeric_array_refusals_name_the_input():
         schema.encode(np.array([[0.0, 0.0, -np.inf]]), what="X_test")
 
 
-def test_categorical_codes_in_a_numeric_array_are_remapped_to_positions():
+def test_categorical_codes_in_a_numeric_array_are_their_own_positions():
+    """Codes given as numbers keep their values (levels "0" .. max code), so that the same
+    codes given again as numbers, which encode() reads as positions, mean the same levels
+    (re-mapping {3, 7, 10} to {0, 1, 2} at training would turn a later code 3 into 10)."""
     X = np.array([[10.0, 0.1], [3.0, 0.2], [np.nan, 0.3], [7.0, 0.4], [10.0, 0.5]])
     for spec in ([0], (np.int64(0),), np.array([True, False])):
         schema, A = TableSchema.from_training(X, categorical=spec)
         assert schema.kinds == ("categorical", "numeric")
-        assert schema.levels[0] == ("3", "7", "10")  # sorted as numbers, labels as str
-        np.testing.assert_array_equal(A[:, 0], [2.0, 0.0, np.nan, 1.0, 2.0])
+        assert schema.levels[0] == tuple(str(c) for c in range(11))
+        np.testing.assert_array_equal(A[:, 0], X[:, 0])
         np.testing.assert_array_equal(A[:, 1], X[:, 1])
+        np.testing.assert_array_equal(schema.encode(X), A)
         assert schema.categorical.tolist() == [True, False]
-        assert schema.n_levels.tolist() == [3, 0]
+        assert schema.n_levels.tolist() == [11, 0]
+    with pytest.raises(ValueError, match="codes must be below"):
+        TableSchema.from_training(np.array([[1e6], [1.0]]), categorical=[0])
     with pytest.raises(ValueError, match=r"column 0 is marked categorical.*non-negative "
                                          r"integer.*2\.5"):
         TableSchema.from_training(np.array([[2.5], [1.0]]), categorical=[0])
@@ -175,14 +181,14 @@ def test_bool_and_nullable_dtypes():
 def test_levels_compare_as_strings_and_integer_codes_in_frames():
     df = pd.DataFrame({"k": pd.Categorical([10, 20, 30, 10]), "z": [5, 0, 5, 9]})
     schema, A = TableSchema.from_training(df, categorical=["z"])
-    assert schema.levels == (("10", "20", "30"), ("0", "5", "9"))
-    np.testing.assert_array_equal(A, [[0, 1], [1, 0], [2, 1], [0, 2]])
+    assert schema.levels == (("10", "20", "30"), tuple(str(c) for c in range(10)))
+    np.testing.assert_array_equal(A, [[0, 5], [1, 0], [2, 5], [0, 9]])
     new = pd.DataFrame({"z": [9.0, np.nan, 0.0], "k": ["30", "10", None]})
-    np.testing.assert_array_equal(schema.encode(new), [[2, 2], [0, np.nan], [np.nan, 0]])
+    np.testing.assert_array_equal(schema.encode(new), [[2, 9], [0, np.nan], [np.nan, 0]])
     new_num = pd.DataFrame({"k": [20, 30], "z": [5, 5]})
-    np.testing.assert_array_equal(schema.encode(new_num), [[1, 1], [2, 1]])
-    with pytest.raises(ValueError, match=r"'z'.*'4'"):
-        schema.encode(pd.DataFrame({"k": [20], "z": [4]}))
+    np.testing.assert_array_equal(schema.encode(new_num), [[1, 5], [2, 5]])
+    with pytest.raises(ValueError, match=r"'z'.*'12'"):
+        schema.encode(pd.DataFrame({"k": [20], "z": [12]}))
     with pytest.raises(ValueError, match=r"'z' \(index 1\) is marked categorical.*0\.5"):
         TableSchema.from_training(df.assign(z=[0.5, 1, 1, 1]), categorical=["z"])
 
