@@ -310,13 +310,13 @@ class TableSchema:
         # Codes are their own positions (levels "0" .. "max"), so that a numeric array of the
         # same codes given later (which :meth:`encode` reads as positions) means the same
         # levels; codes absent from training are levels no tree has seen a row of.
-        v = _integer_codes(x, label, what)
-        top = int(np.nanmax(v)) if np.any(~np.isnan(v)) else 0
+        v = _integer_codes(x, label, what)  # the non-missing codes, checked
+        top = int(np.max(v)) if v.size else 0
         if top >= MAX_CODE:
             raise ValueError(f"Column {label} of {what} is marked categorical but holds the "
                              f"code {top}; codes must be below {MAX_CODE}. Re-code the "
                              "levels as 0, 1, 2, ... .")
-        return tuple(str(u) for u in range(top + 1)), np.array(v, dtype=np.float64)
+        return tuple(str(u) for u in range(top + 1)), np.array(x, dtype=np.float64)
 
     @classmethod
     def _from_frame(cls, df, categorical):
