@@ -3,6 +3,7 @@ of X."""
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import re
 import warnings
@@ -18,7 +19,9 @@ from pytensor.tensor.random.op import RandomVariable
 
 from ._pymc_calls import pymc_frame
 from .calibration import leaf_calibration
+from .features import MAX_LEVELS
 from .sampler import ForestSampler, TreePrior
+from .tabular import TableSchema
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
            "KEEP_VALUES_MAX_ROWS", "keeps_values"]
@@ -64,14 +67,17 @@ class BARTTreeRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
     __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link",
-                 "keep_values", "outputs")
+                 "keep_values", "outputs", "schema")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
                  columns: tuple[str, ...] | None = None, link: str | None = None,
-                 keep_values: bool | None = None, outputs: int | None = None, **kwargs):
+                 keep_values: bool | None = None, outputs: int | None = None,
+                 schema: TableSchema | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
         self.columns = columns
+        # kinds and levels of the columns of X (None: all numeric)
+        self.schema = schema
         self.link = link
         self.keep_values = keep_values
         # None: one value per row, shape (n,); k: k independent sums of trees, shape (k, n)
@@ -99,7 +105,8 @@ class BARTTreeRV(RandomVariable):
 
         out = np.empty((1 if self.outputs is None else self.outputs, n))
         for j in range(out.shape[0]):
-            fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd))
+            fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd),
+                               categorical_columns(self))
             if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
             forest = fs.sample_prior(rng)
@@ -124,11 +131,15 @@ class BARTTree(Distribution):
     name : str
         Name of the variable in the model.
     X : array_like, DataFrame or pm.Data of shape (n, p)
-        Covariates (finite; at least one row); the value of the variable has shape (n,), or
-        (k, n) with ``shape=(k, n)`` or two ``dims`` (several outputs, below).
-        Training column names are kept (a DataFrame's columns, or the coords of a
-        ``pm.Data``'s second dim) so that :func:`pymc_trees.predict` matches DataFrames by
-        name.
+        Covariates (at least one row); the value of the variable has shape (n,), or (k, n)
+        with ``shape=(k, n)`` or two ``dims`` (several outputs, below).  NaN marks a missing
+        value, in any column and any fraction of rows: every split rule also says where
+        missing values go (``docs/design.md``, "Missing values and categorical columns").
+        A DataFrame may have numeric, bool, ``category`` and string columns (read by
+        :class:`pymc_trees.tabular.TableSchema`): unordered categories and strings are split
+        by sets of levels, ordered categories like numbers.  Training column names and
+        levels are kept (a DataFrame's columns, or the coords of a ``pm.Data``'s second dim)
+        so that :func:`pymc_trees.predict` matches DataFrames by name and label.
     Y : array_like of shape (n,), optional
         Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``.  Only calibrates
         the prior, for ``link``: with the identity link ``offset = (max Y + min Y) / 2`` and
@@ -170,6 +181,13 @@ class BARTTree(Distribution):
         The tree step ``pm.sample()`` assigns: :class:`~pymc_trees.CGMTreeStep` or
         :class:`~pymc_trees.PGTreeStep` (default: ``DEFAULT_SAMPLER``, chosen by the mixing
         benchmark).  Either can also be passed explicitly with ``pm.sample(step=...)``.
+    categorical : sequence of int or str, boolean array of shape (p,), or TableSchema, optional
+        Columns of a numeric X (array or ``pm.Data``) that hold integer level codes
+        ``0, 1, ...`` to be split by sets of levels.  A :class:`~pymc_trees.tabular.TableSchema`
+        says that X holds its encoding (``schema.encode(df)``): the way to put categorical
+        columns in a ``pm.Data`` and change them with ``pm.set_data``.  A DataFrame's
+        categorical columns are read from its dtypes.  At most 31 levels per column (a
+        missing value counts as one more).
     keep_values : bool, optional
         Whether ``pm.sample`` keeps the term's values at the training rows (n numbers per
         draw) in the trace.  Default: kept when X has at most ``KEEP_VALUES_MAX_ROWS``
@@ -205,17 +223,18 @@ class BARTTree(Distribution):
                 beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
-                keep_values: bool | None = None, **kwargs):
+                keep_values: bool | None = None, categorical=None, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
                              "Remove initval.")
         model = Model.get_context(error_if_none=False)
         columns = _column_names(X, model)
+        schema, X = table_schema(X, categorical, columns)
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
-                             link=link, keep_values=keep_values, **kwargs)
+                             link=link, keep_values=keep_values, categorical=schema, **kwargs)
         _refuse_implicit_freeze(name)
         return rv
 
@@ -224,9 +243,11 @@ class BARTTree(Distribution):
              k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
-             keep_values: bool | None = None, **kwargs):
+             keep_values: bool | None = None, categorical=None, **kwargs):
         if columns is None:
             columns = _column_names(X, None)
+        schema, X = table_schema(X, categorical, columns)
+        columns = schema.names if schema.named else None
         if keep_values is not None and not isinstance(keep_values, (bool, np.bool_)):
             raise ValueError(f"keep_values must be True, False or None (kept up to "
                              f"{KEEP_VALUES_MAX_ROWS:,} rows); got {keep_values!r}.")
@@ -255,10 +276,8 @@ class BARTTree(Distribution):
         else:
             offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
                                           link="identity" if link is None else link)
-        X_value = _data_value(X)
-        _check_training_rows(X_value, int(min_leaf))
-        if columns is not None and len(columns) != X_value.shape[1]:
-            columns = None
+        X_value = schema.encode(_data_value(X), what="X")  # checks codes of a pm.Data X
+        _check_training_rows(X_value, int(min_leaf), schema)
         outputs = None
         for key in ("shape", "size"):
             k = _outputs_of(key, kwargs.get(key), X_value.shape[0])
@@ -273,6 +292,14 @@ class BARTTree(Distribution):
             if length is not None and length != p:
                 raise ValueError(f"split_prior has length {length} but X has p = {p} columns; "
                                  f"give the Dirichlet a = a vector of length {p}.")
+            gaps = np.isnan(X_value).any(axis=0) & ~schema.categorical
+            if gaps.any():
+                raise ValueError(
+                    "Learned split probabilities (a Dirichlet split_prior) are not supported "
+                    "when a numeric column of X has missing values (column(s) "
+                    f"{[schema.names[j] for j in np.flatnonzero(gaps)]}): such a column is "
+                    "two split features inside the sampler. Pass fixed split_prior weights, "
+                    "or impute those columns.")
             sp = None
             weights = split_prior
         else:
@@ -296,14 +323,16 @@ class BARTTree(Distribution):
             raise ValueError("Learned split probabilities (a Dirichlet split_prior) are not "
                              f"supported for a BARTTree with several outputs (shape "
                              f"({outputs}, n)); pass fixed weights or one term per output.")
+        plain = schema if any(kd != "numeric" for kd in schema.kinds) else None
         return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep,
-                             outputs], **kwargs)
+                             outputs, plain], **kwargs)
 
     @classmethod
     def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
-              columns=None, link=None, keep_values=None, outputs=None, *, size=None, rng=None):
+              columns=None, link=None, keep_values=None, outputs=None, schema=None, *,
+              size=None, rng=None):
         op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link,
-                        keep_values=keep_values, outputs=outputs)
+                        keep_values=keep_values, outputs=outputs, schema=schema)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)
@@ -326,6 +355,36 @@ class BARTTree(Distribution):
         # sample it exactly and every other step sees f as fixed.  Contributing 0 keeps the
         # model log density of all other variables correct.
         return pt.zeros_like(value)
+
+
+def table_schema(X, categorical, columns) -> tuple[TableSchema, object]:
+    """The schema of the training X and the X the term holds: a DataFrame or array becomes
+    its encoding (a constant); a PyTensor X (``pm.Data``, expressions) stays as it is and
+    must hold the encoding (level codes as numbers) already.
+
+    ``categorical`` is None, column indices / names / a boolean mask of code columns, or a
+    :class:`TableSchema` that X is the encoding of; ``columns`` are the names from a
+    ``pm.Data``'s coords (None when unnamed)."""
+    if isinstance(categorical, TableSchema):
+        schema = categorical
+        if not isinstance(X, Variable):
+            X = schema.encode(X, what="X")
+        return schema, X
+    if not isinstance(X, Variable):
+        return TableSchema.from_training(X, categorical)
+    value = _data_value(pt.as_tensor_variable(X))
+    if value.ndim != 2:
+        return TableSchema.from_training(np.zeros((1, 1))), X  # refused by dist with the reason
+    schema, _ = TableSchema.from_training(value, categorical)
+    if columns is not None and len(columns) == value.shape[1]:
+        schema = dataclasses.replace(schema, names=tuple(columns), named=True)
+    return schema, X
+
+
+def categorical_columns(op) -> np.ndarray | None:
+    """The categorical columns of a tree term's X (None when all are numeric)."""
+    schema = getattr(op, "schema", None)
+    return None if schema is None else schema.categorical
 
 
 def _column_names(X, model) -> tuple[str, ...] | None:
@@ -352,21 +411,27 @@ def _data_value(X) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def _check_training_rows(X: np.ndarray, min_leaf: int) -> None:
+def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> None:
     n, p = X.shape
     if n == 0 or p == 0:
         raise ValueError(f"X has shape {X.shape}: a BARTTree needs at least one row and one "
                          "column.")
-    if not np.all(np.isfinite(X)):
-        bad = np.unique(np.nonzero(~np.isfinite(X))[1])
-        raise ValueError(f"X has NaN or infinite values in column(s) {bad.tolist()}; missing "
-                         "values are not supported yet. Drop or impute those rows first.")
     if min_leaf < 1 or 2 * min_leaf > n:
         raise ValueError(f"min_leaf = {min_leaf} leaves no possible split of the n = {n} "
                          f"training rows (a split needs min_leaf rows on each side, so "
                          f"1 <= min_leaf <= n / 2 = {n // 2}). Lower min_leaf.")
-    Xs = np.sort(X, axis=0)
-    if not np.any(Xs[min_leaf - 1] < Xs[n - min_leaf]):
+    for j in np.flatnonzero(schema.categorical):
+        L = int(np.nanmax(X[:, j], initial=-1)) + 1 + int(np.isnan(X[:, j]).any())
+        if L > MAX_LEVELS:
+            raise ValueError(f"Categorical column {schema.names[j]!r} of X has {L} levels "
+                             f"(missing values counted as one); a BARTTree splits categorical "
+                             f"columns with at most {MAX_LEVELS}. Group rare levels, or make "
+                             "it an ordered category (split like a number).")
+    # a column with missing values or categories can always be split (missing against not,
+    # one level against another) when there are rows enough; numbers need distinct values
+    plain = ~schema.categorical & ~np.isnan(X).any(axis=0)
+    Xs = np.sort(X[:, plain], axis=0)
+    if plain.all() and not np.any(Xs[min_leaf - 1] < Xs[n - min_leaf]):
         warnings.warn(f"No column of X can be split with at least min_leaf = {min_leaf} rows on "
                       "each side, so every tree stays a single leaf and the term is a constant "
                       "plus Gaussian noise in its leaves. Check X (constant columns?) or lower "

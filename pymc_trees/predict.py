@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from .core.packed import predict_draws
+from .tabular import TableSchema
 from .trace_io import TermForests, read_forests
 
 __all__ = ["predict", "forests", "check_new_rows"]
@@ -39,14 +40,22 @@ def forests(idata, var_name: str = "f") -> xr.DataArray:
 
 
 def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
-                   what: str = "X_new") -> np.ndarray:
-    """New rows as a float64 matrix in the training column order.
+                   what: str = "X_new", schema: TableSchema | None = None) -> np.ndarray:
+    """New rows as a float64 matrix in the training column order, encoded as the training
+    X was (:meth:`pymc_trees.tabular.TableSchema.encode`).
 
     A DataFrame is matched to the training columns by name when the training X had names
     (extra columns are refused, as are missing ones); otherwise its columns are taken in
-    order.  The number of columns must match, and NaN or inf is refused (missing values are
-    not supported yet).
+    order.  The number of columns must match.  NaN is a missing value (routed as each split
+    says); infinite values and category labels not seen in training are refused.
     """
+    if schema is not None:
+        return schema.encode(X_new, what=what)
+    if n_features >= 0:
+        names = columns if columns is not None else tuple(str(j) for j in range(n_features))
+        plain = TableSchema(tuple(names), ("numeric",) * n_features, (None,) * n_features,
+                            columns is not None)
+        return plain.encode(X_new, what=what)
     cols = getattr(X_new, "columns", None)
     if cols is not None and columns is not None:
         names = [str(c) for c in cols]
@@ -66,11 +75,11 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
         raise ValueError(f"{what} has {X.shape[1]} columns but the tree term was fit on "
                          f"{n_features}" + (f" ({list(columns)})" if columns else "") +
                          ". Pass the same columns, in the training order.")
-    if not np.all(np.isfinite(X)):
-        rows = np.unique(np.nonzero(~np.isfinite(X))[0])
-        raise ValueError(f"{what} has NaN or infinite values in row(s) "
-                         f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}; missing "
-                         "values are not supported yet. Drop or impute those rows.")
+    if np.any(np.isinf(X)):
+        rows = np.unique(np.nonzero(np.isinf(X))[0])
+        raise ValueError(f"{what} has infinite values in row(s) "
+                         f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}; replace "
+                         "them (NaN marks a missing value).")
     return np.ascontiguousarray(X)
 
 
@@ -100,7 +109,9 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         netCDF / zarr).
     X_new : array_like or DataFrame of shape (n_new, p)
         New rows with the training columns: a DataFrame is matched by column name when the
-        training X had names; otherwise the columns are taken in the training order.
+        training X had names; otherwise the columns are taken in the training order.  NaN
+        is a missing value, routed as every split rule says; categorical columns are matched
+        by label (a level not seen in training is refused).
     var_name : str, default "f"
         Name of the ``BARTTree`` variable.
 
@@ -112,7 +123,7 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         values exactly.
     """
     tf = read_forests(idata, var_name)
-    X = check_new_rows(X_new, tf.columns, tf.n_features)
+    X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema)
     coords = {"chain": tf.chain, "draw": tf.draw, "obs": np.arange(X.shape[0])}
     if tf.outputs is None:
         return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "obs"), coords=coords,

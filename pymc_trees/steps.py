@@ -22,7 +22,7 @@ from pymc.logprob.transforms import LogTransform
 from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
-from .distribution import BARTTreeRV
+from .distribution import BARTTreeRV, categorical_columns
 from .core.forest import split_prior_gibbs
 from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
 from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
@@ -252,7 +252,8 @@ class _TreeStep(BlockedStep):
             sd0 = float(leaf_sd.eval())
         outputs = rv.owner.op.outputs
         if outputs is None:
-            self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0)
+            self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0,
+                                         categorical_columns(rv.owner.op))
         else:
             if self.sampler_kind != "cgm":
                 raise ModelStructureError(
@@ -260,8 +261,14 @@ class _TreeStep(BlockedStep):
                     "sampled by the general tree step of CGMTreeStep, one output at a time "
                     "given the others. Use CGMTreeStep (the default).")
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, float(offset.eval()),
-                                          sd0, outputs)
+                                          sd0, outputs, categorical_columns(rv.owner.op))
         self._split_name = None
+        if split and getattr(self.sampler, "layout", None) is not None \
+                and self.sampler.layout.virtual:
+            raise ModelStructureError(
+                f"{rv.name!r} has learned split probabilities and a numeric column of X with "
+                "missing values, which the sampler splits as two features; that combination "
+                "is not supported. Pass fixed split_prior weights, or impute the column.")
         if split:
             s_rv = split[0]
             _check_leaf_scale(model, rv, s_rv, role="split probabilities")

@@ -13,26 +13,35 @@ with this encoding, per tree term ``<name>``:
   split column of every node, -1 at leaves;
 * ``<name>_value`` (``<name>_node``), float64: the split threshold at internal nodes (a row
   goes left when ``x <= threshold``) and the leaf value at leaves;
+* ``<name>_missing_left`` (``<name>_node``), uint8: where a NaN goes at an internal node (1
+  left, 0 right; absent in traces written before missing values were supported: all 1);
+* ``<name>_cats`` (``<name>_node``), uint64, only when some node is a categorical split: the
+  bit set of the level codes that go left there (0 at numeric splits and leaves);
 * ``<name>_offset`` (scalar), float64;
 * ``<name>_outputs`` (scalar), int64, only for a term of shape (k, n): k; each draw then holds
   k * m trees, output j's being trees ``j*m`` to ``(j+1)*m - 1``;
 * coordinate ``<name>_column``: the training column names (``"0"``, ``"1"``, ... when X had
-  none, with attribute ``named = 0``).
+  none, with attribute ``named = 0``); for a term with categorical or ordinal columns its
+  attributes ``kinds`` and ``levels`` (JSON) hold the rest of the
+  :class:`~pymc_trees.tabular.TableSchema`, so that new rows are encoded as in training.
 
 Nodes are concatenated draw after draw (chain-major), tree after tree, each tree in the
 depth-first pair layout of :func:`~pymc_trees.core.packed.pack_forest`, so the left-child
-links are recomputed on reading and need not be stored.  That is 10 bytes per node, 4 per tree
-and 8 per draw, against 24 per node in memory.  Everything is numeric, so ``to_netcdf`` and
+links are recomputed on reading and need not be stored.  That is 11 bytes per node (19 with
+categorical splits), 4 per tree and 8 per draw, against 32 per node in memory.  Everything is numeric, so ``to_netcdf`` and
 ``to_zarr`` keep it and ArviZ's diagnostics never meet an object array.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import xarray as xr
 
 from .core.packed import relink_packed
 from .sampler import NODE_DTYPE, PackedForest
+from .tabular import TableSchema
 
 __all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "install"]
 
@@ -41,9 +50,11 @@ STAT_SUFFIX = "_forest"
 
 
 def encode_forests(name: str, forests: np.ndarray, columns, p: int,
-                   outputs: int | None = None) -> xr.Dataset:
+                   outputs: int | None = None, schema: TableSchema | None = None
+                   ) -> xr.Dataset:
     """Encode an object array (chain, draw) of :class:`PackedForest` of term ``name`` (with
-    ``outputs`` = k for a term of shape (k, n), whose forests hold k * m trees)."""
+    ``outputs`` = k for a term of shape (k, n), whose forests hold k * m trees, and the
+    ``schema`` of its X when it has categorical or ordinal columns)."""
     chains, draws = forests.shape
     flat = forests.ravel()
     m = flat[0].m
@@ -52,6 +63,8 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
     fdtype = np.int16 if p <= np.iinfo(np.int16).max else np.int32
     feature = np.empty(total, fdtype)
     value = np.empty(total, np.float64)
+    missing_left = np.empty(total, np.uint8)
+    cats = np.zeros(total, np.uint64)
     pos = 0
     for i, fr in enumerate(flat):
         if fr.m != m:
@@ -61,6 +74,8 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
         feat = fr.nodes["feature"]
         feature[pos:pos + k] = feat
         value[pos:pos + k] = np.where(feat >= 0, fr.nodes["threshold"], fr.nodes["value"])
+        missing_left[pos:pos + k] = fr.nodes["missing_left"]
+        cats[pos:pos + k] = fr.nodes["cats"]
         pos += k
     named = columns is not None
     cols = [str(c) for c in columns] if named else [str(j) for j in range(p)]
@@ -71,9 +86,16 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
          f"{name}_draw_start": (("chain", "draw"), first.reshape(chains, draws)),
          f"{name}_feature": ((f"{name}_node",), feature),
          f"{name}_value": ((f"{name}_node",), value),
+         f"{name}_missing_left": ((f"{name}_node",), missing_left),
          f"{name}_offset": ((), np.float64(flat[0].offset))},
         coords={f"{name}_column": cols})
     ds[f"{name}_column"].attrs["named"] = int(named)
+    if cats.any():
+        ds[f"{name}_cats"] = ((f"{name}_node",), cats)
+    if schema is not None:
+        ds[f"{name}_column"].attrs["kinds"] = json.dumps(list(schema.kinds))
+        ds[f"{name}_column"].attrs["levels"] = json.dumps(
+            [None if lv is None else list(lv) for lv in schema.levels])
     if outputs is not None:
         if m % outputs:
             raise ValueError(f"{name!r}: {m} trees per draw do not split into {outputs} "
@@ -98,9 +120,11 @@ class TermForests:
         Coordinates of the draws.
     """
 
-    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw, outputs=None):
+    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw, outputs=None,
+                 schema=None):
         self.starts, self.nodes, self.offset = starts, nodes, float(offset)
         self.columns, self.n_features = columns, int(n_features)
+        self.schema = schema
         self.chain, self.draw = chain, draw
         self.outputs = None if outputs is None else int(outputs)
 
@@ -125,16 +149,26 @@ class TermForests:
         internal = feature >= 0
         nodes["threshold"] = np.where(internal, value, 0.0)
         nodes["value"] = np.where(internal, 0.0, value)
-        nodes["missing_left"] = 1
+        ml = ds.get(f"{name}_missing_left")
+        nodes["missing_left"] = 1 if ml is None else np.asarray(ml.values)
+        cats = ds.get(f"{name}_cats")
+        nodes["cats"] = 0 if cats is None else np.asarray(cats.values, np.uint64)
         left = np.full(feature.size, -1, np.int32)
         relink_packed(np.ascontiguousarray(starts[:, :-1].ravel()), sz.ravel(), feature, left)
         nodes["left"] = left
         col = ds[f"{name}_column"]
         columns = tuple(str(c) for c in col.values) if col.attrs.get("named", 1) else None
         outputs = (int(ds[f"{name}_outputs"].values) if f"{name}_outputs" in ds else None)
+        schema = None
+        if "kinds" in col.attrs:
+            names = tuple(str(c) for c in col.values)
+            levels = tuple(None if lv is None else tuple(lv)
+                           for lv in json.loads(col.attrs["levels"]))
+            schema = TableSchema(names, tuple(json.loads(col.attrs["kinds"])), levels,
+                                 bool(col.attrs.get("named", 1)))
         return cls(starts.reshape(chains, draws, m + 1), nodes,
                    float(ds[f"{name}_offset"].values), columns, col.size,
-                   sizes["chain"].values, sizes["draw"].values, outputs)
+                   sizes["chain"].values, sizes["draw"].values, outputs, schema)
 
     @classmethod
     def from_objects(cls, da: xr.DataArray, columns=None, n_features=None) -> "TermForests":
@@ -202,8 +236,8 @@ def _move_forest_stats(result: dict, model) -> dict:
             extra = [d for d in da.dims if d not in ("chain", "draw")]
             arr = np.asarray(da.isel({d: 0 for d in extra}, drop=True)
                              .transpose("chain", "draw").values)
-            columns, p, outputs = _term_columns(model, term)
-            parts.append(encode_forests(term, arr, columns, p, outputs))
+            columns, p, outputs, schema = _term_columns(model, term)
+            parts.append(encode_forests(term, arr, columns, p, outputs, schema))
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
         result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
         out = xr.merge(parts)
@@ -215,11 +249,11 @@ def _move_forest_stats(result: dict, model) -> dict:
 def _term_columns(model, name):
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
-        return None, -1, None
+        return None, -1, None, None
     X = rv.owner.inputs[2]
     p = int(X.shape[1].eval())
     return (getattr(rv.owner.op, "columns", None), p,
-            getattr(rv.owner.op, "outputs", None))
+            getattr(rv.owner.op, "outputs", None), getattr(rv.owner.op, "schema", None))
 
 
 def _trace_vars(model, trace_vars):

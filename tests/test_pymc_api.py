@@ -217,11 +217,11 @@ def test_predict_checks_columns_and_values():
     base = pmt.predict(idata, df).values
     np.testing.assert_array_equal(pmt.predict(idata, df[["c", "a", "b"]]).values, base)
     np.testing.assert_array_equal(pmt.predict(idata, df.to_numpy()).values, base)
-    with pytest.raises(ValueError, match="2 columns but the tree term was fit on 3"):
+    with pytest.raises(ValueError, match="3 columns\\); got shape \\(50, 2\\)"):
         pmt.predict(idata, df.to_numpy()[:, :2])
-    with pytest.raises(ValueError, match="4 columns"):
+    with pytest.raises(ValueError, match="got shape \\(50, 4\\)"):
         pmt.predict(idata, np.column_stack([df.to_numpy(), df["a"]]))
-    with pytest.raises(ValueError, match="missing: \\['c'\\]"):
+    with pytest.raises(ValueError, match="missing 'c', unknown 'd'"):
         pmt.predict(idata, df[["a", "b"]].assign(d=1.0))
     # names from the coords of a pm.Data's column dim
     with pm.Model(coords={"feature": ["a", "b", "c"]}) as model2:
@@ -237,8 +237,8 @@ def test_predict_checks_columns_and_values():
         with pytest.raises(ValueError, match="trees were fit on \\['a', 'b', 'c'\\]"):
             pmt.sample_posterior_predictive(idata2, progressbar=False)
     bad = df.to_numpy().copy()
-    bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match="NaN or infinite values in row"):
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinite"):
         pmt.predict(idata, bad)
 
 
@@ -253,8 +253,8 @@ def test_model_building_checks():
             pmt.BARTTree("f0", np.zeros((0, 2)), leaf_sd=1.0)
         with pytest.raises(ValueError, match="min_leaf = 11 leaves no possible split"):
             pmt.BARTTree("f1", X, y, min_leaf=11)
-        with pytest.raises(ValueError, match="NaN or infinite values in column"):
-            pmt.BARTTree("f2", np.where(X > 0.9, np.nan, X), y)
+        with pytest.raises(ValueError, match="infinite"):
+            pmt.BARTTree("f2", np.where(X > 0.9, np.inf, X), y)
         with pytest.warns(UserWarning, match="No column of X can be split"):
             pmt.BARTTree("f3", np.ones((20, 2)), y)
         with pytest.raises(ValueError, match="asks for 3 dimensions"):
