@@ -82,13 +82,19 @@ def _show(values) -> str:
 
 def _numeric_array(X, what: str) -> np.ndarray:
     """``X`` as a float64 array when it is a numeric (or bool) array; a clear error for
-    strings, objects, dates and complex numbers."""
+    strings, objects, dates, complex numbers and sparse matrices."""
+    if type(X).__module__.startswith("scipy.sparse"):
+        raise ValueError(f"{what} is a sparse matrix; sparse data is not supported. Pass a "
+                         f"dense array ({what}.toarray()); NaN marks missing values.")
     A = np.asarray(X)
     if A.dtype.kind in "OUS":
         raise ValueError(
             f"{what} is an array of dtype {A.dtype} (strings or Python objects). For "
             "categorical data pass a pandas DataFrame with `category` or string columns "
             f"(or integer codes with categorical=...); otherwise convert {what} to numbers.")
+    if A.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {what} has dtype {A.dtype}; pass real "
+                         "numbers (for example the real and imaginary parts as two columns).")
     if A.dtype.kind not in "biuf":
         raise ValueError(f"{what} has dtype {A.dtype}, which is not numeric; convert it to "
                          "numbers (dates, for example, to days since a reference date).")
@@ -416,8 +422,10 @@ class TableSchema:
         if A.ndim == 1 and self.p == 1:
             A = A.reshape(-1, 1)
         if A.ndim != 2 or A.shape[1] != self.p:
+            hint = (" Reshape your data: X.reshape(1, -1) for a single row." if A.ndim == 1
+                    else "")
             raise ValueError(f"{what} must have shape (n, {self.p}) (the training data had "
-                             f"{self.p} columns); got shape {A.shape}.")
+                             f"{self.p} columns); got shape {A.shape}.{hint}")
         A = np.ascontiguousarray(A, dtype=np.float64)
         _check_finite(A, self.names, self.named, what)
         L = self.n_levels
