@@ -140,6 +140,117 @@ def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_le
     prior = defaultdict(float)
     for lp, part in enumerate_row_trees(Xb, ncuts, min_leaf, alpha, beta, split_prior):
         prior[part] += math.exp(lp)
+    return posterior_of_partitions(dict(prior), y, sigma, leaf_sd, m, b)
+
+
+def enumerate_table_trees(X, categorical, min_leaf: int, alpha: float, beta: float,
+                          weights=None):
+    """All trees over the rows of a table with missing values and categorical columns, by
+    brute force from the documented rules (docs/design.md, "Missing values and categorical
+    columns"): the prior probability of every partition of the row indices.
+
+    A numeric column without missing values offers its cuts (midpoints of distinct values),
+    with its weight.  A numeric column with missing values (anywhere in the training rows)
+    offers two rule sets, each with half its weight: missing rows left, with "missing only"
+    and every cut (missing plus the values below it); and missing rows right, with every cut
+    and "every value".  A categorical column offers every subset of the levels present at the
+    node (NaN a level of its own).  A rule is available when it leaves min_leaf rows on each
+    side; a node picks a rule set in proportion to its weight among those with an available
+    rule, then a rule uniformly."""
+    X = np.asarray(X, float)
+    n, p = X.shape
+    cat = np.zeros(p, bool) if categorical is None else np.asarray(categorical, bool)
+    w = np.ones(p) if weights is None else np.asarray(weights, float)
+    units = []  # (weight, function rows -> list of left-row tuples)
+    for j in range(p):
+        x = X[:, j]
+        if cat[j]:
+            def rules(rows, x=x):
+                key = [("nan" if np.isnan(x[i]) else x[i]) for i in rows]
+                levels = sorted(set(key), key=str)
+                out = []
+                for r in range(1, len(levels)):
+                    for S in itertools.combinations(levels, r):
+                        out.append(tuple(i for i, k in zip(rows, key) if k in S))
+                return out
+            units.append((w[j], rules))
+            continue
+        vals = np.unique(x[~np.isnan(x)])
+        cuts = 0.5 * (vals[1:] + vals[:-1])
+        if not np.isnan(x).any():
+            units.append((w[j], lambda rows, x=x, cuts=cuts:
+                          [tuple(i for i in rows if x[i] <= c) for c in cuts]))
+            continue
+        units.append((w[j] / 2, lambda rows, x=x, cuts=cuts:
+                      [tuple(i for i in rows if np.isnan(x[i]) or x[i] <= c)
+                       for c in [-np.inf, *cuts]]))
+        units.append((w[j] / 2, lambda rows, x=x, cuts=cuts:
+                      [tuple(i for i in rows if not np.isnan(x[i]) and x[i] <= c)
+                       for c in [*cuts, np.inf]]))
+    memo = {}
+
+    def trees(rows, d):
+        key = (rows, d)
+        if key in memo:
+            return memo[key]
+        avail = []
+        for wu, rules in units:
+            ok = [L for L in rules(rows) if min_leaf <= len(L) <= len(rows) - min_leaf]
+            if ok and wu > 0:
+                avail.append((wu, ok))
+        if not avail:
+            memo[key] = [(0.0, frozenset([rows]))]
+            return memo[key]
+        ps = alpha * (1 + d) ** (-beta)
+        wsum = sum(wu for wu, _ in avail)
+        out = [(math.log1p(-ps), frozenset([rows]))]
+        for wu, ok in avail:
+            for L in ok:
+                rule = math.log(ps) + math.log(wu / wsum) - math.log(len(ok))
+                R = tuple(i for i in rows if i not in L)
+                for (lp_l, pl), (lp_r, pr) in itertools.product(trees(L, d + 1),
+                                                                 trees(R, d + 1)):
+                    out.append((rule + lp_l + lp_r, pl | pr))
+        memo[key] = out
+        return out
+
+    prior = defaultdict(float)
+    for lp, part in trees(tuple(range(n)), 0):
+        prior[part] += math.exp(lp)
+    return dict(prior)
+
+
+def forest_table_partitions(packed, X) -> tuple:
+    """The partition of the rows of X (NaN and level codes allowed) induced by every tree of
+    a packed forest, walked node by node: NaN follows ``missing_left``, a categorical node
+    (``cats != 0``) sends level ``x`` left when bit ``x`` of ``cats`` is set."""
+    out = []
+    feat, left, thr, ml, cats = (packed.nodes[f].tolist()
+                                 for f in ("feature", "left", "threshold", "missing_left",
+                                           "cats"))
+    rows = np.asarray(X, float).tolist()
+    for t in range(packed.m):
+        groups = defaultdict(list)
+        for i, x in enumerate(rows):
+            k = int(packed.start[t])
+            while feat[k] >= 0:
+                v = x[feat[k]]
+                if v != v:
+                    go = bool(ml[k])
+                elif cats[k]:
+                    go = bool((int(cats[k]) >> int(v)) & 1)
+                else:
+                    go = v <= thr[k]
+                k = left[k] if go else left[k] + 1
+            groups[k].append(i)
+        out.append(frozenset(tuple(g) for g in groups.values()))
+    return tuple(out)
+
+
+def posterior_of_partitions(prior: dict, y, sigma, leaf_sd, m, b=None):
+    """Exact posterior over ordered m-tuples of row partitions with a Gaussian likelihood
+    (leaf values integrated jointly), from the prior of one tree's partitions; returns it with
+    the prior."""
     n = len(y)
 
     def inc(part):
