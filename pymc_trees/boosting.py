@@ -12,7 +12,15 @@ objective); ``pymc_trees.core.boost`` grows the trees and documents the split ru
 
 Parameters follow XGBoost's names and defaults (``learning_rate=0.3``, ``max_depth=6``,
 ``min_child_weight=1``, ``reg_lambda=1``, ``max_bin=256``, ``tree_method="hist"``, 100
-rounds).  Choices where XGBoost leaves room are in ``docs/boosting.md``.
+rounds, ``max_cat_to_onehot=4``, ``max_cat_threshold=64``).  Choices where XGBoost leaves room
+are in ``docs/boosting.md``.
+
+X may be a numeric array (NaN: missing) or a pandas DataFrame with numeric, bool, ``category``
+and string columns (:class:`pymc_trees.tabular.TableSchema` reads it; ``schema_`` keeps what
+each column is, and new rows are encoded with it).  Unordered categories and strings are split
+by sets of categories, as XGBoost's ``enable_categorical=True``; ordered categories are split
+as their codes; integer-coded numeric columns become categorical through
+``categorical_features``.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (_check_feature_names, _check_sample_weight, _check_y,
+                                      check_array, check_consistent_length, check_is_fitted)
 
 from .core import boost
 from .core.binning import make_cutpoints
 from .core.packed import predict_packed_parallel
 from .sampler import NODE_DTYPE, PackedForest
+from .tabular import TableSchema
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
 
@@ -161,10 +171,10 @@ class _Forest:
     cover: np.ndarray  # per node
 
 
-def _compact(feature, threshold, missing_left, left, value, gain, cover):
+def _compact(feature, threshold, missing_left, cats, left, value, gain, cover):
     """The reachable nodes of a grown tree (pruning may leave unreachable ones) in the packed
     layout: depth-first, the two children of a node side by side; ``left`` relative to the
-    tree's root."""
+    tree's root; ``cats`` the codes going left at categorical splits (0 elsewhere)."""
     order = []  # (source node, destination slot)
     dest_left = {}
     stack = [(0, 0)]
@@ -182,8 +192,13 @@ def _compact(feature, threshold, missing_left, left, value, gain, cover):
     covers = np.zeros(slots)
     for k, dest in order:
         internal = feature[k] >= 0
-        nodes[dest] = (feature[k], dest_left.get(dest, -1), threshold[k] if internal else 0.0,
-                       0.0 if internal else value[k], missing_left[k])
+        nd = nodes[dest:dest + 1]
+        nd["feature"] = feature[k]
+        nd["left"] = dest_left.get(dest, -1)
+        nd["threshold"] = threshold[k] if internal and cats[k] == 0 else 0.0
+        nd["value"] = 0.0 if internal else value[k]
+        nd["missing_left"] = missing_left[k]
+        nd["cats"] = cats[k] if internal else 0
         gains[dest] = gain[k] if internal else 0.0
         covers[dest] = cover[k]
     return nodes, gains, covers
@@ -198,7 +213,9 @@ class _BoostedTrees(BaseEstimator):
                  colsample_bytree: float = 1.0, max_bin: int = 256, tree_method: str = "hist",
                  base_score: float | None = None, max_delta_step: float | None = None,
                  early_stopping_rounds: int | None = None, eval_metric: str | None = None,
-                 importance_type: str = "gain", random_state=None, n_jobs: int | None = None):
+                 importance_type: str = "gain", random_state=None, n_jobs: int | None = None,
+                 categorical_features="from_dtype", max_cat_to_onehot: int = 4,
+                 max_cat_threshold: int = 64):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -217,6 +234,9 @@ class _BoostedTrees(BaseEstimator):
         self.importance_type = importance_type
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
 
     # -- validation ----------------------------------------------------------------------
 
@@ -230,6 +250,8 @@ class _BoostedTrees(BaseEstimator):
 
         positive_int("n_estimators")
         positive_int("max_depth", allow_zero=True)
+        positive_int("max_cat_to_onehot")
+        positive_int("max_cat_threshold")
         positive_int("max_bin")
         if self.max_bin < 2:
             raise ValueError(f"max_bin must be at least 2; got {self.max_bin}.")
@@ -259,6 +281,72 @@ class _BoostedTrees(BaseEstimator):
                 isinstance(self.max_delta_step, numbers.Real) and self.max_delta_step >= 0):
             raise ValueError(f"max_delta_step must be >= 0; got {self.max_delta_step!r}.")
 
+    # -- input ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _numbers_if_object(X):
+        """A numpy array of dtype object that holds numbers, as float64 (scikit-learn reads
+        such arrays as numeric); anything else unchanged (an object array of strings is then
+        refused by :class:`~pymc_trees.tabular.TableSchema`, which points to DataFrames)."""
+        if isinstance(X, np.ndarray) and X.dtype == object:
+            try:
+                return np.asarray(X, dtype=np.float64)
+            except ValueError:
+                return X
+        return X
+
+    def _fit_X(self, X) -> np.ndarray:
+        """The training X encoded (float64 (n, p), C-contiguous); sets ``schema_``,
+        ``n_features_in_`` and, for DataFrames with string column names,
+        ``feature_names_in_``."""
+        cat = self.categorical_features
+        if isinstance(cat, str):
+            if cat != "from_dtype":
+                raise ValueError("categorical_features must be 'from_dtype' or a list of column "
+                                 "indices or names, or a boolean mask; got "
+                                 f"{self.categorical_features!r}.")
+            cat = None
+        X = self._numbers_if_object(X)
+        _check_feature_names(self, X, reset=True)
+        schema, A = TableSchema.from_training(X, categorical=cat)
+        A = check_array(A, ensure_all_finite="allow-nan", dtype=np.float64, estimator=self)
+        L = schema.n_levels
+        big = [j for j in range(schema.p)
+               if schema.kinds[j] == "categorical" and L[j] > boost.MAX_CATEGORIES]
+        if big:
+            cols = ", ".join(f"{schema.names[j]!r} ({L[j]} levels)" for j in big[:5])
+            raise ValueError(
+                f"Categorical column(s) {cols} have more than {boost.MAX_CATEGORIES} levels, "
+                "the most a split's bit set holds. Group rare levels into one (for example "
+                "'other'), or pass the column as ordered codes (an ordered category or numbers), "
+                "which are split as numbers.")
+        self.schema_ = schema
+        self.n_features_in_ = schema.p
+        return np.ascontiguousarray(A)
+
+    def _encode_X(self, X, what: str = "X") -> np.ndarray:
+        """New rows in the training encoding (``schema_``), float64 (n, p), C-contiguous.
+        Column names are checked as scikit-learn does (same names, same order)."""
+        check_is_fitted(self, "schema_")
+        X = self._numbers_if_object(X)
+        _check_feature_names(self, X, reset=False)
+        if not hasattr(X, "columns"):
+            A = np.asarray(X)
+            if A.ndim == 2 and A.shape[1] != self.n_features_in_:
+                raise ValueError(f"{what} has {A.shape[1]} features, but {type(self).__name__} "
+                                 f"is expecting {self.n_features_in_} features as input.")
+        A = self.schema_.encode(X, what=what)
+        return np.ascontiguousarray(check_array(A, ensure_all_finite="allow-nan",
+                                                dtype=np.float64, estimator=self))
+
+    def _fit_y(self, X, y, y_numeric: bool) -> np.ndarray:
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        y = _check_y(y, y_numeric=y_numeric, estimator=self)
+        check_consistent_length(X, y)
+        return y
+
     # -- fitting ---------------------------------------------------------------------------
 
     def _fit(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes):
@@ -283,18 +371,21 @@ class _BoostedTrees(BaseEstimator):
         # rows of weight 0 take no part in the fit (as if removed): no cutpoints, no bag
         live = w > 0
         feat_missing = np.isnan(X[live]).any(axis=0)
+        # categorical columns: split by sets of their level codes (ordinal ones as numbers)
+        is_cat = self.schema_.categorical
+        n_cat = np.where(is_cat, self.schema_.n_levels, 0).astype(np.int64)
+        onehot, cat_thr = int(self.max_cat_to_onehot), int(self.max_cat_threshold)
         exact = self.tree_method == "exact"
         if exact:
             XT = np.ascontiguousarray(X.T)
             n_present = np.zeros(p, np.int64)
             sorted_idx = np.zeros((p, n), np.int64)
-            for v in range(p):
+            for v in np.flatnonzero(~is_cat):
                 rows = np.flatnonzero(~np.isnan(X[:, v]) & live)
                 n_present[v] = rows.size
                 sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
         else:
-            cuts, ncuts = make_cutpoints(X, self.max_bin - 1, allow_nan=True, weights=w,
-                                         n_threads=threads)
+            cuts, ncuts = self._hist_cuts(X, w, is_cat, n_cat, threads)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
             miss_bin = int(ncuts.max(initial=0)) + 1
             ws = boost.hist_workspace(n, p, miss_bin, self.max_depth)
@@ -305,8 +396,7 @@ class _BoostedTrees(BaseEstimator):
                 raise ValueError("eval_set must be a list of (X, y) or (X, y, sample_weight) "
                                  f"tuples; item {j} is {type(item).__name__}.")
             Xe, ye = item[0], item[1]
-            Xe = validate_data(self, Xe, reset=False, ensure_all_finite="allow-nan",
-                               dtype=np.float64)
+            Xe = self._encode_X(Xe, what=f"eval_set[{j}] X")
             ye = self._encode_eval_y(ye)
             we = _check_sample_weight(item[2] if len(item) == 3 else None, Xe,
                                       dtype=np.float64)
@@ -317,8 +407,8 @@ class _BoostedTrees(BaseEstimator):
         cap = boost.tree_capacity(self.max_depth)
         bufs = dict(feature=np.empty(cap, np.int64), threshold=np.zeros(cap),
                     cutbin=np.zeros(cap, np.int64), missing_left=np.ones(cap, np.bool_),
-                    left=np.empty(cap, np.int64), value=np.zeros(cap), loss_chg=np.zeros(cap),
-                    cover=np.zeros(cap))
+                    cats=np.zeros(cap, np.uint64), left=np.empty(cap, np.int64),
+                    value=np.zeros(cap), loss_chg=np.zeros(cap), cover=np.zeros(cap))
         margin = np.tile(base, (n, 1))
         trees = [[] for _ in range(K)]
         n_cols = max(1, int(np.floor(self.colsample_bytree * p)))
@@ -349,18 +439,17 @@ class _BoostedTrees(BaseEstimator):
                 b = bufs
                 if exact:
                     n_nodes = boost.grow_exact(
-                        XT, sorted_idx, n_present, feat_missing, gk, hk, in_bag, colmask,
-                        self.max_depth, mcw, lam, alpha, self._mds, eta, b["feature"],
-                        b["threshold"], b["missing_left"], b["left"], b["value"],
-                        b["loss_chg"], b["cover"])
+                        XT, sorted_idx, n_present, feat_missing, n_cat, gk, hk, in_bag,
+                        colmask, self.max_depth, mcw, lam, alpha, self._mds, eta, onehot,
+                        cat_thr, b["feature"], b["threshold"], b["missing_left"], b["cats"],
+                        b["left"], b["value"], b["loss_chg"], b["cover"])
                 else:
                     upd[:] = 0.0
                     n_nodes = boost.grow_hist(
-                        XbT, ncuts, gk, hk, rows, colmask, feat_missing,
-                        self.max_depth,
-                        mcw, lam, alpha, self._mds, eta, b["feature"], b["cutbin"],
-                        b["missing_left"], b["left"], b["value"], b["loss_chg"],
-                        b["cover"], upd, ws)
+                        XbT, ncuts, n_cat, gk, hk, rows, colmask, feat_missing,
+                        self.max_depth, mcw, lam, alpha, self._mds, eta, onehot, cat_thr,
+                        b["feature"], b["cutbin"], b["missing_left"], b["cats"], b["left"],
+                        b["value"], b["loss_chg"], b["cover"], upd, ws)
                     internal = b["feature"][:n_nodes] >= 0
                     b["threshold"][:n_nodes][internal] = cuts[
                         b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
@@ -371,13 +460,13 @@ class _BoostedTrees(BaseEstimator):
                     self._refresh_quantile_leaves(b, n_nodes, X, y - margin[:, k], w,
                                                   in_bag, alphas[k], eta)
                 nodes, gains, covers = _compact(
-                    b["feature"], b["threshold"], b["missing_left"], b["left"], b["value"],
-                    b["loss_chg"], b["cover"])
+                    b["feature"], b["threshold"], b["missing_left"], b["cats"], b["left"],
+                    b["value"], b["loss_chg"], b["cover"])
                 trees[k].append((nodes, gains, covers))
                 if exact:
                     upd[:] = 0.0
                     boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
-                                           b["left"], b["value"], XT, upd)
+                                           b["cats"], b["left"], b["value"], XT, upd)
                 else:
                     # grow_hist added the leaf values at the bag's rows; the other rows,
                     # or every row when pruning or quantile leaves changed the values
@@ -387,13 +476,13 @@ class _BoostedTrees(BaseEstimator):
                         upd[:] = 0.0
                     if todo.size:
                         boost.predict_tree_binned(b["feature"], b["cutbin"],
-                                                  b["missing_left"], b["left"], b["value"],
-                                                  XbT, miss_bin, todo, upd)
+                                                  b["missing_left"], b["cats"], b["left"],
+                                                  b["value"], XbT, miss_bin, todo, upd)
                 margin[:, k] += upd
                 for XeT, _, _, me in evals:
                     upd_e = np.zeros(XeT.shape[1])
                     boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"],
-                                           b["left"], b["value"], XeT, upd_e)
+                                           b["cats"], b["left"], b["value"], XeT, upd_e)
                     me[:, k] += upd_e
             rounds_done = r + 1
             for j, (_, ye, we, me) in enumerate(evals):
@@ -422,14 +511,35 @@ class _BoostedTrees(BaseEstimator):
                                      nodes["left"] + np.repeat(start[:-1], sizes), -1)
             self._forests.append(_Forest(start, nodes, np.concatenate([t[1] for t in trees[k]]),
                                          np.concatenate([t[2] for t in trees[k]])))
-        self.n_features_in_ = p
         return self
+
+    def _hist_cuts(self, X, w, is_cat, n_cat, threads):
+        """Cutpoints of the histogram method: BART's (weighted quantile midpoints, at most
+        ``max_bin - 1``) for the numeric and ordinal columns; ``0.5, 1.5, ..., L - 1.5`` for a
+        categorical column of L levels, so that its bins are its codes."""
+        p = X.shape[1]
+        num = np.flatnonzero(~is_cat)
+        ncuts = np.zeros(p, np.int32)
+        width = max(1, int(n_cat.max(initial=0)) - 1)
+        if num.size:
+            c_num, n_num = make_cutpoints(X[:, num], self.max_bin - 1, allow_nan=True,
+                                          weights=w, n_threads=threads)
+            width = max(width, c_num.shape[1])
+        cuts = np.full((p, width), np.inf)
+        if num.size:
+            cuts[num, :c_num.shape[1]] = c_num
+            ncuts[num] = n_num
+        for v in np.flatnonzero(is_cat):
+            L = int(n_cat[v])
+            ncuts[v] = max(L - 1, 0)
+            cuts[v, :ncuts[v]] = np.arange(ncuts[v]) + 0.5
+        return cuts, ncuts
 
     def _refresh_quantile_leaves(self, b, n_nodes, X, resid, w, in_bag, alpha_q, eta):
         """XGBoost's adaptive leaves for quantile loss: each leaf takes the weighted
         alpha-quantile of the residuals of its in-bag rows, times the learning rate."""
         leaf = np.zeros(X.shape[0], np.int64)
-        boost.leaf_index(b["feature"], b["threshold"], b["missing_left"], b["left"],
+        boost.leaf_index(b["feature"], b["threshold"], b["missing_left"], b["cats"], b["left"],
                          np.ascontiguousarray(X.T), leaf)
         for k in np.unique(leaf[in_bag]):
             sel = in_bag & (leaf == k)
@@ -437,8 +547,7 @@ class _BoostedTrees(BaseEstimator):
 
     def _margin(self, X, iteration_range=None):
         check_is_fitted(self, "_forests")
-        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
-        X = np.ascontiguousarray(X)
+        X = self._encode_X(X)
         stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
         with _numba_threads(self.n_jobs):
@@ -556,11 +665,27 @@ _PARAMS_DOC = """
     n_jobs : int, optional
         Threads for histogram building (None: numba's current setting).  The trees do not
         depend on it.
+    categorical_features : "from_dtype" or list of int or str, or bool mask, default "from_dtype"
+        Which columns are categorical (scikit-learn's HistGradientBoosting name).
+        ``"from_dtype"``: a DataFrame's unordered ``category`` and string columns (ordered
+        categories are ordinal: split as their codes).  A list of column indices or names, or
+        a boolean mask of shape (n_features,), adds numeric columns holding non-negative
+        integer codes.  Categorical columns may have at most 64 levels.
+    max_cat_to_onehot : int, default 4
+        A categorical column with fewer levels than this is split one category against the
+        rest; otherwise by a partition of its categories sorted by gradient statistics
+        (XGBoost's parameter and default).
+    max_cat_threshold : int, default 64
+        At most ``max_cat_threshold - 1`` categories are gathered on one side in the
+        partition scan (XGBoost's parameter and default).
 
     Attributes
     ----------
     n_features_in_ : int
     feature_names_in_ : ndarray of str, for DataFrames
+    schema_ : pymc_trees.tabular.TableSchema
+        What each training column is (numeric, ordinal, categorical and its levels); new rows
+        are encoded with it.
     evals_result_ : dict
         ``{"validation_j": {metric: [value per round]}}`` for every ``eval_set`` item.
     best_iteration_ : int
@@ -586,7 +711,9 @@ class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
                  max_bin: int = 256, tree_method: str = "hist", base_score: float | None = None,
                  max_delta_step: float | None = None, early_stopping_rounds: int | None = None,
                  eval_metric: str | None = None, importance_type: str = "gain",
-                 random_state=None, n_jobs: int | None = None):
+                 random_state=None, n_jobs: int | None = None,
+                 categorical_features="from_dtype", max_cat_to_onehot: int = 4,
+                 max_cat_threshold: int = 64):
         super().__init__(n_estimators=n_estimators, learning_rate=learning_rate,
                          max_depth=max_depth, min_child_weight=min_child_weight,
                          reg_lambda=reg_lambda, reg_alpha=reg_alpha, gamma=gamma,
@@ -595,7 +722,9 @@ class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
                          max_delta_step=max_delta_step,
                          early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
                          importance_type=importance_type, random_state=random_state,
-                         n_jobs=n_jobs)
+                         n_jobs=n_jobs, categorical_features=categorical_features,
+                         max_cat_to_onehot=max_cat_to_onehot,
+                         max_cat_threshold=max_cat_threshold)
         self.objective = objective
         self.quantile_alpha = quantile_alpha
 
@@ -610,22 +739,21 @@ class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
         return np.asarray(y, dtype=np.float64).ravel()
 
     def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesRegressor":
-        """Fit on X of shape (n, p) (NaN allowed: missing values) and y of shape (n,).
+        """Fit on X of shape (n, p) and y of shape (n,).
 
-        ``eval_set``: list of ``(X, y)`` or ``(X, y, sample_weight)`` monitored every round
-        (``evals_result_``; the last one drives early stopping)."""
+        ``X``: a numeric array (NaN: missing values) or a pandas DataFrame with numeric, bool,
+        ``category`` and string columns (see ``categorical_features``).  ``eval_set``: list of
+        ``(X, y)`` or ``(X, y, sample_weight)`` monitored every round (``evals_result_``; the
+        last one drives early stopping)."""
         if self.objective not in ("reg:squarederror", "count:poisson", "reg:quantileerror"):
             raise ValueError("objective must be 'reg:squarederror', 'count:poisson' or "
                              f"'reg:quantileerror' for a regressor; got {self.objective!r}.")
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
-                             y_numeric=True)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values.")
+        X = self._fit_X(X)
+        y = self._fit_y(X, y, y_numeric=True).astype(np.float64)
         if self.objective == "count:poisson" and np.any(y < 0):
             raise ValueError("count:poisson needs non-negative y (counts or rates).")
         alphas = (self._alphas() if self.objective == "reg:quantileerror" else np.zeros(1))
-        return self._fit(np.ascontiguousarray(X), y, sample_weight, eval_set, self.objective,
-                         alphas.size, alphas, 0)
+        return self._fit(X, y, sample_weight, eval_set, self.objective, alphas.size, alphas, 0)
 
     def predict(self, X) -> np.ndarray:
         """Predictions of shape (n,): the mean (squared error), the mean count (Poisson) or
@@ -653,8 +781,10 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
         return self._le.transform(y).astype(np.float64)
 
     def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesClassifier":
-        """Fit on X of shape (n, p) (NaN allowed) and labels y of shape (n,)."""
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        """Fit on X of shape (n, p) (a numeric array with NaN for missing values, or a
+        DataFrame, as for the regressor) and labels y of shape (n,)."""
+        X = self._fit_X(X)
+        y = self._fit_y(X, y, y_numeric=False)
         check_classification_targets(y)
         self._le = LabelEncoder().fit(y)
         self.classes_ = self._le.classes_
@@ -664,8 +794,7 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
         self.objective_ = "binary:logistic" if k == 2 else "multi:softprob"
         yi = self._le.transform(y).astype(np.float64)
         K = 1 if k == 2 else k
-        return self._fit(np.ascontiguousarray(X), yi, sample_weight, eval_set, self.objective_,
-                         K, np.zeros(1), k)
+        return self._fit(X, yi, sample_weight, eval_set, self.objective_, K, np.zeros(1), k)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of shape (n, n_classes), columns in the order of ``classes_``."""

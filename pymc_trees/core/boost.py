@@ -27,6 +27,15 @@ right first, kept on ties); when the feature has missing values in training but 
 node, NaN goes right (the missing-right scan comes first and the other direction would only tie
 it); for features without missing values in training NaN goes left.  These are XGBoost's exact
 method's choices.
+
+Categorical features (level codes ``0 .. L - 1``, ``L <= 64``; see
+:mod:`pymc_trees.tabular`) are split by sets of categories with XGBoost's hist rules
+(``evaluate_splits.h``), in :func:`best_split_categorical`: one category against the rest when
+``L < max_cat_to_onehot``, otherwise a partition found by sorting the node's categories by
+their weight ``-G/(H + lambda)`` and scanning prefixes of that order (at most
+``max_cat_threshold - 1`` categories), missing rows tried on both sides.  A categorical node
+stores the codes that go left as the bit set ``cats`` (0 at numeric splits and leaves; never
+0 at a categorical split), the packed rule shared with BART.
 """
 
 from __future__ import annotations
@@ -34,9 +43,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["OBJECTIVE_CODES", "RT_EPS", "binned_columns", "grad_hess", "grow_hist", "hist_workspace", "grow_exact", "predict_tree_binned",
+__all__ = ["OBJECTIVE_CODES", "RT_EPS", "MAX_CATEGORIES", "binned_columns", "grad_hess",
+           "grow_hist", "hist_workspace", "grow_exact", "predict_tree_binned",
            "predict_tree_raw", "prune_gamma", "tree_capacity", "calc_weight", "node_gain",
-           "leaf_index"]
+           "leaf_index", "best_split_categorical"]
 
 RT_EPS = 1e-6
 
@@ -81,6 +91,152 @@ def _f32(x):
 @numba.njit(cache=True)
 def _valid(HL, HR, mcw):
     return HL > 0.0 and HR > 0.0 and HL >= mcw and HR >= mcw
+
+
+MAX_CATEGORIES = 64  # levels a categorical split can hold: the bits of the packed ``cats``
+
+
+@numba.njit(cache=True)
+def _cat_key(G, H, lam, alpha, mds):
+    """XGBoost's sort key of a category in a partition-based split (``CalcWeightCat``, which
+    is ``CalcWeight`` of ``param.h``): its leaf weight ``-T(G)/(H + lambda)`` (clipped at
+    ``max_delta_step``; 0 when ``H <= 0``; ``min_child_weight`` plays no part), as float32."""
+    return np.float32(calc_weight(G, H, lam, alpha, mds))
+
+
+@numba.njit(cache=True)
+def _level_mask(L):
+    """The bit set of the codes ``0 .. L - 1`` (``L <= 64``)."""
+    if L >= 64:
+        return ~np.uint64(0)
+    return (np.uint64(1) << np.uint64(L)) - np.uint64(1)
+
+
+@numba.njit(cache=True)
+def best_split_categorical(hv, L, Gt, Ht, root, mcw, lam, alpha, mds, max_cat_to_onehot,
+                           max_cat_threshold, best):
+    """The best split of one categorical feature at a node, XGBoost's hist rules
+    (``evaluate_splits.h``: ``EnumerateOneHot``, ``EnumeratePart``).
+
+    Parameters
+    ----------
+    hv : ndarray of shape (>= L, 2)
+        ``hv[c] = (sum g, sum h)`` over the node's rows whose code is ``c``; rows missing the
+        feature are not in it (they are ``(Gt, Ht)`` minus its sum).
+    L : int
+        Number of levels (codes ``0 .. L - 1``), at most 64.
+    Gt, Ht : float
+        The node's sums over all its rows; ``root`` its gain.
+    max_cat_to_onehot, max_cat_threshold : int
+        One-vs-rest splits when ``L < max_cat_to_onehot``; otherwise partitions, scanning at
+        most ``max_cat_threshold - 1`` categories into a side.
+    best : float
+        Loss change to beat (strictly).
+
+    Returns
+    -------
+    chg : float
+        The best loss change found, or ``best`` when none beat it.
+    found : bool
+    missing_left : bool
+    cats : uint64
+        The codes that go left (never 0: see below).
+    GL, HL : float
+        Sums of the left child (missing rows included when ``missing_left``).
+
+    Notes
+    -----
+    One-vs-rest (``L < max_cat_to_onehot``): for each category ``c`` in code order, ``c``
+    alone goes right and the other categories left, first with the missing rows left, then
+    with them right.  Partition: the categories are stably sorted by XGBoost's key, their
+    weight ``-G/(H + lambda)`` (see :func:`_cat_key`), i.e. by descending ``G/(H + lambda)``;
+    a forward scan sends growing prefixes of that order right and the rest, with the missing
+    rows, left; a backward scan sends growing suffixes left and the rest, with the missing
+    rows, right; each scan stops after ``min(max_cat_threshold, L) - 1`` categories.  Both
+    directions are always tried (XGBoost does not look for missing rows first).  Candidates
+    are compared as float32 and the first strictly best wins.  Categories without rows at the
+    node are scanned like the others (they go where their place in the order puts them).  A
+    split whose left side holds no category (one level, its rows right, the missing rows left)
+    is returned mirrored, so that ``cats != 0`` marks every categorical split.
+    """
+    found = False
+    b_dl = True
+    b_cats = np.uint64(0)
+    b_GL = 0.0
+    b_HL = 0.0
+    one = np.uint64(1)
+    full = _level_mask(L)
+    if L < max_cat_to_onehot:
+        Gp = 0.0
+        Hp = 0.0
+        for c in range(L):
+            Gp += hv[c, 0]
+            Hp += hv[c, 1]
+        Gm = Gt - Gp
+        Hm = Ht - Hp
+        for c in range(L):
+            rest = full & ~(one << np.uint64(c))
+            for missing_right in (False, True):
+                GR = hv[c, 0] + (Gm if missing_right else 0.0)
+                HR = hv[c, 1] + (Hm if missing_right else 0.0)
+                GL = Gt - GR
+                HL = Ht - HR
+                if _valid(HL, HR, mcw):
+                    chg = _f32(node_gain(GL, HL, lam, alpha, mds)
+                               + node_gain(GR, HR, lam, alpha, mds) - root)
+                    if chg > best:
+                        best, found, b_dl, b_cats, b_GL, b_HL = (chg, True, not missing_right,
+                                                                 rest, GL, HL)
+    else:
+        keys = np.empty(L, np.float32)
+        for c in range(L):
+            keys[c] = _cat_key(hv[c, 0], hv[c, 1], lam, alpha, mds)
+        order = np.argsort(keys, kind="mergesort")
+        nb = min(max_cat_threshold, L)
+        # forward: a prefix of the order right, the rest and the missing rows left
+        GR = 0.0
+        HR = 0.0
+        right = np.uint64(0)
+        for j in range(nb - 1):
+            c = order[j]
+            GR += hv[c, 0]
+            HR += hv[c, 1]
+            right |= one << np.uint64(c)
+            GL = Gt - GR
+            HL = Ht - HR
+            if _valid(HL, HR, mcw):
+                chg = _f32(node_gain(GL, HL, lam, alpha, mds)
+                           + node_gain(GR, HR, lam, alpha, mds) - root)
+                if chg > best:
+                    best, found, b_dl, b_cats, b_GL, b_HL = chg, True, True, full & ~right, GL, HL
+        # backward: a suffix of the order left, the rest and the missing rows right
+        GL = 0.0
+        HL = 0.0
+        lset = np.uint64(0)
+        for j in range(L - 1, L - nb, -1):
+            c = order[j]
+            GL += hv[c, 0]
+            HL += hv[c, 1]
+            lset |= one << np.uint64(c)
+            GR = Gt - GL
+            HR = Ht - HL
+            if _valid(HL, HR, mcw):
+                chg = _f32(node_gain(GL, HL, lam, alpha, mds)
+                           + node_gain(GR, HR, lam, alpha, mds) - root)
+                if chg > best:
+                    best, found, b_dl, b_cats, b_GL, b_HL = chg, True, False, lset, GL, HL
+    if found and b_cats == 0:  # only missing rows left: mirror the split
+        b_cats = full
+        b_dl = not b_dl
+        b_GL = Gt - b_GL
+        b_HL = Ht - b_HL
+    return best, found, b_dl, b_cats, b_GL, b_HL
+
+
+@numba.njit(cache=True, inline="always")
+def _cat_left(cats, code):
+    """Whether the category ``code`` (a non-negative integer below 64) goes left."""
+    return ((cats >> np.uint64(code)) & np.uint64(1)) != 0
 
 
 HIST_COPIES = 4
@@ -183,17 +339,30 @@ def _subtract(P, S, out):
 
 
 @numba.njit(cache=True)
-def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, alpha, mds):
-    """Best (loss_chg, feature, bin, missing_left, GL, HL) of a node from its histogram."""
+def _best_split_hist(HIST, MC, ncuts, n_cat, colmask, feat_missing, Gt, Ht, mcw, lam, alpha,
+                     mds, onehot, cat_thr):
+    """Best (loss_chg, feature, bin, missing_left, cats, GL, HL) of a node from its histogram
+    (``cats`` 0 for a numeric split; features with ``n_cat[v] > 0`` are categorical, their
+    bins the codes, see :func:`best_split_categorical`)."""
     root = node_gain(Gt, Ht, lam, alpha, mds)
     best = 0.0
     bf = -1
     bb = 0
     bdl = True
+    bcats = np.uint64(0)
+    z = np.uint64(0)
     bGL = 0.0
     bHL = 0.0
     for v in range(HIST.shape[0]):
-        if not colmask[v] or ncuts[v] == 0:
+        if not colmask[v]:
+            continue
+        if n_cat[v] > 0:
+            chg, found, dl, cats, GL, HL = best_split_categorical(
+                HIST[v], n_cat[v], Gt, Ht, root, mcw, lam, alpha, mds, onehot, cat_thr, best)
+            if found:
+                best, bf, bb, bdl, bcats, bGL, bHL = chg, v, 0, dl, cats, GL, HL
+            continue
+        if ncuts[v] == 0:
             continue
         hv = HIST[v]
         Gp = 0.0
@@ -218,7 +387,7 @@ def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, a
                     chg = _f32(node_gain(GL, HL, lam, alpha, mds)
                                + node_gain(GR, HR, lam, alpha, mds) - root)
                     if chg > best:
-                        best, bf, bb, bdl, bGL, bHL = chg, v, b, False, GL, HL
+                        best, bf, bb, bdl, bcats, bGL, bHL = chg, v, b, False, z, GL, HL
                 if MC[v] == 0:
                     continue
                 # missing left
@@ -230,7 +399,7 @@ def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, a
                     chg = _f32(node_gain(GL2, HL2, lam, alpha, mds)
                                + node_gain(GR, HR, lam, alpha, mds) - root)
                     if chg > best:
-                        best, bf, bb, bdl, bGL, bHL = chg, v, b, True, GL2, HL2
+                        best, bf, bb, bdl, bcats, bGL, bHL = chg, v, b, True, z, GL2, HL2
             else:
                 GR = Gt - GL
                 HR = Ht - HL
@@ -238,8 +407,8 @@ def _best_split_hist(HIST, MC, ncuts, colmask, feat_missing, Gt, Ht, mcw, lam, a
                     chg = _f32(node_gain(GL, HL, lam, alpha, mds)
                                + node_gain(GR, HR, lam, alpha, mds) - root)
                     if chg > best:
-                        best, bf, bb, bdl, bGL, bHL = chg, v, b, True, GL, HL
-    return best, bf, bb, bdl, bGL, bHL
+                        best, bf, bb, bdl, bcats, bGL, bHL = chg, v, b, True, z, GL, HL
+    return best, bf, bb, bdl, bcats, bGL, bHL
 
 
 CHUNK = 16384  # rows per parallel task in partitions and gathers
@@ -293,12 +462,36 @@ def _split_chunk(col, miss, order, lo, hi, b, dl, to_left, to_right):
     return nl
 
 
+@numba.njit(cache=True)
+def _split_chunk_cat(col, miss, order, lo, hi, cats, dl, to_left, to_right):
+    """:func:`_split_chunk` for a categorical split: a row goes left when the bit of its code
+    (its bin) is set in ``cats``, a missing row when ``dl``."""
+    o = order[lo:hi]
+    tl = to_left[lo:hi]
+    tr = to_right[lo:hi]
+    nl = 0
+    nr = 0
+    one = np.uint64(1)
+    for j in range(o.size):
+        i = o[j]
+        x = col[i]
+        bit = np.int64((cats >> np.uint64(x & 63)) & one)
+        gl = np.int64(dl) if x == miss else bit
+        tl[nl] = i
+        tr[nr] = i
+        nl += gl
+        nr += 1 - gl
+    return nl
+
+
 @numba.njit(cache=True, parallel=True)
-def _partition_nodes(XbT, ncuts, order, tmp, tmp2, seg_lo, seg_hi, feat, cut, dl, mid):
+def _partition_nodes(XbT, ncuts, order, tmp, tmp2, seg_lo, seg_hi, feat, cut, dl, cats, mid):
     """Stable partition of the rows of several nodes (disjoint segments of ``order``): rows
     going left first, both sides in ascending row order; ``mid[s]`` gets the boundary.  In
     parallel over chunks of rows: each chunk splits its rows into the scratch arrays ``tmp``
-    and ``tmp2``, then every chunk copies its two parts to their places."""
+    and ``tmp2``, then every chunk copies its two parts to their places.  Node ``s`` splits
+    on the bin ``cut[s]`` of feature ``feat[s]``, or by the categories ``cats[s]`` when that
+    is not 0."""
     miss = 1
     for v in range(ncuts.size):
         miss = max(miss, ncuts[v] + 1)
@@ -307,8 +500,12 @@ def _partition_nodes(XbT, ncuts, order, tmp, tmp2, seg_lo, seg_hi, feat, cut, dl
     cnl = np.empty(nc, np.int64)
     for t in numba.prange(nc):
         s = cs[t]
-        cnl[t] = _split_chunk(XbT[feat[s]], miss, order, clo[t], chi[t], cut[s], dl[s], tmp,
-                              tmp2)
+        if cats[s] != 0:
+            cnl[t] = _split_chunk_cat(XbT[feat[s]], miss, order, clo[t], chi[t], cats[s], dl[s],
+                                      tmp, tmp2)
+        else:
+            cnl[t] = _split_chunk(XbT[feat[s]], miss, order, clo[t], chi[t], cut[s], dl[s], tmp,
+                                  tmp2)
     for s in range(seg_lo.size):
         mid[s] = seg_lo[s]
     for t in range(nc):
@@ -386,14 +583,14 @@ def _subtract_nodes(PHIST, PMC, parent, HIST, MC, small, large):
 
 
 @numba.njit(cache=True, parallel=True)
-def _best_splits(HIST, MC, ncuts, colmask, feat_missing, nG, nH, level, mcw, lam, alpha, mds,
-                 r_best, r_f, r_b, r_dl, r_GL, r_HL):
+def _best_splits(HIST, MC, ncuts, n_cat, colmask, feat_missing, nG, nH, level, mcw, lam, alpha,
+                 mds, onehot, cat_thr, r_best, r_f, r_b, r_dl, r_cats, r_GL, r_HL):
     """:func:`_best_split_hist` of every node of a level, in parallel."""
     for j in numba.prange(level.size):
         k = level[j]
-        (r_best[j], r_f[j], r_b[j], r_dl[j], r_GL[j],
-         r_HL[j]) = _best_split_hist(HIST[j], MC[j], ncuts, colmask, feat_missing, nG[k], nH[k],
-                                     mcw, lam, alpha, mds)
+        (r_best[j], r_f[j], r_b[j], r_dl[j], r_cats[j], r_GL[j],
+         r_HL[j]) = _best_split_hist(HIST[j], MC[j], ncuts, n_cat, colmask, feat_missing, nG[k],
+                                     nH[k], mcw, lam, alpha, mds, onehot, cat_thr)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -471,8 +668,9 @@ def hist_workspace(n: int, p: int, n_bins: int, max_depth: int) -> tuple:
 
 
 @numba.njit(cache=True)
-def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha, mds,
-              eta, feature, cutbin, missing_left, left, value, loss_chg, cover, margin, ws):
+def grow_hist(XbT, ncuts, n_cat, g, h, rows, colmask, feat_missing, max_depth, mcw, lam, alpha,
+              mds, eta, onehot, cat_thr, feature, cutbin, missing_left, cats, left, value,
+              loss_chg, cover, margin, ws):
     """Grow one tree on the column-major binned data ``XbT`` (p, n) from the rows ``rows``
     (the bag, ascending), and add its leaf values to ``margin`` at those rows.
 
@@ -483,11 +681,16 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
     node) pairs for the histograms, and none depends on the number of threads.  A node's rows
     stay a contiguous segment of one array, in ascending row order.
 
+    Categorical features (``n_cat[v] > 0`` levels; their bins are the codes ``0 .. L - 1``,
+    see :func:`binned_columns`) are split by sets of categories with
+    :func:`best_split_categorical` (``onehot``: XGBoost's ``max_cat_to_onehot``,
+    ``cat_thr``: its ``max_cat_threshold``); all other features by bins.
+
     Fills the node arrays (capacity ``2^(max_depth+1) - 1``): ``feature`` (-1 at leaves),
-    ``cutbin`` (a row goes left when its bin is ``<= cutbin``), ``missing_left``, ``left``,
-    ``value`` (leaves: learning rate times the weight; internal nodes too, for pruning),
-    ``loss_chg``, ``cover`` (sum of h).  ``ws`` is from :func:`hist_workspace`.  Returns the
-    number of nodes used."""
+    ``cutbin`` (a row goes left when its bin is ``<= cutbin``), ``missing_left``, ``cats``
+    (the codes that go left at a categorical split, else 0), ``left``, ``value`` (leaves:
+    learning rate times the weight; internal nodes too, for pruning), ``loss_chg``, ``cover``
+    (sum of h).  ``ws`` is from :func:`hist_workspace`.  Returns the number of nodes used."""
     p = XbT.shape[0]
     B = 1
     for v in range(p):
@@ -522,11 +725,13 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
         r_f = np.full(nl, -1, np.int64)
         r_b = np.zeros(nl, np.int64)
         r_dl = np.ones(nl, np.bool_)
+        r_cats = np.zeros(nl, np.uint64)
         r_GL = np.zeros(nl)
         r_HL = np.zeros(nl)
         if depth < max_depth:
-            _best_splits(HIST, MC, ncuts, colmask, feat_missing, nG, nH, level, mcw, lam, alpha,
-                         mds, r_best, r_f, r_b, r_dl, r_GL, r_HL)
+            _best_splits(HIST, MC, ncuts, n_cat, colmask, feat_missing, nG, nH, level, mcw, lam,
+                         alpha, mds, onehot, cat_thr, r_best, r_f, r_b, r_dl, r_cats, r_GL,
+                         r_HL)
         split = np.zeros(nl, np.bool_)
         n_split = 0
         for j in range(nl):
@@ -534,11 +739,13 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
             cover[k] = nH[k]
             loss_chg[k] = 0.0
             value[k] = eta * calc_weight(nG[k], nH[k], lam, alpha, mds)  # internal: for pruning
+            cats[k] = 0
             if r_f[j] >= 0 and r_best[j] > RT_EPS:
                 split[j] = True
                 feature[k] = r_f[j]
                 cutbin[k] = r_b[j]
                 missing_left[k] = r_dl[j]
+                cats[k] = r_cats[j]
                 loss_chg[k] = r_best[j]
                 n_split += 1
             else:
@@ -555,6 +762,7 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
         s_f = np.empty(n_split, np.int64)
         s_b = np.empty(n_split, np.int64)
         s_dl = np.empty(n_split, np.bool_)
+        s_cats = np.empty(n_split, np.uint64)
         c = 0
         for j in range(nl):
             if split[j]:
@@ -565,9 +773,10 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 s_f[c] = feature[k]
                 s_b[c] = cutbin[k]
                 s_dl[c] = missing_left[k]
+                s_cats[c] = cats[k]
                 c += 1
         mid = np.empty(n_split, np.int64)
-        _partition_nodes(XbT, ncuts, order, tmp, tmp2, s_lo, s_hi, s_f, s_b, s_dl, mid)
+        _partition_nodes(XbT, ncuts, order, tmp, tmp2, s_lo, s_hi, s_f, s_b, s_dl, s_cats, mid)
         nxt = np.empty(2 * n_split, np.int64)
         small = np.empty(n_split, np.int64)  # position in nxt of the child with fewer rows
         large = np.empty(n_split, np.int64)
@@ -620,6 +829,7 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
                 k = level[j]
                 feature[k] = -1
                 left[k] = -1
+                cats[k] = 0
                 cover[k] = nH[k]
                 loss_chg[k] = 0.0
                 value[k] = eta * calc_weight(nG[k], nH[k], lam, alpha, mds)
@@ -631,9 +841,9 @@ def grow_hist(XbT, ncuts, g, h, rows, colmask, feat_missing, max_depth, mcw, lam
 
 
 @numba.njit(cache=True)
-def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, max_depth, mcw,
-               lam, alpha, mds, eta, feature, threshold, missing_left, left, value, loss_chg,
-               cover):
+def grow_exact(XT, sorted_idx, n_present, feat_missing, n_cat, g, h, in_bag, colmask, max_depth,
+               mcw, lam, alpha, mds, eta, onehot, cat_thr, feature, threshold, missing_left,
+               cats, left, value, loss_chg, cover):
     """Exact greedy split finding (XGBoost's ``tree_method="exact"``, ``updater_colmaker``).
 
     ``XT`` (p, n) raw values; ``sorted_idx[v, :n_present[v]]`` the rows with a value of
@@ -643,7 +853,14 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
     between two consecutive distinct values of a node's rows is their midpoint (the lower
     value when the midpoint rounds onto the upper one), and a candidate sending every row with
     a value one way and the missing rows the other is tried at the end of each scan.  A row
-    goes left when ``x <= threshold``.  Fills the node arrays; returns the number of nodes."""
+    goes left when ``x <= threshold``.
+
+    A categorical feature (``n_cat[v] > 0`` levels, ``XT[v]`` its codes) is not scanned: its
+    per-node sums by code are taken in one pass over the rows and split as in the histogram
+    method (:func:`best_split_categorical`; the codes are exact bins), in feature order with
+    the others, so ties still go to the lower feature index.  XGBoost's exact method has no
+    categorical splits; this is its hist method's rule.  Fills the node arrays (``cats``: the
+    codes that go left at a categorical split, else 0); returns the number of nodes."""
     p, n = XT.shape
     cap = feature.size
     position = np.full(n, -1, np.int64)
@@ -667,7 +884,12 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
     bfeat = np.full(cap, -1, np.int64)
     bthr = np.zeros(cap)
     bdl = np.ones(cap, np.bool_)
+    bcats = np.zeros(cap, np.uint64)
     root = np.zeros(cap)
+    slot = np.zeros(cap, np.int64)  # position of a node in its level
+    Lmax = 0
+    for v in range(p):
+        Lmax = max(Lmax, n_cat[v])
     for depth in range(max_depth + 1):
         for j in range(level.size):
             k = level[j]
@@ -675,10 +897,36 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
             loss_chg[k] = 0.0
             best[k] = 0.0
             bfeat[k] = -1
+            bcats[k] = 0
+            cats[k] = 0
+            slot[k] = j
             root[k] = node_gain(nG[k], nH[k], lam, alpha, mds)
         if depth < max_depth:
+            CH = np.zeros((level.size, max(Lmax, 1), 2))
             for v in range(p):
                 if not colmask[v]:
+                    continue
+                if n_cat[v] > 0:
+                    L = n_cat[v]
+                    CH[:, :L, :] = 0.0
+                    for i in range(n):
+                        k = position[i]
+                        x = XT[v, i]
+                        if k >= 0 and x == x:
+                            c = np.int64(x)
+                            CH[slot[k], c, 0] += g[i]
+                            CH[slot[k], c, 1] += h[i]
+                    for j in range(level.size):
+                        k = level[j]
+                        chg, found, dl, cs, _, _ = best_split_categorical(
+                            CH[j], L, nG[k], nH[k], root[k], mcw, lam, alpha, mds, onehot,
+                            cat_thr, best[k])
+                        if found:
+                            best[k] = chg
+                            bfeat[k] = v
+                            bthr[k] = 0.0
+                            bdl[k] = dl
+                            bcats[k] = cs
                     continue
                 for d_step in (1, -1):
                     if d_step == 1 and not feat_missing[v]:
@@ -728,6 +976,7 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
                                     bfeat[k] = v
                                     bthr[k] = thr
                                     bdl[k] = d_step == -1
+                                    bcats[k] = 0
                         RG[k] += g[i]
                         RH[k] += h[i]
                         last[k] = x
@@ -751,6 +1000,7 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
                                 bfeat[k] = v
                                 bthr[k] = last[k] + gap if d_step == 1 else last[k] - gap
                                 bdl[k] = d_step == -1
+                                bcats[k] = 0
         n_split = 0
         for j in range(level.size):
             k = level[j]
@@ -765,6 +1015,7 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
                 feature[k] = bfeat[k]
                 threshold[k] = bthr[k]
                 missing_left[k] = bdl[k]
+                cats[k] = bcats[k]
                 loss_chg[k] = best[k]
                 left[k] = n_nodes
                 for cc in (n_nodes, n_nodes + 1):
@@ -791,6 +1042,8 @@ def grow_exact(XT, sorted_idx, n_present, feat_missing, g, h, in_bag, colmask, m
             x = XT[feature[k], i]
             if x != x:
                 go_left = missing_left[k]
+            elif cats[k] != 0:
+                go_left = _cat_left(cats[k], np.int64(x))
             else:
                 go_left = x <= threshold[k]
             c = left[k] if go_left else left[k] + 1
@@ -824,9 +1077,10 @@ def prune_gamma(feature, left, value, loss_chg, gamma, n_nodes):
 
 
 @numba.njit(cache=True)
-def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, miss, rows, out):
+def predict_tree_binned(feature, cutbin, missing_left, cats, left, value, XbT, miss, rows, out):
     """``out[i] += tree(row i)`` for the binned rows ``rows`` of ``XbT`` (p, n), in which
-    ``miss`` is the bin of a missing value (as from :func:`binned_columns`)."""
+    ``miss`` is the bin of a missing value (as from :func:`binned_columns`); a node with
+    ``cats[k] != 0`` sends the codes (bins) whose bits are set left."""
     for j in range(rows.size):
         i = rows[j]
         k = 0
@@ -834,6 +1088,8 @@ def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, miss, r
             b = XbT[feature[k], i]
             if b == miss:
                 go_left = missing_left[k]
+            elif cats[k] != 0:
+                go_left = _cat_left(cats[k], b & 63)
             else:
                 go_left = b <= cutbin[k]
             k = left[k] if go_left else left[k] + 1
@@ -841,12 +1097,14 @@ def predict_tree_binned(feature, cutbin, missing_left, left, value, XbT, miss, r
 
 
 @numba.njit(cache=True, inline="always")
-def _leaf_raw(feature, threshold, missing_left, left, XT, i):
+def _leaf_raw(feature, threshold, missing_left, cats, left, XT, i):
     k = 0
     while feature[k] >= 0:
         x = XT[feature[k], i]
         if x != x:
             go_left = missing_left[k]
+        elif cats[k] != 0:
+            go_left = 0.0 <= x < 64.0 and _cat_left(cats[k], np.int64(x))
         else:
             go_left = x <= threshold[k]
         k = left[k] if go_left else left[k] + 1
@@ -854,14 +1112,15 @@ def _leaf_raw(feature, threshold, missing_left, left, XT, i):
 
 
 @numba.njit(cache=True)
-def predict_tree_raw(feature, threshold, missing_left, left, value, XT, out):
-    """``out[i] += tree(row i)`` for raw rows ``XT`` (p, n); NaN follows ``missing_left``."""
+def predict_tree_raw(feature, threshold, missing_left, cats, left, value, XT, out):
+    """``out[i] += tree(row i)`` for raw rows ``XT`` (p, n); NaN follows ``missing_left``; at
+    a node with ``cats[k] != 0`` the codes whose bits are set go left (the packed rule)."""
     for i in range(XT.shape[1]):
-        out[i] += value[_leaf_raw(feature, threshold, missing_left, left, XT, i)]
+        out[i] += value[_leaf_raw(feature, threshold, missing_left, cats, left, XT, i)]
 
 
 @numba.njit(cache=True)
-def leaf_index(feature, threshold, missing_left, left, XT, out):
+def leaf_index(feature, threshold, missing_left, cats, left, XT, out):
     """``out[i]`` = the leaf (node index) that raw row i of ``XT`` (p, n) reaches."""
     for i in range(XT.shape[1]):
-        out[i] = _leaf_raw(feature, threshold, missing_left, left, XT, i)
+        out[i] = _leaf_raw(feature, threshold, missing_left, cats, left, XT, i)
