@@ -9,6 +9,7 @@
 * :func:`compute_log_likelihood` - PyMC's function, also for terms whose values were left out
   of the trace (``BARTTree(..., keep_values=False)``).
 * :func:`noise_prior` - the default InverseGamma prior of the noise variance.
+* :class:`TableSchema` - column kinds, category levels and missing values of tabular X.
 """
 
 from .calibration import leaf_calibration, noise_prior
@@ -18,6 +19,7 @@ from .predictive import compute_log_likelihood, sample_posterior_predictive
 from .sampler import ForestSampler, PackedForest, TreePrior
 from .steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from .structure import ModelStructureError
+from .tabular import TableSchema
 from .trace_io import install as _install_trace_io
 
 register_steps()
@@ -38,6 +40,7 @@ __all__ = [
     "PackedForest",
     "TreePrior",
     "ModelStructureError",
+    "TableSchema",
 ]
 
 __version__ = "0.1.0"

@@ -67,17 +67,19 @@ class BARTTreeRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("BARTTree", "\\operatorname{BARTTree}")
     __props__ = ("name", "signature", "dtype", "inplace", "prior", "sampler", "columns", "link",
-                 "keep_values", "outputs", "schema")
+                 "keep_values", "outputs", "schema", "missing")
 
     def __init__(self, *args, prior: TreePrior = TreePrior(), sampler: str = DEFAULT_SAMPLER,
                  columns: tuple[str, ...] | None = None, link: str | None = None,
                  keep_values: bool | None = None, outputs: int | None = None,
-                 schema: TableSchema | None = None, **kwargs):
+                 schema: TableSchema | None = None, missing: float | None = None, **kwargs):
         self.prior = prior
         self.sampler = sampler
         self.columns = columns
         # kinds and levels of the columns of X (None: all numeric)
         self.schema = schema
+        # the value that marks a missing entry of X besides NaN (pm.Data cannot hold NaN)
+        self.missing = missing
         self.link = link
         self.keep_values = keep_values
         # None: one value per row, shape (n,); k: k independent sums of trees, shape (k, n)
@@ -223,18 +225,20 @@ class BARTTree(Distribution):
                 beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
-                keep_values: bool | None = None, categorical=None, **kwargs):
+                keep_values: bool | None = None, categorical=None, missing: float | None = None,
+                **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
                              "Remove initval.")
         model = Model.get_context(error_if_none=False)
         columns = _column_names(X, model)
-        schema, X = table_schema(X, categorical, columns)
+        schema, X = table_schema(X, categorical, columns, missing)
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
-                             link=link, keep_values=keep_values, categorical=schema, **kwargs)
+                             link=link, keep_values=keep_values, categorical=schema,
+                             missing=missing, **kwargs)
         _refuse_implicit_freeze(name)
         return rv
 
@@ -243,10 +247,17 @@ class BARTTree(Distribution):
              k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
-             keep_values: bool | None = None, categorical=None, **kwargs):
+             keep_values: bool | None = None, categorical=None, missing: float | None = None,
+             **kwargs):
+        if missing is not None:
+            if isinstance(missing, bool) or not isinstance(missing, numbers.Real) \
+                    or not np.isfinite(missing):
+                raise ValueError(f"missing must be a finite number that marks missing entries "
+                                 f"of X (NaN always does); got {missing!r}.")
+            missing = float(missing)
         if columns is None:
             columns = _column_names(X, None)
-        schema, X = table_schema(X, categorical, columns)
+        schema, X = table_schema(X, categorical, columns, missing)
         columns = schema.names if schema.named else None
         if keep_values is not None and not isinstance(keep_values, (bool, np.bool_)):
             raise ValueError(f"keep_values must be True, False or None (kept up to "
@@ -276,7 +287,7 @@ class BARTTree(Distribution):
         else:
             offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
                                           link="identity" if link is None else link)
-        X_value = schema.encode(_data_value(X), what="X")  # checks codes of a pm.Data X
+        X_value = schema.encode(_data_value(X, missing), what="X")  # checks a pm.Data's codes
         _check_training_rows(X_value, int(min_leaf), schema)
         outputs = None
         for key in ("shape", "size"):
@@ -325,14 +336,15 @@ class BARTTree(Distribution):
                              f"({outputs}, n)); pass fixed weights or one term per output.")
         plain = schema if any(kd != "numeric" for kd in schema.kinds) else None
         return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep,
-                             outputs, plain], **kwargs)
+                             outputs, plain, missing], **kwargs)
 
     @classmethod
     def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
-              columns=None, link=None, keep_values=None, outputs=None, schema=None, *,
-              size=None, rng=None):
+              columns=None, link=None, keep_values=None, outputs=None, schema=None,
+              missing=None, *, size=None, rng=None):
         op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link,
-                        keep_values=keep_values, outputs=outputs, schema=schema)
+                        keep_values=keep_values, outputs=outputs, schema=schema,
+                        missing=missing)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)
@@ -357,14 +369,18 @@ class BARTTree(Distribution):
         return pt.zeros_like(value)
 
 
-def table_schema(X, categorical, columns) -> tuple[TableSchema, object]:
+def table_schema(X, categorical, columns, missing=None) -> tuple[TableSchema, object]:
     """The schema of the training X and the X the term holds: a DataFrame or array becomes
     its encoding (a constant); a PyTensor X (``pm.Data``, expressions) stays as it is and
     must hold the encoding (level codes as numbers) already.
 
     ``categorical`` is None, column indices / names / a boolean mask of code columns, or a
     :class:`TableSchema` that X is the encoding of; ``columns`` are the names from a
-    ``pm.Data``'s coords (None when unnamed)."""
+    ``pm.Data``'s coords (None when unnamed); ``missing`` marks missing entries (read as
+    NaN)."""
+    if missing is not None and not isinstance(X, Variable):
+        X = (X.mask(X == missing) if hasattr(X, "mask") and hasattr(X, "columns")
+             else with_missing(X, missing))
     if isinstance(categorical, TableSchema):
         schema = categorical
         if not isinstance(X, Variable):
@@ -372,7 +388,7 @@ def table_schema(X, categorical, columns) -> tuple[TableSchema, object]:
         return schema, X
     if not isinstance(X, Variable):
         return TableSchema.from_training(X, categorical)
-    value = _data_value(pt.as_tensor_variable(X))
+    value = _data_value(pt.as_tensor_variable(X), missing)
     if value.ndim != 2:
         return TableSchema.from_training(np.zeros((1, 1))), X  # refused by dist with the reason
     schema, _ = TableSchema.from_training(value, categorical)
@@ -400,15 +416,22 @@ def _column_names(X, model) -> tuple[str, ...] | None:
     return None
 
 
-def _data_value(X) -> np.ndarray:
-    """The current value of X (data, or an expression of ``pm.Data`` and constants)."""
+def with_missing(X, missing: float | None) -> np.ndarray:
+    """X as a float array with the entries equal to ``missing`` (if given) made NaN."""
+    A = np.asarray(X, dtype=np.float64)
+    return A if missing is None else np.where(A == missing, np.nan, A)
+
+
+def _data_value(X, missing: float | None = None) -> np.ndarray:
+    """The current value of X (data, or an expression of ``pm.Data`` and constants), with
+    the entries equal to ``missing`` (if given) made NaN."""
     if any(v.owner is not None and isinstance(v.owner.op, RandomVariable)
            for v in ancestors([X])):
         raise ValueError("X of a BARTTree must be data (arrays, pm.Data or expressions of "
                          "them); it depends on a random variable. Trees split on fixed "
                          "covariates.")
     value = X.data if isinstance(X, Constant) else X.eval()
-    return np.asarray(value, dtype=np.float64)
+    return with_missing(value, missing)
 
 
 def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> None:

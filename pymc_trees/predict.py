@@ -110,8 +110,9 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
     X_new : array_like or DataFrame of shape (n_new, p)
         New rows with the training columns: a DataFrame is matched by column name when the
         training X had names; otherwise the columns are taken in the training order.  NaN
-        is a missing value, routed as every split rule says; categorical columns are matched
-        by label (a level not seen in training is refused).
+        is a missing value, routed as every split rule says (so is the term's ``missing``
+        value in an array); categorical columns are matched by label (a level not seen in
+        training is refused).
     var_name : str, default "f"
         Name of the ``BARTTree`` variable.
 
@@ -123,6 +124,8 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         values exactly.
     """
     tf = read_forests(idata, var_name)
+    if tf.missing is not None and not hasattr(X_new, "columns"):
+        X_new = np.where(np.asarray(X_new, dtype=np.float64) == tf.missing, np.nan, X_new)
     X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema)
     coords = {"chain": tf.chain, "draw": tf.draw, "obs": np.arange(X.shape[0])}
     if tf.outputs is None:

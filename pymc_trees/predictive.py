@@ -101,8 +101,9 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
                              f"the trees were fit on {list(tf.columns)}. pm.set_data takes "
                              "arrays: pass the new rows with the training columns in the "
                              "training order (and the same coords).")
-        X = check_new_rows(_data_value(rv.owner.inputs[2]), None, tf.n_features,
-                           what=f"The current X of {rv.name!r}", schema=tf.schema)
+        X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+                           tf.n_features, what=f"The current X of {rv.name!r}",
+                           schema=tf.schema)
         values = evaluate(tf, X)
         if (values.shape[:2] != (posterior.sizes["chain"], posterior.sizes["draw"])
                 or not np.array_equal(tf.draw, posterior["draw"].values)
@@ -161,8 +162,9 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         if rv.name in posterior:
             continue
         tf = read_forests(idata, rv.name)
-        X = check_new_rows(_data_value(rv.owner.inputs[2]), None, tf.n_features,
-                           what=f"The current X of {rv.name!r}", schema=tf.schema)
+        X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+                           tf.n_features, what=f"The current X of {rv.name!r}",
+                           schema=tf.schema)
         dims = model.named_vars_to_dims.get(rv.name) or (f"{rv.name}_dim_0",)
         posterior[rv.name] = (("chain", "draw", *dims), evaluate(tf, X))
     ds = pm.compute_log_likelihood(DataTree.from_dict({"posterior": posterior}),

@@ -22,7 +22,7 @@ from pymc.logprob.transforms import LogTransform
 from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
-from .distribution import BARTTreeRV, categorical_columns
+from .distribution import BARTTreeRV, categorical_columns, with_missing
 from .core.forest import split_prior_gibbs
 from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
 from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
@@ -232,8 +232,8 @@ class _TreeStep(BlockedStep):
         self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
                      + [model.rvs_to_values[v] for v in split + conc])
         _, _, X, offset, leaf_sd, _ = rv.owner.inputs
-        X_value = np.asarray(X.get_value() if hasattr(X, "get_value") else X.eval(),
-                             dtype=np.float64)
+        X_value = with_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
+                               getattr(rv.owner.op, "missing", None))
         self._scale_name = None
         if scale:
             _check_leaf_scale(model, rv, scale[0])

@@ -50,8 +50,8 @@ STAT_SUFFIX = "_forest"
 
 
 def encode_forests(name: str, forests: np.ndarray, columns, p: int,
-                   outputs: int | None = None, schema: TableSchema | None = None
-                   ) -> xr.Dataset:
+                   outputs: int | None = None, schema: TableSchema | None = None,
+                   missing: float | None = None) -> xr.Dataset:
     """Encode an object array (chain, draw) of :class:`PackedForest` of term ``name`` (with
     ``outputs`` = k for a term of shape (k, n), whose forests hold k * m trees, and the
     ``schema`` of its X when it has categorical or ordinal columns)."""
@@ -92,6 +92,8 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
     ds[f"{name}_column"].attrs["named"] = int(named)
     if cats.any():
         ds[f"{name}_cats"] = ((f"{name}_node",), cats)
+    if missing is not None:
+        ds[f"{name}_column"].attrs["missing"] = float(missing)
     if schema is not None:
         ds[f"{name}_column"].attrs["kinds"] = json.dumps(list(schema.kinds))
         ds[f"{name}_column"].attrs["levels"] = json.dumps(
@@ -121,10 +123,11 @@ class TermForests:
     """
 
     def __init__(self, starts, nodes, offset, columns, n_features, chain, draw, outputs=None,
-                 schema=None):
+                 schema=None, missing=None):
         self.starts, self.nodes, self.offset = starts, nodes, float(offset)
         self.columns, self.n_features = columns, int(n_features)
         self.schema = schema
+        self.missing = missing
         self.chain, self.draw = chain, draw
         self.outputs = None if outputs is None else int(outputs)
 
@@ -168,7 +171,8 @@ class TermForests:
                                  bool(col.attrs.get("named", 1)))
         return cls(starts.reshape(chains, draws, m + 1), nodes,
                    float(ds[f"{name}_offset"].values), columns, col.size,
-                   sizes["chain"].values, sizes["draw"].values, outputs, schema)
+                   sizes["chain"].values, sizes["draw"].values, outputs, schema,
+                   float(col.attrs["missing"]) if "missing" in col.attrs else None)
 
     @classmethod
     def from_objects(cls, da: xr.DataArray, columns=None, n_features=None) -> "TermForests":
@@ -236,8 +240,8 @@ def _move_forest_stats(result: dict, model) -> dict:
             extra = [d for d in da.dims if d not in ("chain", "draw")]
             arr = np.asarray(da.isel({d: 0 for d in extra}, drop=True)
                              .transpose("chain", "draw").values)
-            columns, p, outputs, schema = _term_columns(model, term)
-            parts.append(encode_forests(term, arr, columns, p, outputs, schema))
+            columns, p, outputs, schema, missing = _term_columns(model, term)
+            parts.append(encode_forests(term, arr, columns, p, outputs, schema, missing))
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
         result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
         out = xr.merge(parts)
@@ -249,11 +253,12 @@ def _move_forest_stats(result: dict, model) -> dict:
 def _term_columns(model, name):
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
-        return None, -1, None, None
+        return None, -1, None, None, None
     X = rv.owner.inputs[2]
     p = int(X.shape[1].eval())
-    return (getattr(rv.owner.op, "columns", None), p,
-            getattr(rv.owner.op, "outputs", None), getattr(rv.owner.op, "schema", None))
+    op = rv.owner.op
+    return (getattr(op, "columns", None), p, getattr(op, "outputs", None),
+            getattr(op, "schema", None), getattr(op, "missing", None))
 
 
 def _trace_vars(model, trace_vars):
