@@ -333,6 +333,16 @@ class _TreeStep(BlockedStep):
         if value is not None:
             self.sampler.forest = value
 
+    def _coin_rng(self) -> np.random.Generator:
+        """The generator of the stored forests' coins (routings the training rows leave open,
+        :meth:`pymc_trees.ForestSampler.pack`): spawned once from the step's generator, which
+        spawning does not advance, so the coins leave the sampler's own draws as they were
+        and a seed still reproduces both."""
+        if getattr(self, "_coins_of", None) is not self.rng:
+            self._coins = self.rng.spawn(1)[0]
+            self._coins_of = self.rng
+        return self._coins
+
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()
@@ -426,7 +436,7 @@ class _TreeStep(BlockedStep):
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      leaf_sd=self.sampler.leaf_sd, warm_start=warm)
-        stats[self.forest_stat] = self.sampler.pack(self.rng)
+        stats[self.forest_stat] = self.sampler.pack(self._coin_rng())
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
@@ -643,6 +653,16 @@ class NoiseGibbs(BlockedStep):
                              f"none; got {transform}. Pass default_transform=None or leave it.")
         self.rng = get_random_generator(rng)
         self.tune = True
+
+    def _coin_rng(self) -> np.random.Generator:
+        """The generator of the stored forests' coins (routings the training rows leave open,
+        :meth:`pymc_trees.ForestSampler.pack`): spawned once from the step's generator, which
+        spawning does not advance, so the coins leave the sampler's own draws as they were
+        and a seed still reproduces both."""
+        if getattr(self, "_coins_of", None) is not self.rng:
+            self._coins = self.rng.spawn(1)[0]
+            self._coins_of = self.rng
+        return self._coins
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
