@@ -136,20 +136,33 @@ def test_packed_forest_predicts_like_training_state_and_naive_walk():
     np.testing.assert_allclose(packed.predict(X_new), [naive(x) for x in X_new], rtol=1e-12)
 
 
+@pytest.mark.parametrize("table", [False, True])
 @pytest.mark.parametrize("sampler", ["cgm", "pg", "gfr"])
-def test_forest_state_is_consistent_after_sweeps(sampler):
+def test_forest_state_is_consistent_after_sweeps(sampler, table):
     """leaf_of_row agrees with routing each row down its tree, cached availability and the
     availability masks agree with a recomputation (also after the split weights change), and
-    every leaf keeps >= min_leaf rows."""
+    every leaf keeps >= min_leaf rows; also with missing values in a numeric column (two
+    features inside) and a categorical column with a missing level (every rule a valid set of
+    the levels present at its node)."""
+    from pymc_trees.core.nodes import goes_left
+
     rng = np.random.default_rng(6)
-    X = np.column_stack([rng.uniform(size=(200, 2)), rng.integers(0, 3, 200)])
-    fs = ForestSampler(X, TreePrior(m=10, min_leaf=4, alpha=0.95, beta=1.0), 0.0, 0.5)
+    X = np.column_stack([rng.uniform(size=(200, 2)), rng.integers(0, 3 + 2 * table, 200)])
+    cat = None
+    if table:
+        X[rng.uniform(size=200) < 0.15, 0] = np.nan
+        X[rng.uniform(size=200) < 0.1, 2] = np.nan
+        cat = np.array([False, False, True])
+    fs = ForestSampler(X, TreePrior(m=10, min_leaf=4, alpha=0.95, beta=1.0), 0.0, 0.5, cat)
+    q = fs.layout.q
+    assert q == (4 if table else 3)
     fs.set_split_weights(np.array([0.2, 0.5, 0.3]))
     cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
-    y = np.where(X[:, 0] > 0.5, 2.0, -1.0) + X[:, 1] + X[:, 2]
-    hist = np.zeros((3, fs.cuts.shape[1] + 1), np.int32)
-    lo = np.zeros(3, np.int32)
-    hi = np.zeros(3, np.int32)
+    y = (np.where(np.nan_to_num(X[:, 0], nan=0.7) > 0.5, 2.0, -1.0) + X[:, 1]
+         + np.nan_to_num(X[:, 2], nan=1.5))
+    hist = np.zeros((q, fs.layout.max_cuts + 1), np.int32)
+    lo = np.zeros(q, np.int32)
+    hi = np.zeros(q, np.int32)
     for it in range(50):
         if sampler == "cgm" or (sampler == "gfr" and it % 2):
             fs.cgm_sweep(rng, y, np.full(200, 10.0), cp)
@@ -158,38 +171,49 @@ def test_forest_state_is_consistent_after_sweeps(sampler):
         else:
             fs.gfr_sweep(rng, y, np.full(200, 10.0))
     f = fs.forest
-    for weights in (fs.split_prior.copy(), np.array([0.6, 0.1, 0.3])):
+    used = set()
+    for weights in (np.array([0.2, 0.5, 0.3]), np.array([0.6, 0.1, 0.3])):
         fs.set_split_weights(weights)
         partial = 0
         for t in range(f.m):
             for i in range(200):
                 k = 0
                 while f.var[t, k] >= 0:
-                    k = f.left[t, k] if fs.Xb[i, f.var[t, k]] <= f.cut[t, k] else f.right[t, k]
+                    go = goes_left(fs.Xb[i, f.var[t, k]], f.cut[t, k])
+                    k = f.left[t, k] if go else f.right[t, k]
                 assert f.leaf_of_row[t, i] == k
             for k in range(f.n_nodes[t]):
                 if f.var[t, k] < -1:
                     continue
                 rows = np.flatnonzero(_rows_below(f, t, k, fs.Xb)).astype(np.int32)
-                w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, fs.iscat, 4, weights,
-                                      hist, lo, hi)
+                w = node_availability(fs.Xb, rows, 0, rows.size, fs.ncuts, fs.iscat, 4,
+                                      fs.split_prior, hist, lo, hi)
                 assert f.wavail[t, k] == pytest.approx(w)
-                bits = sum(1 << v for v in range(3) if lo[v] <= hi[v])
-                # the kept cut ranges are the recomputed ones (empty ranges compared as empty)
-                klo, khi = f.amask[t, k, :3], f.amask[t, k, 3:]
-                for v in range(3):
+                bits = sum(1 << v for v in range(q) if lo[v] <= hi[v])
+                # the kept rule ranges are the recomputed ones (empty ranges compared as empty)
+                klo, khi = f.amask[t, k, :q], f.amask[t, k, q:]
+                for v in range(q):
                     if lo[v] <= hi[v]:
                         assert (klo[v], khi[v]) == (lo[v], hi[v])
                     else:
                         assert klo[v] > khi[v]
-                partial += 0 < bits < 7
+                partial += 0 < bits < (1 << q) - 1
                 if f.var[t, k] == -1:
                     assert rows.size >= 4
-                else:
-                    v = f.var[t, k]
-                    assert lo[v] <= f.cut[t, k] <= hi[v]
-                    assert f.ncut[t, k] == hi[v] - lo[v] + 1
+                    continue
+                v, c = f.var[t, k], f.cut[t, k]
+                used.add(int(v))
+                assert f.ncut[t, k] == hi[v] - lo[v] + 1
+                if c >= 0:
+                    assert lo[v] <= c <= hi[v]
+                else:  # a set of present levels leaving min_leaf rows on each side
+                    present = -lo[v]
+                    assert lo[v] < 0 and (~c) & ~present == 0
+                    nl = sum(goes_left(fs.Xb[i, v], c) for i in rows)
+                    assert 4 <= nl <= rows.size - 4
         assert partial > 0  # some nodes have lost a feature
+    if table:
+        assert 3 in used and used & {0, 1}  # the category and a feature of the gap column
 
 
 def _rows_below(f, t, k, Xb):
@@ -201,7 +225,9 @@ def _rows_below(f, t, k, Xb):
         node = par
     mask = np.ones(Xb.shape[0], bool)
     for par, went_left in path:
-        goes_left = Xb[:, f.var[t, par]] <= f.cut[t, par]
+        c = f.cut[t, par]
+        b = Xb[:, f.var[t, par]].astype(np.int64)
+        goes_left = b <= c if c >= 0 else ((~c >> b) & 1) == 1
         mask &= goes_left if went_left else ~goes_left
     return mask
 
