@@ -124,3 +124,29 @@ def test_tabular_inputs_are_refused_with_the_fix():
             pmt.BARTTree("g", gaps, y, m=5, split_prior=s)
         with pytest.raises(ValueError, match="infinite"):
             pmt.BARTTree("h", np.where(gaps > 0.5, np.inf, 0.0), y, m=5)
+
+
+def test_general_step_and_several_outputs_take_tables():
+    """A Poisson count model (the general tree step) and a term of two outputs (mean and log
+    scale of a Normal) on a DataFrame with gaps and a category: they sample, the stored
+    forests reproduce the traced values, and the counts' means are learned."""
+    rng = np.random.default_rng(10)
+    df, truth = _table(250, rng)
+    rate = np.exp(0.5 * truth)
+    counts = rng.poisson(rate)
+    with pm.Model():
+        f = pmt.BARTTree("f", df, counts, m=10, link="log")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
+        idata = pm.sample(draws=150, tune=150, chains=1, random_seed=4, progressbar=False,
+                          compute_convergence_checks=False)
+    np.testing.assert_array_equal(pmt.predict(idata, df).values, idata.posterior["f"].values)
+    est = np.exp(idata.posterior["f"]).mean(("chain", "draw")).values
+    assert np.corrcoef(est, rate)[0, 1] > 0.8
+    y = truth + np.exp(np.where(df["x"].isna(), 0.0, -1.0)) * rng.normal(size=truth.size)
+    with pm.Model():
+        g = pmt.BARTTree("g", df, y, m=10, shape=(2, len(df)))
+        pm.Normal("y", mu=g[0], sigma=pm.math.exp(g[1]), observed=y)
+        idata2 = pm.sample(draws=100, tune=100, chains=1, random_seed=5, progressbar=False,
+                           compute_convergence_checks=False)
+    np.testing.assert_array_equal(pmt.predict(idata2, df, "g").values,
+                                  idata2.posterior["g"].values)
