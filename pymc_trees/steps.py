@@ -654,16 +654,6 @@ class NoiseGibbs(BlockedStep):
         self.rng = get_random_generator(rng)
         self.tune = True
 
-    def _coin_rng(self) -> np.random.Generator:
-        """The generator of the stored forests' coins (routings the training rows leave open,
-        :meth:`pymc_trees.ForestSampler.pack`): spawned once from the step's generator, which
-        spawning does not advance, so the coins leave the sampler's own draws as they were
-        and a seed still reproduces both."""
-        if getattr(self, "_coins_of", None) is not self.rng:
-            self._coins = self.rng.spawn(1)[0]
-            self._coins_of = self.rng
-        return self._coins
-
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.tune = tune > 0
