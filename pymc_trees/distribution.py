@@ -190,6 +190,16 @@ class BARTTree(Distribution):
         columns in a ``pm.Data`` and change them with ``pm.set_data``.  A DataFrame's
         categorical columns are read from its dtypes.  At most 31 levels per column (a
         missing value counts as one more).
+    missing : float, optional
+        A number that marks a missing entry of X besides NaN, as XGBoost's ``missing``:
+        ``pm.Data`` cannot hold NaN (PyMC refuses it), so for a ``pm.Data`` X with gaps put
+        this value in them (``np.where(np.isnan(Xc), -999.0, Xc)``) and pass
+        ``missing=-999.0``.  Wherever the term reads X (training, ``pm.set_data``,
+        :func:`pymc_trees.predict`) it is read as NaN.
+    missing_split : bool, default True
+        Whether a numeric column with missing values also offers BARTm's "is missing" splits
+        (its missing rows against all others, either way round); without them every rule
+        sends the missing rows with one side of a cut between values.
     keep_values : bool, optional
         Whether ``pm.sample`` keeps the term's values at the training rows (n numbers per
         draw) in the trace.  Default: kept when X has at most ``KEEP_VALUES_MAX_ROWS``
@@ -226,7 +236,7 @@ class BARTTree(Distribution):
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
-                **kwargs):
+                missing_split: bool = True, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -238,7 +248,7 @@ class BARTTree(Distribution):
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
                              link=link, keep_values=keep_values, categorical=schema,
-                             missing=missing, **kwargs)
+                             missing=missing, missing_split=missing_split, **kwargs)
         _refuse_implicit_freeze(name)
         return rv
 
@@ -248,7 +258,9 @@ class BARTTree(Distribution):
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
-             **kwargs):
+             missing_split: bool = True, **kwargs):
+        if not isinstance(missing_split, (bool, np.bool_)):
+            raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:
             if isinstance(missing, bool) or not isinstance(missing, numbers.Real) \
                     or not np.isfinite(missing):
@@ -317,7 +329,8 @@ class BARTTree(Distribution):
             sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
             weights = None
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
-                          min_leaf=int(min_leaf), split_prior=sp)
+                          min_leaf=int(min_leaf), split_prior=sp,
+                          missing_split=bool(missing_split))
         if weights is None:
             weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler

@@ -11,7 +11,9 @@ index (a row goes left when its bin is at most the cut) and a set of levels.  A 
   every rule on the column also says where missing values go, and the prior puts equal mass on
   the two directions.  The lowest cut of the first and the highest of the second separate the
   missing rows from all the others: BART with missingness incorporated in attributes' "is
-  missing" split (Kapelner and Bleich 2015);
+  missing" split (Kapelner and Bleich 2015).  Without it (``missing_split=False``) the
+  missing rows share the bin of the lowest (first feature) or highest (second) values, so
+  every rule sends them with one side of a cut between values;
 * a categorical column: one feature whose bins are the level codes, with the missing rows (if
   any) as one more level; a rule is a set of the levels present at the node.
 
@@ -96,7 +98,8 @@ class FeatureLayout:
         return np.ascontiguousarray(column_weights[self.fmap] * self.share)
 
 
-def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int) -> FeatureLayout:
+def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int,
+                 missing_split: bool = True) -> FeatureLayout:
     """The features of training rows X.
 
     Parameters
@@ -108,6 +111,8 @@ def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int) -> 
         Categorical columns (None: none).
     numcut : int
         Maximum number of cutpoints of a numeric column.
+    missing_split : bool, default True
+        Whether a numeric column with missing values offers the "is missing" splits.
     """
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
@@ -163,6 +168,11 @@ def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int) -> 
         b = np.searchsorted(c, np.where(nan, 0.0, x), side="left")
         if not missing[j]:
             add(b, nc, False, j, 1.0, c, np.full(nc, -1, np.int8), 0, -1)
+            continue
+        if not missing_split:
+            # missing rows with the lowest values (sent left) or with the highest (right)
+            add(np.where(nan, 0, b), nc, False, j, 0.5, c, np.ones(nc, np.int8), 0, -1)
+            add(np.where(nan, nc, b), nc, False, j, 0.5, c, np.zeros(nc, np.int8), 0, -1)
             continue
         # missing rows below every value: rule 0 is "missing left, every value right"
         add(np.where(nan, 0, b + 1), nc + 1, False, j, 0.5, np.concatenate(([-np.inf], c)),

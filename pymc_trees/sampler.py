@@ -42,6 +42,9 @@ class TreePrior:
         on each side.
     split_prior : tuple of float or None
         Relative weights of the features (None: all equal).
+    missing_split : bool
+        Whether a numeric column with missing values also offers the "is missing" splits
+        (missing rows against all others; :mod:`pymc_trees.features`).
     """
 
     m: int = 200
@@ -50,6 +53,7 @@ class TreePrior:
     numcut: int = 100
     min_leaf: int = 5
     split_prior: tuple[float, ...] | None = None
+    missing_split: bool = True
 
     def __post_init__(self):
         if int(self.m) != self.m or self.m < 1:
@@ -209,7 +213,8 @@ class ForestSampler:
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
         n, p = self.X.shape
-        lay = self.layout = build_layout(self.X, self.categorical, self.prior.numcut)
+        lay = self.layout = build_layout(self.X, self.categorical, self.prior.numcut,
+                                         self.prior.missing_split)
         self.Xb, self.ncuts, self.iscat = lay.Xb, lay.ncuts, lay.iscat
         q = lay.q
         # feature-major copy in the narrowest unsigned type, for the CGM partitions

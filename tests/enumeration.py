@@ -144,7 +144,7 @@ def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_le
 
 
 def enumerate_table_trees(X, categorical, min_leaf: int, alpha: float, beta: float,
-                          weights=None):
+                          weights=None, missing_split: bool = True):
     """All trees over the rows of a table with missing values and categorical columns, by
     brute force from the documented rules (docs/design.md, "Missing values and categorical
     columns"): the prior probability of every partition of the row indices.
@@ -154,7 +154,8 @@ def enumerate_table_trees(X, categorical, min_leaf: int, alpha: float, beta: flo
     offers two rule sets, each with half its weight: missing rows left, with "missing only"
     and every cut (missing plus the values below it); and missing rows right, with every cut
     and "every value".  A categorical column offers every subset of the levels present at the
-    node (NaN a level of its own).  A rule is available when it leaves min_leaf rows on each
+    node (NaN a level of its own).  Without ``missing_split`` the "missing only" and "every
+    value" rules are not offered.  A rule is available when it leaves min_leaf rows on each
     side; a node picks a rule set in proportion to its weight among those with an available
     rule, then a rule uniformly."""
     X = np.asarray(X, float)
@@ -181,12 +182,13 @@ def enumerate_table_trees(X, categorical, min_leaf: int, alpha: float, beta: flo
             units.append((w[j], lambda rows, x=x, cuts=cuts:
                           [tuple(i for i in rows if x[i] <= c) for c in cuts]))
             continue
-        units.append((w[j] / 2, lambda rows, x=x, cuts=cuts:
-                      [tuple(i for i in rows if np.isnan(x[i]) or x[i] <= c)
-                       for c in [-np.inf, *cuts]]))
-        units.append((w[j] / 2, lambda rows, x=x, cuts=cuts:
+        low = [-np.inf] if missing_split else []
+        high = [np.inf] if missing_split else []
+        units.append((w[j] / 2, lambda rows, x=x, cs=[*low, *cuts]:
+                      [tuple(i for i in rows if np.isnan(x[i]) or x[i] <= c) for c in cs]))
+        units.append((w[j] / 2, lambda rows, x=x, cs=[*cuts, *high]:
                       [tuple(i for i in rows if not np.isnan(x[i]) and x[i] <= c)
-                       for c in [*cuts, np.inf]]))
+                       for c in cs]))
     memo = {}
 
     def trees(rows, d):

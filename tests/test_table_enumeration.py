@@ -15,8 +15,9 @@ exact posterior must be more than 3 tolerances from the prior (power).
   deep on the category meet levels absent from a node (a change or swap must keep a rule's
   set inside the present levels).
 * A numeric column with two missing rows next to a complete binary one, min_leaf = 1:
-  missing rows left or right of every cut, the "is missing" splits at both ends, and the
-  half weights of the two directions against the other column's whole one.
+  missing rows left or right of every cut, the "is missing" splits at both ends (and, with
+  ``missing_split=False``, without them), and the half weights of the two directions against
+  the other column's whole one.
 """
 
 from __future__ import annotations
@@ -39,13 +40,15 @@ YM = np.array([0.1, -0.2, 1.9, 2.2, 2.0, 1.0, 1.3])
 DRAWS = {"cgm": 100000, "pg10": 8000}
 
 
-def _run(X, y, categorical, min_leaf, sampler, seed):
-    prior1 = enumerate_table_trees(X, categorical, min_leaf, ALPHA, BETA)
+def _run(X, y, categorical, min_leaf, sampler, seed, missing_split=True):
+    prior1 = enumerate_table_trees(X, categorical, min_leaf, ALPHA, BETA,
+                                   missing_split=missing_split)
     post, _ = posterior_of_partitions(prior1, y, SIGMA, LEAF_SD, 1)
     prior = {k: prior1[k[0]] for k in post}
     with pm.Model():
         f = pmt.BARTTree("f", X, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD,
-                         min_leaf=min_leaf, categorical=categorical)
+                         min_leaf=min_leaf, categorical=categorical,
+                         missing_split=missing_split)
         pm.Normal("y", mu=f, sigma=SIGMA, observed=y)
         step = (pmt.CGMTreeStep([f]) if sampler == "cgm"
                 else pmt.PGTreeStep([f], num_particles=10))
@@ -76,6 +79,12 @@ def test_categorical_column_with_a_missing_level_matches_enumeration(sampler):
 @pytest.mark.parametrize("sampler", ["cgm", "pg10"])
 def test_missing_values_match_enumeration(sampler):
     _run(XM, YM, None, 1, sampler, 22)
+
+
+def test_missing_values_without_the_is_missing_split_match_enumeration():
+    """``missing_split=False``: the missing rows always travel with one side of a cut between
+    values (the enumeration offers no "missing only" or "every value" rule)."""
+    _run(XM, YM, None, 1, "cgm", 23, missing_split=False)
 
 
 def test_subset_count_matches_brute_force():
