@@ -15,7 +15,6 @@ from sklearn.metrics import log_loss
 from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
 from pymc_trees.core import boost
 from pymc_trees.core.packed import predict_packed_parallel
-from pymc_trees.sampler import PackedForest
 from pymc_trees.tabular import TableSchema
 
 xgb = pytest.importorskip("xgboost")

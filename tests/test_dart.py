@@ -31,8 +31,8 @@ def _set_tree(fs, t, rules):
 
     def build(k, rows, rule, d):
         idx = np.asarray(rows, np.int32)
-        f.wavail[t, k] = node_availability(fs.Xb, idx, 0, idx.size, fs.ncuts, fs.iscat, fs.prior.min_leaf,
-                                           fs.split_prior, hist, lo, hi)
+        f.wavail[t, k] = node_availability(fs.Xb, idx, 0, idx.size, fs.ncuts, fs.iscat,
+                                           fs.prior.min_leaf, fs.split_prior, hist, lo, hi)
         store_mask(f.amask, t, k, lo, hi)
         f.depth[t, k] = d
         if rule is None:

@@ -82,10 +82,10 @@ def test_gfr_tree_distribution_matches_enumeration():
     counts: dict = {}
     for _ in range(N):
         remove_tree(0, f.value, f.leaf_of_row, fsum, r, np.empty(9))
-        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.iscat, fs.split_prior, 2, 0.95, 1.0, fs.prec0, r,
-                          omega, fsum, f.var, f.cut, f.left, f.right, f.parent, f.depth,
-                          f.value, f.wavail, f.ncut, f.amask, f.n_nodes, f.free, f.n_free,
-                          f.leaf_of_row, *scratch)
+        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.iscat, fs.split_prior, 2, 0.95, 1.0, fs.prec0,
+                          r, omega, fsum, f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value,
+                          f.wavail, f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
+                          *scratch)
         assert status == GFR_OK
         k = _key(f, 0)
         counts[k] = counts.get(k, 0) + 1

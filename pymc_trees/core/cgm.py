@@ -258,8 +258,8 @@ def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_lea
         if k == root and root_wsum >= 0.0:
             wsum = root_wsum
         else:
-            wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf, split_prior,
-                                     hist, lo, hi)
+            wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf,
+                                     split_prior, hist, lo, hi)
         nwav[k] = wsum
         store_mask(nmask, 0, k, lo, hi)
         v = var[t, k]
@@ -318,9 +318,9 @@ def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left,
-          right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx,
-          hist, lo, hi, W, S, amask, nmask, tmp):
+def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
+          cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
+          omega, idx, hist, lo, hi, W, S, amask, nmask, tmp):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
     b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
@@ -436,10 +436,10 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 
 
 @numba.njit(cache=True)
-def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, var,
-                    cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
-                    idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
-                    amask, nmask, tmp):
+def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
+                    prec0, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row,
+                    r, omega, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
+                    in_sub, amask, nmask, tmp):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
     count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
@@ -505,10 +505,10 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, move_cp, z, omega,
-              omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
-              amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS,
-              nwav, nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
+def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, move_cp, z,
+              omega, omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
+              amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav,
+              nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -593,18 +593,18 @@ def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, pr
         while move < SWAP and u >= move_cp[move]:
             move += 1
         if move == GROW:
-            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
-                        var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask,
-                        nmask, tmp)
+            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0,
+                        pg, pp, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
+                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask, nmask, tmp)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior,
-                                  alpha, beta, prec0, var, cut, left, right, parent, depth, wavail,
-                                  ncut, n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW,
-                                  nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask, tmp)
+            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf,
+                                  split_prior, alpha, beta, prec0, var, cut, left, right, parent,
+                                  depth, wavail, ncut, n_nodes, leaf_of_row, r, omega, idx, hist,
+                                  lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
+                                  amask, nmask, tmp)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res

@@ -98,8 +98,8 @@ def tree_values(t, value, leaf_of_row, out):
 
 
 @numba.njit(cache=True)
-def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
-                 left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
+def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
+                 var, left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
                  idx, hist, lo, hi, nmask, tmp, out_i, out_f):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
     rule from the prior, the children's values from their q.

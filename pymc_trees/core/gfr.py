@@ -239,8 +239,9 @@ def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0
 
 @numba.njit(cache=True)
 def _stable_partition(Xb, idx, s, e, v, c, mid, tmp_rows, t):
-    """Rows of ``idx[s:e]`` going left under rule ``c`` of feature ``v`` first, both sides in their old order;
-    ``tmp_rows[t]`` (a row of ``leaf_of_row``, rewritten at the end) is the scratch."""
+    """Rows of ``idx[s:e]`` going left under rule ``c`` of feature ``v`` first, both sides in
+    their old order; ``tmp_rows[t]`` (a row of ``leaf_of_row``, rewritten at the end) is the
+    scratch."""
     a = s
     b = mid
     for q in range(s, e):

@@ -109,10 +109,10 @@ def _draw_index(rng, cum, total):
 
 
 @numba.njit(cache=True)
-def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, z, omega, fsum,
-                   var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
-                   n_free, leaf_of_row, PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, r, hist,
-                   ulo, uhi, uw, old_bfs, W, S):
+def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, z, omega,
+                   fsum, var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes,
+                   free, n_free, leaf_of_row, PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, r,
+                   hist, ulo, uhi, uw, old_bfs, W, S):
     """Conditional-SMC update of tree ``t`` followed by the exact draw of its leaf values.
 
     Returns ``(status, changed)``: status ``OK``, or ``POOL_FULL`` / ``TREE_TOO_BIG`` /
@@ -188,8 +188,8 @@ def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta,
                     kc = cut[t, ok]
                     nc = uhi[u, v] - ulo[u, v] + 1
             elif rng.random() < alpha * (1.0 + d) ** (-beta):
-                wsum = _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo,
-                                     uhi, uw)
+                wsum = _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist,
+                                     ulo, uhi, uw)
                 if wsum > 0.0:
                     split = True
                     v, kc, nc = draw_node_rule(rng, ulo[u], uhi[u], split_prior, wsum, Xb,

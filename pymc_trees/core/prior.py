@@ -22,8 +22,8 @@ def max_tree_nodes(n: int, min_leaf: int) -> int:
 
 
 @numba.njit(cache=True)
-def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd, var, cut,
-                      left, right, parent, depth, value, wavail, ncut, amask, n_nodes, n_free,
+def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd, var,
+                      cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, n_free,
                       leaf_of_row, idx, hist, lo, hi, seg_s, seg_e):
     """Overwrite tree ``t`` with a draw from the prior; slots are filled in breadth-first order."""
     n = Xb.shape[0]
