@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean clean-cache
+.PHONY: demo test docs bench venv clean clean-cache
 
 # Find a Python >= 3.12: versioned names on PATH first, then pyenv installs, then python3.
 find-python = $(shell bash .ci/find-python)
@@ -26,6 +26,17 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15 tests
+
+# The documentation site (Sphinx, PyData theme, notebooks executed by myst-nb), warnings as
+# errors; open docs/_build/html/index.html.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[docs]" && touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "site: docs/_build/html/index.html"
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[bench]"

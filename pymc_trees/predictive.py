@@ -153,7 +153,7 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
     Returns
     -------
     DataTree or Dataset
-        ``idata`` with a ``log_likelihood`` group (shape (chain, draw, *observed shape) per
+        ``idata`` with a ``log_likelihood`` group (shape ``(chain, draw, *observed_shape)`` per
         observed variable), or that group alone with ``extend_inferencedata=False``.
     """
     model = modelcontext(model)
