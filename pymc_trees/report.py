@@ -1,0 +1,261 @@
+"""A self-contained HTML report of a :func:`pymc_trees.compare` run: the metrics tables, and
+figures embedded as base64 PNG (no external files, scripts, styles or network).
+
+Figures (each an ``<img>`` with an ``id``, ``alt`` and ``title``; :data:`FIGURES`):
+
+* ``predicted-vs-observed``: per model, the prediction at every held-out row against the
+  observed value, with the 90% interval (regression, counts: BART's posterior predictive
+  interval, boosting's 0.05 and 0.95 quantiles; classification: the predicted probability by
+  observed class, with BART's 90% interval of the probability);
+* ``calibration``: regression and counts: coverage of central intervals against their
+  nominal level, and their mean width; classification: reliability diagram (observed share of
+  y = 1 against the mean predicted probability per bin) and the histogram of predictions.
+
+Variable importance and partial dependence are not drawn: ``pymc_trees.interpret`` (being
+written in parallel) had not landed when this report was written.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compare import ComparisonResult
+
+__all__ = ["write_report", "render_report", "FIGURES"]
+
+#: id -> (alt text, title) of every figure of the report
+FIGURES = {
+    "predicted-vs-observed": (
+        "Predicted against observed held-out values for BART and boosting, with 90% "
+        "intervals", "Predicted against observed (held-out rows)"),
+    "calibration": (
+        "Calibration of both models' predictive distributions on the held-out rows",
+        "Calibration"),
+}
+COLOURS = {"BART": "#1f77b4", "boosting": "#d62728", "boosting (plug-in)": "#ff9896"}
+
+
+def _png(fig) -> str:
+    """A matplotlib figure as a base64 PNG string (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _predicted_vs_observed(res: "ComparisonResult"):
+    import matplotlib.pyplot as plt
+
+    pred, task = res.predictions, res.info["task"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True, sharex=True)
+    rng = np.random.default_rng(0)
+    for ax, mdl in zip(axes, ("BART", "boosting")):
+        y, pt = pred["y"].to_numpy(float), pred[f"{mdl}_point"].to_numpy(float)
+        has_int = f"{mdl}_lo" in pred
+        if task == "classification":
+            x = y + rng.uniform(-0.15, 0.15, y.size)
+            if has_int:
+                ax.vlines(x, pred[f"{mdl}_lo"], pred[f"{mdl}_hi"], color=COLOURS[mdl],
+                          alpha=0.25, lw=1)
+            ax.scatter(x, pt, s=10, color=COLOURS[mdl])
+            ax.set_xticks([0, 1])
+            ax.set_xticklabels([f"not {res.info['positive']}", str(res.info["positive"])])
+            ax.set_xlabel(f"observed {res.info['target']}")
+            ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_title(f"{mdl}: predicted probability"
+                         + (" (90% interval)" if has_int else ""))
+        else:
+            lo, hi = pred[f"{mdl}_lo"].to_numpy(float), pred[f"{mdl}_hi"].to_numpy(float)
+            inside = (lo <= y) & (y <= hi)
+            for sel, colour, lab in ((inside, COLOURS[mdl], "interval covers y"),
+                                     (~inside, "black", "interval misses y")):
+                ax.vlines(y[sel], lo[sel], hi[sel], color=colour, alpha=0.3, lw=1)
+                ax.scatter(y[sel], pt[sel], s=9, color=colour, label=f"{lab} ({sel.sum()})")
+            span = [min(y.min(), lo.min()), max(y.max(), hi.max())]
+            ax.plot(span, span, color="grey", lw=0.8, ls="--")
+            ax.set_xlabel(f"observed {res.info['target']}")
+            ax.set_title(f"{mdl}: prediction and 90% interval")
+            ax.legend(fontsize=8, loc="upper left")
+    axes[0].set_ylabel("predicted")
+    fig.tight_layout()
+    return fig
+
+
+def _calibration(res: "ComparisonResult"):
+    import matplotlib.pyplot as plt
+
+    cal, task = res.calibration, res.info["task"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    if task == "classification":
+        ax = axes[0]
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+        for mdl, g in cal.groupby("model", sort=False):
+            ax.plot(g["mean_predicted"], g["observed"], "-", color=COLOURS[mdl], lw=1)
+            ax.scatter(g["mean_predicted"], g["observed"], s=10 + 2 * g["n"],
+                       color=COLOURS[mdl], alpha=0.7, label=mdl)
+        ax.set_xlabel("mean predicted probability (bin)")
+        ax.set_ylabel("observed share of y = 1")
+        ax.set_title("Reliability (marker area: rows in the bin)")
+        ax.legend(fontsize=8)
+        ax = axes[1]
+        for mdl in ("BART", "boosting"):
+            ax.hist(res.predictions[f"{mdl}_point"], bins=20, range=(0, 1), alpha=0.5,
+                    color=COLOURS[mdl], label=mdl)
+        ax.set_xlabel("predicted probability")
+        ax.set_ylabel("held-out rows")
+        ax.set_title("Predicted probabilities")
+        ax.legend(fontsize=8)
+    else:
+        for mdl, g in cal.groupby("model", sort=False):
+            style = "--" if "plug-in" in mdl else "-"
+            axes[0].plot(g["nominal"], g["coverage"], style, marker="o", color=COLOURS[mdl],
+                         label=mdl)
+            axes[1].plot(g["nominal"], g["width"], style, marker="o", color=COLOURS[mdl],
+                         label=mdl)
+        lo, hi = cal["nominal"].min() - 0.05, cal["nominal"].max() + 0.03
+        axes[0].plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+        axes[0].set_ylabel("held-out coverage")
+        axes[0].set_title("Coverage of central intervals")
+        axes[1].set_ylabel(f"mean width ({res.info['target']})")
+        axes[1].set_title("Width of central intervals")
+        for ax in axes:
+            ax.set_xlabel("nominal level")
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _table_html(df: pd.DataFrame, index: bool = True) -> str:
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            if np.isnan(v):
+                return "-"
+            return f"{v:.4g}"
+        return html.escape(str(v))
+
+    shown = df.copy()
+    for c in shown.columns:
+        shown[c] = shown[c].map(fmt)
+    return shown.to_html(index=index, escape=False, border=0, classes="metrics")
+
+
+_STYLE = """
+body { font-family: sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.4; }
+table.metrics { border-collapse: collapse; margin: 0.5em 0 1.2em; font-size: 0.92em; }
+table.metrics th, table.metrics td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd;
+       text-align: right; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; }
+figcaption { font-size: 0.9em; color: #555; }
+.note { color: #555; font-size: 0.92em; }
+"""
+
+
+def _metric_notes(task: str) -> str:
+    point = ("<b>log loss</b>: mean of -log P(observed class) (BART: the posterior mean "
+             "probability); <b>accuracy</b>: share of rows on the right side of 0.5"
+             if task == "classification" else
+             "<b>RMSE</b>: root mean squared error of the point prediction (BART: posterior "
+             "predictive mean; boosting: the squared-error "
+             + ("model" if task == "regression" else "Poisson model's mean") + ")")
+    plug = {"regression": "a Normal with the boosting prediction as mean and the residual sd "
+                          "of its validation rows as sd",
+            "classification": "a Bernoulli with the predicted probability",
+            "count": "a Poisson with the predicted mean"}[task]
+    items = [
+        point,
+        "<b>log predictive density</b>: mean over held-out rows of log p(y | training data) "
+        "(higher is better); BART: log of the mean over posterior draws of the likelihood of "
+        f"the row; boosting: the log density of its plug-in distribution, {plug}",
+        "<b>CRPS</b> (continuous ranked probability score, lower is better, in the units of "
+        "y): BART from its posterior predictive draws, boosting in closed form from the "
+        "plug-in distribution" + ("; for a 0/1 outcome it is the Brier score"
+                                  if task == "classification" else ""),
+    ]
+    if task == "classification":
+        items.append("<b>calibration error</b>: expected calibration error over 10 equal-width "
+                     "bins of the predicted probability")
+    else:
+        items += [
+            "<b>coverage 90%</b> and <b>width 90%</b>: share of held-out y inside the central "
+            "90% interval and its mean width; BART: quantiles 0.05 and 0.95 of the posterior "
+            "predictive draws; boosting: its quantile-objective model at 0.05 and 0.95",
+            "<b>calibration error</b>: mean absolute difference between held-out coverage and "
+            "nominal level over the levels of the calibration table (same intervals)",
+        ]
+    items.append("<b>seconds</b>: wall time summed over folds (BART: model build, sampling and "
+                 "prediction; boosting: all its fits and predictions)")
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def render_report(res: "ComparisonResult") -> str:
+    """The report as one HTML string (figures inline as ``data:image/png;base64`` URIs)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    info = res.info
+    esc = html.escape
+    figs = {"predicted-vs-observed": _predicted_vs_observed(res),
+            "calibration": _calibration(res)}
+    fig_html = []
+    for fid, fig in figs.items():
+        alt, title = FIGURES[fid]
+        fig_html.append(
+            f'<figure><img id="{fid}" alt="{esc(alt)}" title="{esc(title)}" '
+            f'src="data:image/png;base64,{_png(fig)}"><figcaption>{esc(title)}: {esc(alt)}.'
+            "</figcaption></figure>")
+    settings = (f"BART: m = {info['m']} trees, {info['chains']} chain(s) x ({info['tune']} "
+                f"tuning + {info['draws']} draws), one core. Boosting: {info['boosting']}. "
+                f"Splits: {info['scheme']}, seed {info['seed']}.")
+    notes = "".join(f"<li>{esc(n)}</li>" for n in info["notes"])
+    cal_title = ("Reliability bins of the predicted probability" if info["task"] ==
+                 "classification" else "Coverage and width of central intervals by nominal "
+                 "level (boosting (plug-in): intervals of its plug-in distribution)")
+    positive = (f" (1 = {esc(str(info['positive']))})" if info["task"] == "classification"
+                else "")
+    body = f"""
+<h1>BART against boosting: {esc(info['target'])}</h1>
+<p>{esc(info['about'])}.<br>Target <b>{esc(info['target'])}</b>{positive}, task
+<b>{esc(info['task'])}</b>; {info['rows']:,} rows, {len(info['covariates'])} covariates
+({esc(', '.join(info['covariates']))}).</p>
+<p class="note">{esc(settings)}</p>
+<h2>Held-out metrics</h2>
+{_table_html(res.table)}
+{_metric_notes(info['task'])}
+<h2>Per-row differences, BART minus boosting</h2>
+<p class="note">Mean over held-out rows and its standard error (negative is better for BART
+for squared error, log loss and CRPS; positive for the log predictive density).</p>
+{_table_html(res.differences)}
+<h2>Figures</h2>
+{''.join(fig_html)}
+<p class="note">Variable importance and partial dependence are not in this report:
+<code>pymc_trees.interpret</code> was not available when the report code was written.</p>
+<h2>{esc(cal_title)}</h2>
+{_table_html(res.calibration, index=False)}
+<h2>Per fold</h2>
+{_table_html(res.folds, index=False)}
+{f'<h2>Notes</h2><ul>{notes}</ul>' if notes else ''}
+<p class="note">Written by <code>pymc_trees.compare</code> in {info['wall seconds']:.1f} s.</p>
+"""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>BART against boosting: {esc(info['target'])}</title>"
+            f"<style>{_STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def write_report(res: "ComparisonResult", path: str | Path) -> Path:
+    """Write :func:`render_report` to ``path`` (parent folders created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(res), encoding="utf-8")
+    return path.resolve()
