@@ -14,9 +14,9 @@ penguin is predicted once by models that never saw it.
 
 Prints a line per stage, the table of held-out metrics (RMSE, log predictive density, CRPS,
 90% interval coverage and width, calibration error, seconds) and the per-row differences,
-and writes the HTML report (``build/demo_report.html`` by default).  About 1.5 minutes on
-two cores (``docs/compare.md`` has a measured run).  ``python -m pymc_trees compare`` runs
-the same comparison on any CSV file or bundled data set.
+and writes the HTML report (``build/demo_report.html`` by default).  About 40 seconds on
+the 2-core machine (``docs/compare.md`` has the measured run).  ``python -m pymc_trees
+compare`` runs the same comparison on any CSV file or bundled data set.
 """
 
 from __future__ import annotations
