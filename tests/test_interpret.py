@@ -1,0 +1,453 @@
+"""pymc_trees.interpret: variable importance, partial dependence and ICE curves.
+
+The exact tests use hand-built forests (PackedForest objects written node by node, encoded
+into a DataTree's ``forests`` group as ``pm.sample`` would) and compare with a plain Python
+walk of the trees; then a small real fit runs end to end, and the boosting curves are
+checked against scikit-learn's brute-force partial dependence.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
+
+import pymc_trees as pmt  # noqa: E402
+from pymc_trees import interpret  # noqa: E402
+from pymc_trees.sampler import NODE_DTYPE, PackedForest  # noqa: E402
+from pymc_trees.trace_io import encode_forests  # noqa: E402
+
+LEVELS = ("blue", "green", "red")  # codes 0, 1, 2 of the column "colour"
+OFFSET = 0.1
+
+
+def _tree(*nodes):
+    """Nodes in the packed pair layout, each (feature, left, threshold, value, missing_left,
+    cats)."""
+    return np.array(list(nodes), dtype=NODE_DTYPE)
+
+
+def _leaf(v):
+    return (-1, -1, 0.0, v, 1, 0)
+
+
+def _forest(*trees) -> PackedForest:
+    sizes = [t.size for t in trees]
+    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    nodes = []
+    for s, t in zip(start, trees):
+        t = t.copy()
+        t["left"] = np.where(t["left"] >= 0, t["left"] + s, -1)
+        nodes.append(t)
+    return PackedForest(start, np.concatenate(nodes), OFFSET)
+
+
+def _bits(*codes) -> int:
+    return sum(1 << c for c in codes)
+
+
+# columns: 0 "x" numeric, 1 "colour" categorical, 2 "z" numeric (never split)
+TREES1 = (
+    # x <= 0.5 (NaN left) ? 1.0 : (colour in {red} ? 2.0 : -1.0)
+    _tree((0, 1, 0.5, 0, 1, 0), _leaf(1.0), (1, 3, 0.0, 0, 0, _bits(2)), _leaf(2.0),
+          _leaf(-1.0)),
+    # colour in {blue, green} (NaN right) ? (x <= 0.2 (NaN right) ? 0.5 : -0.5) : 3.0
+    _tree((1, 1, 0.0, 0, 0, _bits(0, 1)), (0, 3, 0.2, 0, 0, 0), _leaf(3.0), _leaf(0.5),
+          _leaf(-0.5)),
+    _tree(_leaf(0.25)),
+)
+TREES2 = (
+    _tree((0, 1, 0.7, 0, 0, 0), _leaf(-1.0), _leaf(1.0)),
+    _tree((0, 1, 0.3, 0, 1, 0), _leaf(0.2), _leaf(-0.2)),
+    _tree((1, 1, 0.0, 0, 1, _bits(1)), _leaf(0.3), _leaf(-0.3)),
+)
+F1 = _forest(*TREES1)
+F2 = _forest(*TREES2)
+F3 = _forest(_tree(_leaf(0.0)), _tree(_leaf(1.0)), _tree(_leaf(-0.5)))  # stumps only
+# internal nodes per column (x, colour, z), counted by hand
+HAND_COUNTS = {id(F1): (2, 2, 0), id(F2): (2, 1, 0), id(F3): (0, 0, 0)}
+DRAWS = [[F1, F2, F1], [F2, F3, F2]]  # (chain, draw)
+
+
+def _frame(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(size=n)
+    x[rng.uniform(size=n) < 0.2] = np.nan
+    colour = pd.Categorical(rng.choice(LEVELS, n), categories=LEVELS)
+    colour[rng.uniform(size=n) < 0.15] = np.nan
+    return pd.DataFrame({"x": x, "colour": colour, "z": rng.normal(size=n)})
+
+
+def _idata(draws=DRAWS, outputs=None):
+    schema, _ = pmt.TableSchema.from_training(_frame(20, 0))
+    arr = np.empty((len(draws), len(draws[0])), object)
+    for c, row in enumerate(draws):
+        for d, fr in enumerate(row):
+            arr[c, d] = fr
+    ds = encode_forests("f", arr, schema.names, schema.p, outputs=outputs, schema=schema)
+    return xr.DataTree.from_dict({"forests": ds}), schema
+
+
+def _walk(forest: PackedForest, A: np.ndarray) -> np.ndarray:
+    """The forest at the encoded rows A, one row and one node at a time."""
+    out = np.full(A.shape[0], forest.offset)
+    nodes = forest.nodes
+    for i, row in enumerate(A):
+        for t in range(forest.m):
+            k = int(forest.start[t])
+            while nodes[k]["feature"] >= 0:
+                nd = nodes[k]
+                x = row[nd["feature"]]
+                if np.isnan(x):
+                    go_left = bool(nd["missing_left"])
+                elif nd["cats"] != 0:
+                    go_left = bool((int(nd["cats"]) >> int(x)) & 1)
+                else:
+                    go_left = x <= nd["threshold"]
+                k = int(nd["left"]) + (0 if go_left else 1)
+            out[i] += nodes[k]["value"]
+    return out
+
+
+def test_hand_forests_survive_encoding():
+    idata, _ = _idata()
+    back = pmt.forests(idata, "f")
+    for c, row in enumerate(DRAWS):
+        for d, fr in enumerate(row):
+            got = back.values[c, d]
+            np.testing.assert_array_equal(got.start, fr.start)
+            for field in ("feature", "left", "value", "missing_left", "cats"):
+                np.testing.assert_array_equal(got.nodes[field], fr.nodes[field])
+
+
+def test_inclusion_proportions_equal_a_hand_count():
+    idata, _ = _idata()
+    imp = interpret.variable_importance(idata, kind="inclusion")
+    assert imp.dims == ("chain", "draw", "column")
+    assert list(imp["column"].values) == ["x", "colour", "z"]
+    assert imp.attrs["kind"] == "inclusion" and imp.attrs["source"] == "bart"
+    for c, row in enumerate(DRAWS):
+        for d, fr in enumerate(row):
+            counts = np.array(HAND_COUNTS[id(fr)], float)
+            if counts.sum() == 0:
+                assert np.all(np.isnan(imp.values[c, d]))
+            else:
+                np.testing.assert_allclose(imp.values[c, d], counts / counts.sum(), rtol=0,
+                                           atol=1e-15)
+
+
+def test_inclusion_and_curves_per_output_of_a_two_output_term():
+    # a term of shape (2, n) with m = 3: output 0 is F1's trees, output 1 is F2's
+    both = _forest(*TREES1, *TREES2)
+    idata, schema = _idata([[both, both]], outputs=2)
+    imp = interpret.variable_importance(idata, kind="inclusion")
+    assert imp.dims == ("chain", "draw", "output", "column")
+    np.testing.assert_allclose(imp.values[0, 0, 0], [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(imp.values[0, 1, 1], [2 / 3, 1 / 3, 0.0])
+    X = _frame(15, 3)
+    A = schema.encode(X)
+    res = interpret.partial_dependence(idata, X, "x", grid=[0.1, 0.6], kind="both")
+    assert res["average"].dims == ("chain", "draw", "output", "x")
+    for out, fr in ((0, F1), (1, F2)):  # every output carries the offset (as pmt.predict)
+        for g, v in enumerate([0.1, 0.6]):
+            Av = A.copy()
+            Av[:, 0] = v
+            np.testing.assert_allclose(res["individual"].values[0, 1, out, :, g],
+                                       _walk(fr, Av), rtol=1e-13)
+
+
+def test_partial_dependence_1d_numeric_equals_brute_force_and_ice_equals_predictions():
+    idata, schema = _idata()
+    X = _frame(25, 1)
+    A = schema.encode(X)
+    grid = [0.05, 0.25, 0.5, 0.65, 0.9, np.nan]
+    res = interpret.partial_dependence(idata, X, "x", grid=grid, kind="both")
+    assert set(res.data_vars) == {"average", "individual"}
+    assert res["average"].dims == ("chain", "draw", "x")
+    assert res["individual"].dims == ("chain", "draw", "obs", "x")
+    np.testing.assert_array_equal(res["x"].values, grid)
+    assert res.attrs["columns"] == ["x"] and res.attrs["kinds"] == ["numeric"]
+    for c, row in enumerate(DRAWS):
+        for d, fr in enumerate(row):
+            for g, v in enumerate(grid):
+                Av = A.copy()
+                Av[:, 0] = v
+                ice = _walk(fr, Av)
+                np.testing.assert_allclose(res["individual"].values[c, d, :, g], ice,
+                                           rtol=1e-13, atol=1e-13)
+                np.testing.assert_allclose(res["average"].values[c, d, g], ice.mean(),
+                                           rtol=1e-13, atol=1e-13)
+    # ICE at one grid value equals pmt.predict at the rows with x set to it (up to the order
+    # of the sum: the trees that do not read x are summed first)
+    Xv = X.assign(x=0.65)
+    np.testing.assert_allclose(res["individual"].sel(x=0.65).values,
+                               pmt.predict(idata, Xv).values, rtol=1e-13, atol=1e-13)
+
+
+def test_partial_dependence_default_grids():
+    idata, _ = _idata()
+    X = _frame(200, 2)
+    res = interpret.partial_dependence(idata, X, "x", grid_resolution=7)
+    x = X["x"].dropna().to_numpy()
+    np.testing.assert_allclose(res["x"].values, np.quantile(x, np.linspace(0.05, 0.95, 7)))
+    res = interpret.partial_dependence(idata, X.iloc[:4], "x", grid_resolution=7)
+    np.testing.assert_array_equal(res["x"].values, np.unique(X["x"].iloc[:4].dropna()))
+    res = interpret.partial_dependence(idata, X, "colour")
+    assert list(res["colour"].values) == list(LEVELS)
+
+
+def test_partial_dependence_categorical_and_2d_equal_brute_force():
+    idata, schema = _idata()
+    X = _frame(18, 4)
+    A = schema.encode(X)
+    res = interpret.partial_dependence(idata, X, "colour", kind="both")
+    assert list(res["colour"].values) == list(LEVELS)
+    assert res.attrs["kinds"] == ["categorical"]
+    res2 = interpret.partial_dependence(idata, X, ["x", "colour"],
+                                        grid={"x": [0.1, 0.4, 0.8], "colour": ["red", "blue"]},
+                                        kind="both")
+    assert res2["average"].dims == ("chain", "draw", "x", "colour")
+    assert res2["individual"].dims == ("chain", "draw", "obs", "x", "colour")
+    assert list(res2["colour"].values) == ["red", "blue"]
+    for c, row in enumerate(DRAWS):
+        for d, fr in enumerate(row):
+            for code, label in enumerate(LEVELS):
+                Av = A.copy()
+                Av[:, 1] = code
+                ice = _walk(fr, Av)
+                np.testing.assert_allclose(res["individual"].sel(colour=label).values[c, d],
+                                           ice, rtol=1e-13, atol=1e-13)
+                np.testing.assert_allclose(res["average"].sel(colour=label).values[c, d],
+                                           ice.mean(), rtol=1e-13, atol=1e-13)
+            for xv in (0.1, 0.4, 0.8):
+                for label in ("red", "blue"):
+                    Av = A.copy()
+                    Av[:, 0] = xv
+                    Av[:, 1] = LEVELS.index(label)
+                    ice = _walk(fr, Av)
+                    got = res2.sel(x=xv, colour=label)
+                    np.testing.assert_allclose(got["individual"].values[c, d], ice,
+                                               rtol=1e-13, atol=1e-13)
+                    np.testing.assert_allclose(got["average"].values[c, d], ice.mean(),
+                                               rtol=1e-13, atol=1e-13)
+
+
+def test_permutation_importance_equals_brute_force_and_is_zero_for_an_unused_column():
+    idata, schema = _idata()
+    X = _frame(30, 5)
+    A = schema.encode(X)
+    imp = interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=11)
+    assert imp.dims == ("chain", "draw", "column") and imp.attrs["n_repeats"] == 3
+    # z is never split on: exactly 0 in every draw
+    assert np.all(imp.sel(column="z").values == 0.0)
+    # brute force with the documented order of permutations: repeat by repeat, column by
+    # column, rng.permutation(n) each
+    rng = np.random.default_rng(11)
+    perms = [[rng.permutation(A.shape[0]) for _ in range(3)] for _ in range(3)]  # [r][j]
+    for c, row in enumerate(DRAWS):
+        for d, fr in enumerate(row):
+            f = _walk(fr, A)
+            for j in range(3):
+                num = 0.0
+                for r in range(3):
+                    Ap = A.copy()
+                    Ap[:, j] = A[perms[r][j], j]
+                    num += np.mean((f - _walk(fr, Ap)) ** 2) / 3
+                if f.var() > 0:
+                    want = num / f.var()
+                else:
+                    want = 0.0 if num == 0 else np.nan
+                np.testing.assert_allclose(imp.values[c, d, j], want, rtol=1e-12,
+                                           equal_nan=True)
+    assert imp.values[0, 0, 0] > 0.05 and imp.values[0, 0, 1] > 0.05  # F1 uses x and colour
+    # a passed generator is advanced, a seed reproduces
+    again = interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=11)
+    np.testing.assert_array_equal(again.values, imp.values)
+
+
+def test_thinning_keeps_evenly_spaced_draws_per_chain():
+    idata, _ = _idata([[F1, F2, F1, F2, F3], [F2, F2, F1, F1, F3]])
+    imp = interpret.variable_importance(idata, max_draws=4)
+    np.testing.assert_array_equal(imp["draw"].values, [0, 4])
+    np.testing.assert_allclose(imp.values[1, 0], [2 / 3, 1 / 3, 0])
+    assert interpret.variable_importance(idata, max_draws=None).sizes["draw"] == 5
+    assert interpret.variable_importance(idata, max_draws=6).sizes["draw"] == 3
+
+
+def test_refusals_name_the_bad_input():
+    idata, _ = _idata()
+    X = _frame(10, 6)
+    with pytest.raises(ValueError, match="X is needed"):
+        interpret.variable_importance(idata, kind="permutation")
+    with pytest.raises(ValueError, match="kind must be"):
+        interpret.variable_importance(idata, kind="gain")
+    with pytest.raises(ValueError, match="'size'.*training column"):
+        interpret.partial_dependence(idata, X, "size")
+    with pytest.raises(ValueError, match="'purple'.*levels"):
+        interpret.partial_dependence(idata, X, "colour", grid=["red", "purple"])
+    with pytest.raises(ValueError, match="same column twice"):
+        interpret.partial_dependence(idata, X, ["x", "x"])
+    with pytest.raises(ValueError, match="No forests stored for 'g'"):
+        interpret.partial_dependence(idata, X, "x", var_name="g")
+    with pytest.raises(ValueError, match="max_draws"):
+        interpret.partial_dependence(idata, X, "x", max_draws=0)
+    with pytest.raises(TypeError, match="DataTree"):
+        interpret.variable_importance({"a": 1})
+
+
+def test_plots_draw_hand_built_results():
+    idata, _ = _idata()
+    X = _frame(12, 7)
+    ax = interpret.plot_variable_importance(interpret.variable_importance(idata))
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] in ("x", "colour")
+    res = interpret.partial_dependence(idata, X, "colour", kind="both")
+    ax = interpret.plot_partial_dependence(res)
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(LEVELS)
+    fig, ax = plt.subplots()
+    assert interpret.plot_partial_dependence(
+        interpret.partial_dependence(idata, X, ["x", "colour"]), ax=ax) is ax
+    assert ax.collections  # the heat map
+    plt.close("all")
+
+
+# --- a real fit -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    n = 80
+    df = pd.DataFrame({"a": rng.uniform(size=n), "b": rng.uniform(size=n),
+                       "shop": pd.Categorical(rng.choice(["n", "s", "e"], n))})
+    y = (3 * df["a"] + np.where(df["shop"] == "n", 1.0, 0.0) + 0.2 * rng.normal(size=n)
+         ).to_numpy()
+    with pm.Model():
+        f = pmt.BARTTree("f", df, y, m=10)
+        pm.Normal("y", mu=f, sigma=0.2, observed=y)
+        idata = pm.sample(draws=30, tune=30, chains=2, cores=1, random_seed=1,
+                          progressbar=False, compute_convergence_checks=False)
+    return idata, df
+
+
+def test_real_fit_end_to_end(fitted):
+    idata, df = fitted
+    inc = interpret.variable_importance(idata, var_name="f", max_draws=20)
+    assert inc.dims == ("chain", "draw", "column") and inc.shape == (2, 10, 3)
+    assert list(inc["column"].values) == ["a", "b", "shop"]
+    np.testing.assert_allclose(inc.sum("column").values, 1.0)
+    perm = interpret.variable_importance(idata, df, kind="permutation", n_repeats=2,
+                                         rng=np.random.default_rng(3), max_draws=20)
+    assert perm.shape == (2, 10, 3)
+    assert float(perm.sel(column="a").mean()) > float(perm.sel(column="b").mean())
+    pd_a = interpret.partial_dependence(idata, df, "a", kind="both", max_draws=20,
+                                        grid_resolution=8)
+    assert pd_a["average"].dims == ("chain", "draw", "a")
+    assert pd_a["individual"].shape == (2, 10, 80, 8)
+    # the posterior mean curve rises with a (the truth has slope 3)
+    curve = pd_a["average"].mean(("chain", "draw")).values
+    assert curve[-1] - curve[0] > 1.0
+    pd_shop = interpret.partial_dependence(idata, df, "shop", max_draws=20)
+    assert list(pd_shop["shop"].values) == ["e", "n", "s"]
+    pd_2 = interpret.partial_dependence(idata, df, ("a", "shop"), grid_resolution=5,
+                                        max_draws=20)
+    assert pd_2["average"].dims == ("chain", "draw", "a", "shop")
+    import arviz as az
+
+    assert az.hdi(pd_a["average"], dim=["chain", "draw"]).dims == ("a", "ci_bound")
+    fig, axes = plt.subplots(1, 5)
+    for ax, res in zip(axes[:3], (pd_a, pd_shop, pd_2)):
+        assert interpret.plot_partial_dependence(res, ax=ax) is ax
+    interpret.plot_variable_importance(inc, ax=axes[3])
+    interpret.plot_variable_importance(perm, ax=axes[4], hdi_prob=0.8)
+    assert axes[0].collections  # the HDI band
+    plt.close(fig)
+
+
+# --- boosting ---------------------------------------------------------------------------------
+
+
+def _boost_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"u": rng.uniform(size=n), "v": rng.normal(size=n),
+                      "w": pd.Categorical(rng.choice(["p", "q", "r", "s", "t"], n))})
+    signal = np.sin(4 * X["u"]) + X["v"] + (X["w"].isin(["p", "q"])).astype(float)
+    return X, signal.to_numpy() + 0.1 * rng.normal(size=n)
+
+
+def test_boosting_partial_dependence_equals_sklearn_brute():
+    from sklearn.inspection import partial_dependence as sk_pd
+
+    from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
+
+    X, y = _boost_data(150, 8)
+    reg = BoostedTreesRegressor(n_estimators=20, max_depth=3, random_state=0).fit(X, y)
+    res = interpret.partial_dependence(reg, X, "u", kind="both", grid_resolution=9)
+    assert res["average"].dims == ("u",) and res["individual"].dims == ("obs", "u")
+    assert res.attrs["source"] == "boosting"
+    sk = sk_pd(reg, X, ["u"], method="brute", kind="both",
+               custom_values={"u": res["u"].values})
+    np.testing.assert_allclose(res["average"].values, sk["average"][0], rtol=1e-12)
+    np.testing.assert_allclose(res["individual"].values, sk["individual"][0], rtol=1e-12)
+    # 2-D with a categorical column
+    res2 = interpret.partial_dependence(reg, X, ["v", "w"], grid_resolution=4)
+    sk2 = sk_pd(reg, X, ["v", "w"], method="brute", categorical_features=["w"],
+                custom_values={"v": res2["v"].values, "w": res2["w"].values})
+    np.testing.assert_allclose(res2["average"].values, sk2["average"][0], rtol=1e-12)
+    # classifiers: the probability of classes_[1], every class for more than two
+    yc = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    for labels in (yc > 0, yc):
+        clf = BoostedTreesClassifier(n_estimators=10, max_depth=3, random_state=0).fit(
+            X, labels)
+        res = interpret.partial_dependence(clf, X, "w")
+        sk = sk_pd(clf, X, ["w"], method="brute", categorical_features=["w"],
+                   custom_values={"w": res["w"].values})
+        want = sk["average"] if clf.classes_.size > 2 else sk["average"][0]
+        np.testing.assert_allclose(res["average"].values, want, rtol=1e-12)
+        assert ("output" in res["average"].dims) == (clf.classes_.size > 2)
+    plt.close(interpret.plot_partial_dependence(res).figure)
+
+
+def test_boosting_importances():
+    from pymc_trees.boosting import BoostedTreesRegressor
+
+    X, y = _boost_data(120, 9)
+    X = X.assign(noise=0.0)  # a constant column: never split on
+    reg = BoostedTreesRegressor(n_estimators=15, max_depth=3, random_state=0).fit(X, y)
+    inc = interpret.variable_importance(reg)
+    assert inc.dims == ("column",)
+    weight = reg.get_score("weight")
+    total = sum(weight.values())
+    np.testing.assert_allclose(inc.values, [weight.get(c, 0.0) / total for c in X.columns])
+    perm = interpret.variable_importance(reg, X, kind="permutation", n_repeats=2, rng=0)
+    assert perm.dims == ("column",) and perm.sel(column="noise").item() == 0.0
+    # the formula against the estimator's own predictions
+    rng = np.random.default_rng(0)
+    f = reg.predict(X)
+    want = np.zeros(4)
+    for _ in range(2):
+        for j, col in enumerate(X.columns):
+            Xp = X.copy()
+            Xp[col] = X[col].to_numpy()[rng.permutation(len(X))]
+            want[j] += np.mean((f - reg.predict(Xp)) ** 2) / f.var() / 2
+    np.testing.assert_allclose(perm.values, want, rtol=1e-12)
+    plt.close(interpret.plot_variable_importance(perm).figure)
+
+
+def test_batches_of_grid_points_and_permutations_give_the_same_numbers(monkeypatch):
+    idata, _ = _idata()
+    X = _frame(16, 10)
+    whole = interpret.partial_dependence(idata, X, ["x", "colour"], kind="both")
+    perm = interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=2)
+    monkeypatch.setattr(interpret, "BATCH_FLOATS", 1)  # one grid point / permutation a call
+    xr.testing.assert_identical(
+        interpret.partial_dependence(idata, X, ["x", "colour"], kind="both"), whole)
+    xr.testing.assert_identical(
+        interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=2), perm)
