@@ -10,11 +10,15 @@
   of the trace (``BARTTree(..., keep_values=False)``).
 * :func:`noise_prior` - the default InverseGamma prior of the noise variance.
 * :class:`TableSchema` - column kinds, category levels and missing values of tabular X.
+* :mod:`pymc_trees.interpret` - variable importance, partial dependence and ICE curves per
+  posterior draw (:func:`variable_importance`, :func:`partial_dependence`) and their plots.
 """
 
 from .calibration import leaf_calibration, noise_prior
 from .compare import compare
 from .distribution import BARTTree
+from .interpret import (partial_dependence, plot_partial_dependence,
+                        plot_variable_importance, variable_importance)
 from .predict import forests, predict
 from .predictive import compute_log_likelihood, sample_posterior_predictive
 from .sampler import ForestSampler, PackedForest, TreePrior
@@ -42,6 +46,10 @@ __all__ = [
     "TreePrior",
     "ModelStructureError",
     "TableSchema",
+    "variable_importance",
+    "partial_dependence",
+    "plot_variable_importance",
+    "plot_partial_dependence",
     "compare",
 ]
 

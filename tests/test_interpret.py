@@ -339,6 +339,8 @@ def fitted():
 
 def test_real_fit_end_to_end(fitted):
     idata, df = fitted
+    assert pmt.partial_dependence is interpret.partial_dependence  # exported at the top
+    assert pmt.variable_importance is interpret.variable_importance
     inc = interpret.variable_importance(idata, var_name="f", max_draws=20)
     assert inc.dims == ("chain", "draw", "column") and inc.shape == (2, 10, 3)
     assert list(inc["column"].values) == ["a", "b", "shop"]
