@@ -620,6 +620,8 @@ class ComparisonResult:
         The last fold's BART posterior (for further plots).
     boosting_model : estimator
         The last fold's boosting point model.
+    train_X : DataFrame
+        The last fold's training covariates (both models of that fold were fit on them).
     """
 
     table: pd.DataFrame
@@ -631,13 +633,14 @@ class ComparisonResult:
     info: dict
     bart_idata: Any = None
     boosting_model: Any = None
+    train_X: Any = None
 
     def __getitem__(self, key: str):
         return getattr(self, key)
 
     def keys(self) -> list[str]:
         return ["table", "report", "folds", "differences", "calibration", "predictions",
-                "info", "bart_idata", "boosting_model"]
+                "info", "bart_idata", "boosting_model", "train_X"]
 
     def __str__(self) -> str:
         return format_table(self.table)
@@ -905,7 +908,7 @@ def compare(data, target: str | None = None, *, task: str | None = None,
     result = ComparisonResult(table=table, report=None, folds=folds_df,
                               differences=differences, calibration=calibration,
                               predictions=pred, info=info, bart_idata=bart_fit["idata"],
-                              boosting_model=boost_fit["model"])
+                              boosting_model=boost_fit["model"], train_X=Xtr)
     if out is not None:
         from .report import write_report
 

@@ -9,10 +9,14 @@ Figures (each an ``<img>`` with an ``id``, ``alt`` and ``title``; :data:`FIGURES
   observed class, with BART's 90% interval of the probability);
 * ``calibration``: regression and counts: coverage of central intervals against their
   nominal level, and their mean width; classification: reliability diagram (observed share of
-  y = 1 against the mean predicted probability per bin) and the histogram of predictions.
-
-Variable importance and partial dependence are not drawn: ``pymc_trees.interpret`` (being
-written in parallel) had not landed when this report was written.
+  y = 1 against the mean predicted probability per bin) and the histogram of predictions;
+* ``variable-importance``: permutation importance of every column for both models of the
+  last fold (:func:`pymc_trees.interpret.variable_importance`, at its training rows; BART
+  with 94% HDI bars over posterior draws);
+* ``partial-dependence``: partial dependence of both models of the last fold on the
+  :data:`PD_COLUMNS` columns BART finds most important
+  (:func:`pymc_trees.interpret.partial_dependence`; BART on the scale of f, boosting on the
+  scale of its predictions).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover
     from .compare import ComparisonResult
 
-__all__ = ["write_report", "render_report", "FIGURES"]
+__all__ = ["write_report", "render_report", "FIGURES", "PD_COLUMNS"]
 
 #: id -> (alt text, title) of every figure of the report
 FIGURES = {
@@ -39,7 +43,18 @@ FIGURES = {
     "calibration": (
         "Calibration of both models' predictive distributions on the held-out rows",
         "Calibration"),
+    "variable-importance": (
+        "Permutation importance of every column for BART (posterior mean and 94% HDI) and "
+        "boosting, last fold", "Variable importance"),
+    "partial-dependence": (
+        "Partial dependence of BART (posterior mean and 94% HDI band) and boosting on the "
+        "columns BART finds most important, last fold", "Partial dependence"),
 }
+#: partial dependence is drawn for this many of BART's most important columns
+PD_COLUMNS = 2
+#: rows of the last fold's training X used for importance and partial dependence (a random
+#: subset when there are more) and posterior draws used
+INTERPRET_ROWS, INTERPRET_DRAWS = 300, 100
 COLOURS = {"BART": "#1f77b4", "boosting": "#d62728", "boosting (plug-in)": "#ff9896"}
 
 
@@ -136,6 +151,58 @@ def _calibration(res: "ComparisonResult"):
     return fig
 
 
+def _interpret_rows(res: "ComparisonResult") -> pd.DataFrame:
+    X = res.train_X
+    if len(X) > INTERPRET_ROWS:
+        rows = np.sort(np.random.default_rng(res.info["seed"]).choice(len(X), INTERPRET_ROWS,
+                                                                      replace=False))
+        X = X.iloc[rows]
+    return X
+
+
+def _importance(res: "ComparisonResult"):
+    """Figure and BART's importance (DataArray with dims chain, draw, column)."""
+    import matplotlib.pyplot as plt
+
+    from .interpret import plot_variable_importance, variable_importance
+
+    X = _interpret_rows(res)
+    kw = dict(kind="permutation", n_repeats=3, rng=res.info["seed"])
+    imp = {"BART": variable_importance(res.bart_idata, X, max_draws=INTERPRET_DRAWS, **kw),
+           "boosting": variable_importance(res.boosting_model, X, **kw)}
+    height = 1.2 + 0.35 * len(res.info["covariates"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, height))
+    for ax, (mdl, da) in zip(axes, imp.items()):
+        plot_variable_importance(da, ax=ax)
+        ax.set_title(f"{mdl}: permutation importance ({len(X)} training rows)")
+    fig.tight_layout()
+    return fig, imp["BART"]
+
+
+def _partial_dependence(res: "ComparisonResult", bart_importance):
+    import matplotlib.pyplot as plt
+
+    from .interpret import partial_dependence, plot_partial_dependence
+
+    X = _interpret_rows(res)
+    mean = bart_importance.mean(("chain", "draw")).to_series().fillna(-np.inf)
+    cols = list(mean.sort_values(ascending=False).index[:PD_COLUMNS])
+    scale = {"regression": ("f", "prediction"),
+             "classification": ("f (log-odds)", f"P({res.info['positive']})"),
+             "count": ("f (log mean)", "mean count")}[res.info["task"]]
+    fig, axes = plt.subplots(len(cols), 2, figsize=(11, 3.6 * len(cols)), squeeze=False,
+                             sharey="row" if res.info["task"] == "regression" else "none")
+    for row, col in zip(axes, cols):
+        for ax, mdl, src, lab in zip(row, ("BART", "boosting"),
+                                     (res.bart_idata, res.boosting_model), scale):
+            kw = {"max_draws": INTERPRET_DRAWS} if mdl == "BART" else {}
+            plot_partial_dependence(partial_dependence(src, X, col, **kw), ax=ax)
+            ax.set_title(f"{mdl}: {col}")
+            ax.set_ylabel(f"partial dependence of {lab}")
+    fig.tight_layout()
+    return fig
+
+
 def _table_html(df: pd.DataFrame, index: bool = True) -> str:
     def fmt(v):
         if isinstance(v, (float, np.floating)):
@@ -208,6 +275,8 @@ def render_report(res: "ComparisonResult") -> str:
     esc = html.escape
     figs = {"predicted-vs-observed": _predicted_vs_observed(res),
             "calibration": _calibration(res)}
+    figs["variable-importance"], bart_importance = _importance(res)
+    figs["partial-dependence"] = _partial_dependence(res, bart_importance)
     fig_html = []
     for fid, fig in figs.items():
         alt, title = FIGURES[fid]
@@ -239,8 +308,12 @@ for squared error, log loss and CRPS; positive for the log predictive density).<
 {_table_html(res.differences)}
 <h2>Figures</h2>
 {''.join(fig_html)}
-<p class="note">Variable importance and partial dependence are not in this report:
-<code>pymc_trees.interpret</code> was not available when the report code was written.</p>
+<p class="note">Variable importance and partial dependence: the last fold's models at (a
+random subset of at most {INTERPRET_ROWS} of) its training rows, with
+<code>pymc_trees.interpret</code>. Permutation importance is the drop in the explained
+variance of a model's own predictions when a column is permuted (mean of 3 permutations;
+BART per posterior draw, {INTERPRET_DRAWS} draws). Partial dependence: BART on the scale of
+its term f, boosting on the scale of its predictions.</p>
 <h2>{esc(cal_title)}</h2>
 {_table_html(res.calibration, index=False)}
 <h2>Per fold</h2>
