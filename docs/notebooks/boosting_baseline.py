@@ -86,5 +86,13 @@ report("BART", fd.mean(axis=1), lo, hi, t_bart)
 # Read the coverage column first. Quantile trees are fit to the training rows, whose residuals
 # the trees have already partly absorbed, so their intervals tend to be too narrow at new rows;
 # BART's posterior predictive intervals account for the uncertainty in the trees and in the
-# noise. `pmt.compare` and `python -m pymc_trees compare` run this comparison, with more
-# metrics and a report, on any table.
+# noise.
+#
+# `pmt.compare` (and `python -m pymc_trees compare DATA --target COL` on the command line) runs
+# this comparison with more metrics (log predictive density, CRPS, calibration) on held-out
+# splits of any table, and writes a self-contained HTML report with its figures:
+
+# %%
+result = pmt.compare(d.assign(log_price=y_all), "log_price", test_size=0.3, m=M, draws=DRAWS,
+                     max_rows=N, out="diamonds_report.html", progress=False)
+result.table
