@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 done, 1 refused input, 2 usage)."""
     args = _parser().parse_args(argv)
     if args.command == "compare":
-        from .compare import compare, format_table
+        from .compare import compare, format_result
 
         drop = [c.strip() for c in args.drop.split(",") if c.strip()]
         try:
@@ -76,12 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(f"{info['target']} ({info['task']}), {info['scheme']}, "
               f"{int(res.table['held-out rows'].iloc[0]):,} held-out rows:")
-        print(format_table(res.table))
-        print()
-        print("Per held-out row, BART minus boosting (mean, standard error):")
-        print(res.differences.to_string(float_format=lambda v: f"{v:.4g}"))
-        print()
-        print(f"report: {res.report}")
+        print(format_result(res))
     return 0
 
 

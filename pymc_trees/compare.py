@@ -930,3 +930,14 @@ def format_table(table: pd.DataFrame) -> str:
         else:
             shown[c] = shown[c].map(lambda v: f"{v:.4g}")
     return shown.to_string()
+
+
+def format_result(result: "ComparisonResult") -> str:
+    """What the command line and the demo print after their header line: the metrics table,
+    the per-row differences of BART minus boosting and the report's path."""
+    lines = [format_table(result.table), "",
+             "Per held-out row, BART minus boosting (mean, standard error):",
+             result.differences.to_string(float_format=lambda v: f"{v:.4g}"), ""]
+    if result.report is not None:
+        lines.append(f"report: {result.report}")
+    return "\n".join(lines)

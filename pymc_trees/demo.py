@@ -54,7 +54,7 @@ def run(data: str = "penguins", folds: int = 5, m: int = 200, draws: int = 1000,
     import matplotlib
 
     matplotlib.use("Agg")
-    from .compare import compare, format_table
+    from .compare import compare, format_result
 
     t0 = time.perf_counter()
     res = compare(data, folds=folds, seed=seed, m=m, draws=draws, tune=tune, out=out,
@@ -66,13 +66,7 @@ def run(data: str = "penguins", folds: int = 5, m: int = 200, draws: int = 1000,
     print(f"Held-out {info['target']} ({info['task']}), {info['scheme']}, "
           f"{int(res.table['held-out rows'].iloc[0]):,} rows; BART m={m}, {info['chains']} "
           f"chains x ({info['tune']} + {info['draws']}); boosting with early stopping:")
-    print(format_table(res.table))
-    print()
-    print("Per held-out row, BART minus boosting (mean, standard error):")
-    print(res.differences.to_string(float_format=lambda v: f"{v:.4g}"))
-    print()
-    if res.report is not None:
-        print(f"report: {res.report}")
+    print(format_result(res))
     print(f"wall time: {wall:.1f} s")
     return res
 

@@ -15,21 +15,7 @@ xgb = pytest.importorskip("xgboost")
 # --- a naive exact greedy tree, written from XGBoost's rules without the kernel's tricks ---
 
 
-def _weight(G, H, lam, alpha, mds):
-    if H <= 0:
-        return 0.0
-    t = G - alpha if G > alpha else (G + alpha if G < -alpha else 0.0)
-    w = -t / (H + lam)
-    if mds and abs(w) > mds:
-        w = float(np.sign(w)) * mds
-    return w
-
-
-def _gain(G, H, lam, alpha, mds):
-    if H <= 0:
-        return 0.0
-    w = _weight(G, H, lam, alpha, mds)
-    return -(2 * G * w + (H + lam) * w * w + 2 * alpha * abs(w))
+from boost_reference import _gain, _weight  # noqa: E402
 
 
 def naive_tree(X, g, h, depth, max_depth, mcw, lam, alpha, mds, eta, rows=None):

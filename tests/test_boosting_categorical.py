@@ -23,21 +23,7 @@ xgb = pytest.importorskip("xgboost")
 # --- the split finder against brute force ---------------------------------------------------
 
 
-def _weight(G, H, lam, alpha, mds):
-    if H <= 0:
-        return 0.0
-    t = G - alpha if G > alpha else (G + alpha if G < -alpha else 0.0)
-    w = -t / (H + lam)
-    if mds and abs(w) > mds:
-        w = float(np.sign(w)) * mds
-    return w
-
-
-def _gain(G, H, lam, alpha, mds):
-    if H <= 0:
-        return 0.0
-    w = _weight(G, H, lam, alpha, mds)
-    return -(2 * G * w + (H + lam) * w * w + 2 * alpha * abs(w))
+from boost_reference import _gain, _weight  # noqa: E402
 
 
 def _split_gain(hist, Gm, Hm, left, dl, lam, alpha, mds, mcw):
