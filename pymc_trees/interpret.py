@@ -45,7 +45,9 @@ from .trace_io import read_forests
 __all__ = ["variable_importance", "partial_dependence", "plot_variable_importance",
            "plot_partial_dependence"]
 
-SAMPLE_DIMS = ("chain", "draw")
+# the dims a result can have over posterior draws: (chain, draw), a selection that dropped
+# one of them, or draws stacked into "sample"
+_DRAW_DIMS = ("chain", "draw", "sample")
 RESERVED_DIMS = ("chain", "draw", "output", "obs", "column", "ci_bound")
 # Floats of predictions computed per call of the prediction kernel (grid points and permuted
 # copies of X are batched up to this size): 2**23 floats are 64 MB.
@@ -138,8 +140,11 @@ class _Source:
     trees : _Trees
         Row ``s * K + k``: sample s (a kept draw; the one fit of a boosting model), output k.
     sample_shape : tuple of int
-        ``(chains, kept draws)`` for BART, ``()`` for boosting.
-    sample_coords : dict
+        ``(chains, kept draws)`` for BART (the shape of the trace's own sample dims, which a
+        selection of draws may have changed), ``()`` for boosting.
+    sample_dims : tuple of str
+        The names of those dims (``()`` for boosting).
+    sample_coords : xarray.Coordinates or dict
         Coordinates of the sample dims.
     outputs : ndarray or None
         Coordinates of the ``output`` dim (None: a single output, no such dim).
@@ -149,13 +154,10 @@ class _Source:
     kind: str
     trees: _Trees
     sample_shape: tuple[int, ...]
-    sample_coords: dict
+    sample_dims: tuple[str, ...]
+    sample_coords: object
     outputs: np.ndarray | None
     var_name: str
-
-    @property
-    def sample_dims(self) -> tuple[str, ...]:
-        return SAMPLE_DIMS if self.sample_shape else ()
 
     @property
     def n_samples(self) -> int:
@@ -192,17 +194,18 @@ class _Source:
             out_dims: tuple[str, ...] = ()
         else:
             out_dims = ("output",)
-        arr = arr.reshape(self.sample_shape + arr.shape[1:]) if self.sample_shape else arr[0]
-        all_coords = dict(self.sample_coords)
+        arr = arr.reshape(self.sample_shape + arr.shape[1:])
+        extra = dict(coords)
         if self.outputs is not None:
-            all_coords["output"] = self.outputs
-        all_coords.update(coords)
-        return xr.DataArray(arr, dims=self.sample_dims + out_dims + dims, coords=all_coords,
-                            name=name, attrs=attrs)
+            extra["output"] = self.outputs
+        da = xr.DataArray(arr, dims=self.sample_dims + out_dims + dims,
+                          coords=self.sample_coords, name=name, attrs=attrs)
+        return da.assign_coords(extra)
 
 
 def _thin(draws: int, chains: int, max_draws: int | None) -> np.ndarray:
-    """Indices of at most ``max_draws // chains`` (at least 1) evenly spaced draws per chain."""
+    """Indices of at most ``max_draws // chains`` (at least 1) evenly spaced draws per chain
+    (``draws`` per chain)."""
     if max_draws is None or draws * chains <= max_draws:
         return np.arange(draws)
     k = max(1, max_draws // max(chains, 1))
@@ -214,16 +217,22 @@ class _BartSource(_Source):
 
     def __init__(self, idata, var_name: str, max_draws: int | None):
         tf = read_forests(idata, var_name)
-        chains, draws, m1 = tf.starts.shape
-        keep = _thin(draws, chains, max_draws)
+        m1 = tf.starts.shape[1]
+        samples = tf.samples
+        if samples.ndim:  # thin along the last sample dim (draw), evenly in every chain
+            last = samples.dims[-1]
+            size = samples.sizes[last]
+            keep = _thin(size, samples.size // max(size, 1), max_draws)
+            samples = samples.isel({last: keep})
         self.tf = tf
         self.var_name = var_name
-        self.sample_shape = (chains, keep.size)
-        self.sample_coords = {"chain": np.asarray(tf.chain), "draw": np.asarray(tf.draw)[keep]}
+        self.sample_shape = samples.shape
+        self.sample_dims = tuple(str(d) for d in samples.dims)
+        self.sample_coords = samples.coords
         self.outputs = None if tf.outputs is None else np.arange(tf.outputs)
         K = self.n_outputs
         m = (m1 - 1) // K
-        st = tf.starts[:, keep].reshape(-1, m1)  # (S, K*m + 1)
+        st = tf.starts[samples.values.ravel()]  # (S, K*m + 1)
         # output k of sample s: trees k*m .. (k+1)*m - 1, as pymc_trees.predict
         rows = np.stack([st[:, k * m:(k + 1) * m + 1] for k in range(K)], axis=1)
         rows = rows.reshape(-1, m + 1)
@@ -241,9 +250,8 @@ class _BartSource(_Source):
 
     def encode(self, X, what: str = "X") -> np.ndarray:
         tf = self.tf
-        if tf.missing is not None and not hasattr(X, "columns"):
-            X = np.where(np.asarray(X, dtype=np.float64) == tf.missing, np.nan, X)
-        A = check_new_rows(X, tf.columns, tf.n_features, what=what, schema=tf.schema)
+        A = check_new_rows(X, tf.columns, tf.n_features, what=what, schema=tf.schema,
+                           missing=tf.missing)
         if self._schema is None:
             self._schema = _plain_schema(None, A.shape[1])
         return A
@@ -259,6 +267,7 @@ class _BoostingSource(_Source):
         self.est = est
         self.var_name = type(est).__name__
         self.sample_shape = ()
+        self.sample_dims = ()
         self.sample_coords = {}
         forests = est.forests()
         sizes = np.array([fr.nodes.size for fr in forests], np.int64)
@@ -698,12 +707,13 @@ def _summary(da: xr.DataArray, hdi_prob: float):
     without sample dims the values themselves and no bounds (None)."""
     if not 0 < hdi_prob < 1:
         raise ValueError(f"hdi_prob must lie in (0, 1); got {hdi_prob!r}.")
-    if not all(d in da.dims for d in SAMPLE_DIMS):
+    dims = [d for d in da.dims if d in _DRAW_DIMS]
+    if not dims:
         return da, None, None
     import arviz as az
 
-    mean = da.mean(SAMPLE_DIMS, skipna=True)
-    h = az.hdi(da, prob=hdi_prob, dim=list(SAMPLE_DIMS), skipna=True)
+    mean = da.mean(dims, skipna=True)
+    h = az.hdi(da, prob=hdi_prob, dim=dims, skipna=True)
     return mean, h.sel(ci_bound="lower", drop=True), h.sel(ci_bound="upper", drop=True)
 
 
@@ -819,8 +829,7 @@ def plot_partial_dependence(result: xr.Dataset, ax=None, hdi_prob: float = 0.94)
             raise ValueError("ICE curves of several outputs: select one with "
                              "result.sel(output=...) before plotting.")
         ice = result["individual"]
-        if all(s in ice.dims for s in SAMPLE_DIMS):
-            ice = ice.mean(SAMPLE_DIMS)
+        ice = ice.mean([d for d in ice.dims if d in _DRAW_DIMS])
         lines = ice.transpose("obs", d).values
         alpha = float(np.clip(5.0 / max(lines.shape[0], 1), 0.05, 0.5))
         ax.plot(x, lines.T, color="0.5", lw=0.6, alpha=alpha,
@@ -851,8 +860,7 @@ def plot_partial_dependence(result: xr.Dataset, ax=None, hdi_prob: float = 0.94)
 
 
 def _heatmap(ax, avg: xr.DataArray, gdims, kinds, names, var, posterior: bool):
-    if all(s in avg.dims for s in SAMPLE_DIMS):
-        avg = avg.mean(SAMPLE_DIMS)
+    avg = avg.mean([d for d in avg.dims if d in _DRAW_DIMS])
     z = avg.transpose(gdims[1], gdims[0]).values  # rows: second column (y axis)
     axes = []
     for d, k in zip(gdims, kinds):

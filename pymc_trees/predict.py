@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from .core.packed import predict_draws
-from .tabular import TableSchema
+from .tabular import TableSchema, mark_missing
 from .trace_io import TermForests, read_forests
 
 __all__ = ["predict", "forests", "check_new_rows"]
@@ -19,36 +19,34 @@ def forests(idata, var_name: str = "f") -> xr.DataArray:
     -------
     xarray.DataArray of shape (chain, draw), dtype object, or (chain, draw, output) for a
     term of shape (k, n)
-        Each element is the :class:`~pymc_trees.PackedForest` of that draw (and output).
+        Each element is the :class:`~pymc_trees.PackedForest` of that draw (and output).  For
+        a selection of draws (``idata.sel(...)``) the dims and coordinates are the
+        selection's.
     """
     tf = read_forests(idata, var_name)
-    chains, draws = tf.starts.shape[:2]
-    coords = {"chain": tf.chain, "draw": tf.draw}
-    if tf.outputs is None:
-        out = np.empty((chains, draws), object)
-        for c in range(chains):
-            for d in range(draws):
-                out[c, d] = tf.packed(c, d)
-        return xr.DataArray(out, dims=("chain", "draw"), coords=coords, name=var_name)
-    out = np.empty((chains, draws, tf.outputs), object)
-    for c in range(chains):
-        for d in range(draws):
-            for j in range(tf.outputs):
-                out[c, d, j] = tf.packed(c, d, j)
-    coords["output"] = np.arange(tf.outputs)
-    return xr.DataArray(out, dims=("chain", "draw", "output"), coords=coords, name=var_name)
+    k = tf.outputs
+    out = np.empty((tf.starts.shape[0], 1 if k is None else k), object)
+    for s in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[s, j] = tf.packed(s, None if k is None else j)
+    if k is None:
+        return tf.wrap(out[:, 0], name=var_name)
+    return tf.wrap(out, ("output",), {"output": np.arange(k)}, name=var_name)
 
 
 def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
-                   what: str = "X_new", schema: TableSchema | None = None) -> np.ndarray:
+                   what: str = "X_new", schema: TableSchema | None = None,
+                   missing: float | None = None) -> np.ndarray:
     """New rows as a float64 matrix in the training column order, encoded as the training
-    X was (:meth:`pymc_trees.tabular.TableSchema.encode`).
+    X was (:meth:`pymc_trees.tabular.TableSchema.encode`); entries equal to ``missing`` (the
+    term's marker of missing values, in an array or a DataFrame's numeric columns) are NaN.
 
     A DataFrame is matched to the training columns by name when the training X had names
     (extra columns are refused, as are missing ones); otherwise its columns are taken in
     order.  The number of columns must match.  NaN is a missing value (routed as each split
     says); infinite values and category labels not seen in training are refused.
     """
+    X_new = mark_missing(X_new, missing)
     if schema is not None:
         return schema.encode(X_new, what=what)
     if n_features >= 0:
@@ -59,11 +57,11 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
     cols = getattr(X_new, "columns", None)
     if cols is not None and columns is not None:
         names = [str(c) for c in cols]
-        missing = [c for c in columns if c not in names]
+        absent = [c for c in columns if c not in names]
         extra = [c for c in names if c not in columns]
-        if missing or extra:
+        if absent or extra:
             raise ValueError(f"{what} has columns {names}, but the tree term was fit on "
-                             f"{list(columns)} (missing: {missing}, unknown: {extra}). Pass a "
+                             f"{list(columns)} (missing: {absent}, unknown: {extra}). Pass a "
                              "DataFrame with exactly the training columns (any order).")
         X_new = X_new.loc[:, [cols[names.index(c)] for c in columns]]
     X = np.asarray(X_new, dtype=np.float64)
@@ -84,19 +82,19 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
 
 
 def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
-    """Each draw's forest at the rows of X: array of shape (chain, draw, n), or (chain,
-    draw, k, n) for a term with k outputs (output j: trees j*m to (j+1)*m - 1)."""
-    chains, draws, m1 = tf.starts.shape
-    starts = tf.starts.reshape(-1, m1)
+    """Each stored draw's forest at the rows of X: array of shape (S, n), or (S, k, n) for a
+    term with k outputs (output j: trees j*m to (j+1)*m - 1), S draws in the order of
+    ``tf.samples`` (:meth:`TermForests.wrap` gives them their dims)."""
+    S, m1 = tf.starts.shape
     k = 1 if tf.outputs is None else tf.outputs
     m = (m1 - 1) // k
-    out = np.empty((k, chains * draws, X.shape[0]))
+    out = np.empty((k, S, X.shape[0]))
     for j in range(k):
-        block = np.ascontiguousarray(starts[:, j * m:(j + 1) * m + 1])
+        block = np.ascontiguousarray(tf.starts[:, j * m:(j + 1) * m + 1])
         predict_draws(block, tf.nodes, tf.offset, X, out[j])
     if tf.outputs is None:
-        return out[0].reshape(chains, draws, X.shape[0])
-    return out.transpose(1, 0, 2).reshape(chains, draws, k, X.shape[0])
+        return out[0]
+    return out.transpose(1, 0, 2)
 
 
 def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
@@ -121,16 +119,16 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
     xarray.DataArray of shape (chain, draw, obs), or (chain, draw, output, obs) for a term of
     shape (k, n)
         The term at the new rows for every draw; at the training rows it equals the traced
-        values exactly.
+        values exactly.  The sample dims and their coordinates are those of ``idata``: after
+        ``idata.sel(draw=slice(0, None, 4))`` the draws are labelled 0, 4, 8, ... as in its
+        posterior, after ``idata.sel(chain=1)`` there is no chain dim, so arithmetic with the
+        posterior pairs each draw with its own parameters.
     """
     tf = read_forests(idata, var_name)
-    if tf.missing is not None and not hasattr(X_new, "columns"):
-        X_new = np.where(np.asarray(X_new, dtype=np.float64) == tf.missing, np.nan, X_new)
-    X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema)
-    coords = {"chain": tf.chain, "draw": tf.draw, "obs": np.arange(X.shape[0])}
+    X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema,
+                       missing=tf.missing)
+    obs = {"obs": np.arange(X.shape[0])}
     if tf.outputs is None:
-        return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "obs"), coords=coords,
-                            name=var_name)
-    coords["output"] = np.arange(tf.outputs)
-    return xr.DataArray(evaluate(tf, X), dims=("chain", "draw", "output", "obs"),
-                        coords=coords, name=var_name)
+        return tf.wrap(evaluate(tf, X), ("obs",), obs, name=var_name)
+    return tf.wrap(evaluate(tf, X), ("output", "obs"),
+                   {"output": np.arange(tf.outputs), **obs}, name=var_name)

@@ -109,36 +109,70 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
 class TermForests:
     """All stored forests of one tree term, decoded once for fast prediction.
 
+    The draws may be any selection of the trace's: thinned (``idata.sel(draw=slice(0, None,
+    4))``), one chain (``idata.sel(chain=1)`` drops the chain dim, ``idata.isel(chain=[1])``
+    keeps it), or several draws stacked into one dim.  ``samples`` keeps their dims and
+    coordinates, so that results built with :meth:`wrap` pair with the posterior by label.
+
     Attributes
     ----------
-    starts : ndarray of shape (chain, draw, m + 1), dtype int64
-        Absolute index of every tree's root in ``nodes`` (the last entry ends the draw).
+    starts : ndarray of shape (S, m + 1), dtype int64
+        Absolute index of every tree's root in ``nodes`` (the last entry ends the draw), for
+        the S stored draws in C order of ``samples``.
+    samples : xarray.DataArray of int64, dims the sample dims (usually ``(chain, draw)``)
+        Position of each draw in ``starts``, with the trace's own coordinates.
     nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
     offset : float
     columns : tuple of str or None
         Training column names (None when X had none).
     n_features : int
-    chain, draw : ndarray
-        Coordinates of the draws.
     """
 
-    def __init__(self, starts, nodes, offset, columns, n_features, chain, draw, outputs=None,
+    def __init__(self, starts, nodes, offset, columns, n_features, samples, outputs=None,
                  schema=None, missing=None):
         self.starts, self.nodes, self.offset = starts, nodes, float(offset)
         self.columns, self.n_features = columns, int(n_features)
         self.schema = schema
         self.missing = missing
-        self.chain, self.draw = chain, draw
+        self.samples = samples
         self.outputs = None if outputs is None else int(outputs)
 
+    @property
+    def sample_dims(self) -> tuple[str, ...]:
+        return tuple(str(d) for d in self.samples.dims)
+
+    def wrap(self, values: np.ndarray, dims: tuple[str, ...] = (), coords=None,
+             name: str | None = None) -> xr.DataArray:
+        """``values`` of shape (S, ...) as a DataArray with the sample dims and coordinates
+        of the stored draws first, then ``dims`` (with ``coords``)."""
+        arr = np.asarray(values)
+        arr = arr.reshape(self.samples.shape + arr.shape[1:])
+        da = xr.DataArray(arr, dims=self.sample_dims + tuple(dims),
+                          coords=self.samples.coords, name=name)
+        return da.assign_coords(coords or {})
+
     @classmethod
-    def from_dataset(cls, ds: xr.Dataset, name: str) -> "TermForests":
-        sizes = ds[f"{name}_tree_size"].transpose("chain", "draw", ...)
-        chains, draws, m = sizes.shape
-        sz = np.asarray(sizes.values, np.int64).reshape(chains * draws, m)
-        first = np.asarray(ds[f"{name}_draw_start"].transpose("chain", "draw").values,
+    def from_dataset(cls, ds: xr.Dataset, name: str, like=None) -> "TermForests":
+        """Decode term ``name`` of a forests group; ``like``: a dataset of the same draws
+        (the posterior) whose chain and draw coordinates are adopted where the forests group
+        has none (groups written before the forests kept their own)."""
+        tree_dim = f"{name}_tree"
+        sizes = ds[f"{name}_tree_size"].transpose(..., tree_dim)
+        if like is not None:
+            adopt = {d: like[d].values for d in ("chain", "draw")
+                     if d in sizes.dims and d not in sizes.coords and d in like.dims
+                     and like.sizes[d] == sizes.sizes[d]}
+            sizes = sizes.assign_coords(adopt)
+        sample_dims = sizes.dims[:-1]
+        # dims without labels (hand-built groups): their positions, as xarray shows them
+        sizes = sizes.assign_coords({d: np.arange(sizes.sizes[d]) for d in sample_dims
+                                     if d not in sizes.coords})
+        m = sizes.shape[-1]
+        S = int(np.prod(sizes.shape[:-1], dtype=np.int64))
+        sz = np.asarray(sizes.values, np.int64).reshape(S, m)
+        first = np.asarray(ds[f"{name}_draw_start"].transpose(*sample_dims).values,
                            np.int64).reshape(-1)
-        starts = np.empty((chains * draws, m + 1), np.int64)
+        starts = np.empty((S, m + 1), np.int64)
         starts[:, 0] = first
         starts[:, 1:] = first[:, None] + np.cumsum(sz, axis=1)
         feature = np.asarray(ds[f"{name}_feature"].values)
@@ -169,9 +203,12 @@ class TermForests:
                            for lv in json.loads(col.attrs["levels"]))
             schema = TableSchema(names, tuple(json.loads(col.attrs["kinds"])), levels,
                                  bool(col.attrs.get("named", 1)))
-        return cls(starts.reshape(chains, draws, m + 1), nodes,
-                   float(ds[f"{name}_offset"].values), columns, col.size,
-                   sizes["chain"].values, sizes["draw"].values, outputs, schema,
+        template = sizes.isel({tree_dim: 0}, drop=True)
+        keep = [c for c in template.coords if set(template[c].dims) <= set(sample_dims)]
+        samples = xr.DataArray(np.arange(S, dtype=np.int64).reshape(sizes.shape[:-1]),
+                               dims=sample_dims, coords=template.coords.to_dataset()[keep].coords)
+        return cls(starts, nodes, float(ds[f"{name}_offset"].values), columns, col.size,
+                   samples, outputs, schema,
                    float(col.attrs["missing"]) if "missing" in col.attrs else None)
 
     @classmethod
@@ -181,14 +218,15 @@ class TermForests:
         p = n_features if n_features is not None else (
             len(columns) if columns is not None else -1)
         ds = encode_forests("t", arr, columns, max(p, 1))
+        ds = ds.assign_coords({d: da[d].values for d in ("chain", "draw") if d in da.coords})
         out = cls.from_dataset(ds, "t")
         out.n_features = p
         return out
 
-    def packed(self, c: int, d: int, output: int | None = None) -> PackedForest:
-        """The forest of chain index c, draw index d (node indices relative to the draw); of
-        one output of a term with several (its m trees)."""
-        st = self.starts[c, d]
+    def packed(self, s: int, output: int | None = None) -> PackedForest:
+        """The forest of stored draw s (position in ``starts``; node indices relative to the
+        draw); of one output of a term with several (its m trees)."""
+        st = self.starts[s]
         if output is not None:
             m = (st.size - 1) // self.outputs
             st = st[output * m:(output + 1) * m + 1]
@@ -203,12 +241,18 @@ def read_forests(idata, var_name: str) -> TermForests:
     try:
         groups = set(idata.children)
     except AttributeError:
-        raise TypeError("idata must be the DataTree returned by pm.sample (or loaded with "
-                        "arviz.from_netcdf / from_zarr).") from None
+        raise TypeError(
+            f"idata must be the DataTree returned by pm.sample (or loaded with "
+            f"arviz.from_netcdf / from_zarr), which holds the forests; got "
+            f"{type(idata).__name__}. A posterior Dataset (idata.posterior, az.extract(...)) "
+            "has no forests: select draws on the DataTree instead (idata.sel(draw=...), "
+            "idata.isel(chain=[0])) and stack the result if needed "
+            "(result.stack(sample=('chain', 'draw'))).") from None
     if FOREST_GROUP in groups:
         ds = idata[FOREST_GROUP].to_dataset()
         if f"{var_name}_tree_size" in ds:
-            return TermForests.from_dataset(ds, var_name)
+            like = idata["posterior"].to_dataset() if "posterior" in groups else None
+            return TermForests.from_dataset(ds, var_name, like=like)
         have = sorted(str(k)[:-len("_tree_size")] for k in ds.data_vars
                       if str(k).endswith("_tree_size"))
     else:
@@ -245,6 +289,8 @@ def _move_forest_stats(result: dict, model) -> dict:
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
         result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
         out = xr.merge(parts)
+        # the trace's own draw labels, so that selections of draws keep them paired
+        out = out.assign_coords({d: ds[d].values for d in ("chain", "draw") if d in ds.coords})
         out.attrs = dict(ds.attrs)
         result[forest_group] = out
     return result
