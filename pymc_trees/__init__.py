@@ -20,7 +20,8 @@ from .distribution import BARTTree
 from .interpret import (partial_dependence, plot_partial_dependence,
                         plot_variable_importance, variable_importance)
 from .predict import forests, predict
-from .predictive import compute_log_likelihood, sample_posterior_predictive
+from .predictive import compute_log_likelihood, install_refusal as _install_refusal
+from .predictive import sample_posterior_predictive
 from .sampler import ForestSampler, PackedForest, TreePrior
 from .steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from .structure import ModelStructureError
@@ -29,6 +30,7 @@ from .trace_io import install as _install_trace_io
 
 register_steps()
 _install_trace_io()
+_install_refusal()
 
 __all__ = [
     "BARTTree",

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import re
 import warnings
 
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution
-from pymc.exceptions import ImplicitFreezeWarning
 from pymc.model import Model
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
@@ -21,7 +19,7 @@ from ._pymc_calls import pymc_frame
 from .calibration import leaf_calibration
 from .features import MAX_LEVELS
 from .sampler import ForestSampler, TreePrior
-from .tabular import TableSchema
+from .tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
            "KEEP_VALUES_MAX_ROWS", "keeps_values"]
@@ -143,10 +141,13 @@ class BARTTree(Distribution):
         levels are kept (a DataFrame's columns, or the coords of a ``pm.Data``'s second dim)
         so that :func:`pymc_trees.predict` matches DataFrames by name and label.
     Y : array_like of shape (n,), optional
-        Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``.  Only calibrates
-        the prior, for ``link``: with the identity link ``offset = (max Y + min Y) / 2`` and
-        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links are in
-        :func:`pymc_trees.calibration.leaf_calibration`.  It is not the likelihood.
+        Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``: the response on
+        the data scale (the observed y, one value per row of X; not ``log(y)`` or another
+        transform, whatever the link).  Only calibrates the prior, for ``link``: with the
+        identity link ``offset = (max Y + min Y) / 2`` and
+        ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links transform it
+        themselves (:func:`pymc_trees.calibration.leaf_calibration`).  It is not the
+        likelihood.
     m : int, default 200
         Number of trees (a positive integer).
     alpha, beta : float, default 0.95, 2.0
@@ -196,6 +197,15 @@ class BARTTree(Distribution):
         this value in them (``np.where(np.isnan(Xc), -999.0, Xc)``) and pass
         ``missing=-999.0``.  Wherever the term reads X (training, ``pm.set_data``,
         :func:`pymc_trees.predict`) it is read as NaN.
+    columns : sequence of str, optional
+        Names of the columns of X, when X does not carry them: a ``pm.Data`` keeps no
+        DataFrame's column names (give them here, ``columns=df.columns``, or as the coords of
+        the ``pm.Data``'s second dim: ``pm.Model(coords={"column": df.columns})`` and
+        ``pm.Data("X", df, dims=("obs", "column"))``).  With
+        names, :func:`pymc_trees.predict` and :mod:`pymc_trees.interpret` match a DataFrame's
+        columns by name; without, they refuse a DataFrame whose labels are not the positions
+        ``0 .. p-1`` (an array is read by position).  A DataFrame X has its own names; a
+        different ``columns`` is refused.
     missing_split : bool, default True
         Whether a numeric column with missing values also offers BARTm's "is missing" splits
         (its missing rows against all others, either way round); without them every rule
@@ -236,20 +246,19 @@ class BARTTree(Distribution):
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
-                missing_split: bool = True, **kwargs):
+                missing_split: bool = True, columns=None, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
                              "Remove initval.")
         model = Model.get_context(error_if_none=False)
-        columns = _column_names(X, model)
+        columns = _column_names(X, model) if columns is None else _given_names(columns)
         schema, X = table_schema(X, categorical, columns, missing)
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
                              link=link, keep_values=keep_values, categorical=schema,
                              missing=missing, missing_split=missing_split, **kwargs)
-        _refuse_implicit_freeze(name)
         return rv
 
     @classmethod
@@ -267,8 +276,7 @@ class BARTTree(Distribution):
                 raise ValueError(f"missing must be a finite number that marks missing entries "
                                  f"of X (NaN always does); got {missing!r}.")
             missing = float(missing)
-        if columns is None:
-            columns = _column_names(X, None)
+        columns = _column_names(X, None) if columns is None else _given_names(columns)
         schema, X = table_schema(X, categorical, columns, missing)
         columns = schema.names if schema.named else None
         if keep_values is not None and not isinstance(keep_values, (bool, np.bool_)):
@@ -282,6 +290,9 @@ class BARTTree(Distribution):
             raise ValueError(f"m (the number of trees) must be a positive integer; got {m!r}.")
         if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Integral):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
+        X_value = schema.encode(_data_value(X, missing), what="X")  # checks a pm.Data's codes
+        _check_training_rows(X_value, int(min_leaf), schema)
+        _check_Y(Y, X_value.shape[0], link)
         if link is None and Y is not None:
             link = "identity"
         learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
@@ -299,8 +310,6 @@ class BARTTree(Distribution):
         else:
             offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
                                           link="identity" if link is None else link)
-        X_value = schema.encode(_data_value(X, missing), what="X")  # checks a pm.Data's codes
-        _check_training_rows(X_value, int(min_leaf), schema)
         outputs = None
         for key in ("shape", "size"):
             k = _outputs_of(key, kwargs.get(key), X_value.shape[0])
@@ -388,32 +397,64 @@ def table_schema(X, categorical, columns, missing=None) -> tuple[TableSchema, ob
     must hold the encoding (level codes as numbers) already.
 
     ``categorical`` is None, column indices / names / a boolean mask of code columns, or a
-    :class:`TableSchema` that X is the encoding of; ``columns`` are the names from a
-    ``pm.Data``'s coords (None when unnamed); ``missing`` marks missing entries (read as
-    NaN)."""
-    if missing is not None and not isinstance(X, Variable):
-        X = (X.mask(X == missing) if hasattr(X, "mask") and hasattr(X, "columns")
-             else with_missing(X, missing))
+    :class:`TableSchema` that X is the encoding of; ``columns`` are the names given with
+    ``columns=`` or from a ``pm.Data``'s coords (None when unnamed); ``missing`` marks missing
+    entries (read as NaN)."""
+    if not isinstance(X, Variable):
+        X = mark_missing(X, missing)
     if isinstance(categorical, TableSchema):
         schema = categorical
         if not isinstance(X, Variable):
             X = schema.encode(X, what="X")
         return schema, X
     if not isinstance(X, Variable):
-        return TableSchema.from_training(X, categorical)
-    value = _data_value(pt.as_tensor_variable(X), missing)
-    if value.ndim != 2:
-        return TableSchema.from_training(np.zeros((1, 1))), X  # refused by dist with the reason
-    schema, _ = TableSchema.from_training(value, categorical)
-    if columns is not None and len(columns) == value.shape[1]:
-        schema = dataclasses.replace(schema, names=tuple(columns), named=True)
-    return schema, X
+        schema, X = TableSchema.from_training(X, categorical)
+    else:
+        value = _data_value(pt.as_tensor_variable(X), missing)
+        if value.ndim != 2:  # refused by dist, with the reason
+            return TableSchema.from_training(np.zeros((1, 1)))[0], X
+        schema, _ = TableSchema.from_training(value, categorical)
+    if columns is None or (schema.named and tuple(columns) == schema.names):
+        return schema, X
+    if len(columns) != schema.p:
+        raise ValueError(f"columns names {len(columns)} columns ({list(columns)[:5]}...) but X "
+                         f"has {schema.p}; give one name per column of X.")
+    if schema.named:
+        raise ValueError(f"X is a DataFrame with columns {list(schema.names)}, and columns= "
+                         f"names them {list(columns)}; drop columns= (a DataFrame's names "
+                         "are used) or rename the DataFrame's columns.")
+    return dataclasses.replace(schema, names=tuple(columns), named=True), X
 
 
 def categorical_columns(op) -> np.ndarray | None:
     """The categorical columns of a tree term's X (None when all are numeric)."""
     schema = getattr(op, "schema", None)
     return None if schema is None else schema.categorical
+
+
+def _given_names(columns) -> tuple[str, ...]:
+    """``columns=`` as a tuple of distinct str."""
+    if isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
+        raise ValueError(f"columns must be a sequence of column names (for example "
+                         f"df.columns); got {columns!r}.")
+    names = tuple(str(c) for c in columns)
+    if len(set(names)) != len(names):
+        raise ValueError(f"columns has repeated names {sorted({c for c in names if names.count(c) > 1})}"
+                         "; give every column its own name.")
+    return names
+
+
+def _check_Y(Y, n: int, link: str | None) -> None:
+    """Y calibrates the prior: one response value per row of X, on the data scale."""
+    if Y is None:
+        return
+    shape = np.shape(Y)
+    if len(shape) != 1 or shape[0] != n:
+        raise ValueError(
+            f"Y must hold one response value per row of X, shape (n,) = ({n},); got shape "
+            f"{shape}. Y only calibrates the prior of the term (its offset and leaf scale) and "
+            "stays on the data scale (the observed y, not log(y)) whatever the link; for a "
+            "term of shape (k, n) pass the one response all outputs are calibrated on.")
 
 
 def _column_names(X, model) -> tuple[str, ...] | None:
@@ -429,12 +470,6 @@ def _column_names(X, model) -> tuple[str, ...] | None:
     return None
 
 
-def with_missing(X, missing: float | None) -> np.ndarray:
-    """X as a float array with the entries equal to ``missing`` (if given) made NaN."""
-    A = np.asarray(X, dtype=np.float64)
-    return A if missing is None else np.where(A == missing, np.nan, A)
-
-
 def _data_value(X, missing: float | None = None) -> np.ndarray:
     """The current value of X (data, or an expression of ``pm.Data`` and constants), with
     the entries equal to ``missing`` (if given) made NaN."""
@@ -444,7 +479,7 @@ def _data_value(X, missing: float | None = None) -> np.ndarray:
                          "them); it depends on a random variable. Trees split on fixed "
                          "covariates.")
     value = X.data if isinstance(X, Constant) else X.eval()
-    return with_missing(value, missing)
+    return mark_missing(np.asarray(value, dtype=np.float64), missing)
 
 
 def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> None:
@@ -525,10 +560,3 @@ def _entry_value(e):
             return None
     return int(val)
 
-
-def _refuse_implicit_freeze(name: str) -> None:
-    """Make PyMC's warning that it kept the training-row values of this tree term after its
-    X changed an error: those values do not belong to the new rows."""
-    warnings.filterwarnings(
-        "error", category=ImplicitFreezeWarning,
-        message=rf"(?s).*{re.escape(repr(name))} \(upstream Data/coords changed")

@@ -11,17 +11,25 @@ plain PyMC call refuses loudly instead of answering wrongly (see ``docs/design.m
 
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 import pymc as pm
 from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from .distribution import BARTTreeRV, _column_names, _data_value
+from .distribution import PPC_ADVICE, BARTTreeRV, _column_names, _data_value
 from .predict import check_new_rows, evaluate
 from .trace_io import read_forests
 
-__all__ = ["sample_posterior_predictive", "compute_log_likelihood", "tree_terms"]
+__all__ = ["sample_posterior_predictive", "compute_log_likelihood", "tree_terms",
+           "install_refusal"]
+
+# Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
+# computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
+_AT_CURRENT_X: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "pymc_trees_terms_at_current_x", default=frozenset())
 
 
 def tree_terms(model) -> list:
@@ -77,9 +85,7 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
         raise TypeError("trace must be the DataTree returned by pm.sample (with its posterior "
                         "and forests groups) for a model with tree terms; got "
                         f"{type(trace).__name__}.")
-    if sample_dims not in (None, ["chain", "draw"], ("chain", "draw")):
-        raise NotImplementedError("sample_dims other than ('chain', 'draw') are not supported "
-                                  "with tree terms; thin or select draws with idata.sel(...).")
+    dims = ("chain", "draw") if sample_dims is None else tuple(sample_dims)
     names = {rv.name for rv in terms}
     var_names, sample_vars, freeze_vars = (_as_list(v) for v in
                                            (var_names, sample_vars, freeze_vars))
@@ -104,30 +110,46 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
         X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
-        values = evaluate(tf, X)
-        if (values.shape[:2] != (posterior.sizes["chain"], posterior.sizes["draw"])
-                or not np.array_equal(tf.draw, posterior["draw"].values)
-                or not np.array_equal(tf.chain, posterior["chain"].values)):
-            raise ValueError(f"The forests of {rv.name!r} do not match the posterior draws "
-                             "(chain/draw coordinates differ); select draws on the whole "
-                             "DataTree (idata.sel(...)) so that both groups stay aligned.")
+        _check_same_draws(tf, posterior, dims, rv.name)
+        rows = (f"__{rv.name}_row",) if tf.outputs is None else (f"__{rv.name}_output",
+                                                                 f"__{rv.name}_row")
+        values = tf.wrap(evaluate(tf, X), rows).transpose(*dims, *rows)
         posterior = posterior.drop_vars(rv.name, errors="ignore")  # absent: keep_values=False
-        dims = ("chain", "draw", f"__{rv.name}_row")
-        if values.ndim == 4:
-            dims = ("chain", "draw", f"__{rv.name}_output", f"__{rv.name}_row")
-        posterior[rv.name] = (dims, values)
+        posterior[rv.name] = values.variable
     groups = {"posterior": posterior}
     for g in ("constant_data", "observed_data"):
         if g in trace.children:
             groups[g] = trace[g].to_dataset()
-    result = pm.sample_posterior_predictive(
-        DataTree.from_dict(groups), model, var_names=var_names, sample_vars=sample_vars,
-        freeze_vars=freeze_vars, extend_inferencedata=False, **passthrough)
+    token = _AT_CURRENT_X.set(frozenset(names))
+    try:
+        result = pm.sample_posterior_predictive(
+            DataTree.from_dict(groups), model, var_names=var_names, sample_vars=sample_vars,
+            freeze_vars=freeze_vars, extend_inferencedata=False, **passthrough)
+    finally:
+        _AT_CURRENT_X.reset(token)
     if extend_inferencedata and return_inferencedata:
         for group in result.children:
             trace[group] = result[group]
         return trace
     return result
+
+
+def _check_same_draws(tf, posterior, dims: tuple[str, ...], name: str) -> None:
+    """Refuse forests whose draws are not the posterior's (the same sample dims, sizes and
+    coordinate labels), with how to select draws so that they are."""
+    if not set(dims) <= set(posterior.dims) or set(tf.sample_dims) != set(dims):
+        raise ValueError(
+            f"The posterior's sample dims must be {list(dims)} (sample_dims), and so must "
+            f"the forests' of {name!r}; they are {list(tf.sample_dims)}. Select draws on the "
+            "whole DataTree with idata.sel(...) / idata.isel(...) keeping both dims (one chain: "
+            "idata.isel(chain=[0])), or pass sample_dims.")
+    for d in dims:
+        if d not in posterior.dims or not np.array_equal(tf.samples[d].values,
+                                                         posterior[d].values):
+            raise ValueError(
+                f"The forests of {name!r} do not match the posterior draws (the {d!r} "
+                "coordinates differ); select draws on the whole DataTree (idata.sel(...)) so "
+                "that both groups stay aligned.")
 
 
 def compute_log_likelihood(idata, var_names=None, *, model=None,
@@ -165,8 +187,10 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
-        dims = model.named_vars_to_dims.get(rv.name) or (f"{rv.name}_dim_0",)
-        posterior[rv.name] = (("chain", "draw", *dims), evaluate(tf, X))
+        dims = model.named_vars_to_dims.get(rv.name) or tuple(
+            f"{rv.name}_dim_{j}" for j in range(1 if tf.outputs is None else 2))
+        _check_same_draws(tf, posterior, tf.sample_dims, rv.name)
+        posterior[rv.name] = tf.wrap(evaluate(tf, X), dims).variable
     ds = pm.compute_log_likelihood(DataTree.from_dict({"posterior": posterior}),
                                    var_names=var_names, model=model,
                                    extend_inferencedata=False, **kwargs)
@@ -174,3 +198,68 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         idata["log_likelihood"] = ds
         return idata
     return ds
+
+
+def stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed) -> dict[str, list[str]]:
+    """The tree terms whose trace values PyMC's posterior predictive would reuse although
+    data upstream of their X changed: ``{name: [changed data]}``.
+
+    ``vars_in_trace``: the variables whose trace values PyMC may reuse; ``volatile_vars``: the
+    ones it redraws (``sample_vars``, refused by the term's ``rng_fn``); ``is_changed(v)``:
+    whether the root variable ``v`` (a ``pm.Data``, a coord length) differs from its value at
+    sampling time.  Terms just evaluated at the current X by :func:`sample_posterior_predictive`
+    are not stale.
+    """
+    done = _AT_CURRENT_X.get()
+    out = {}
+    for rv in tree_terms(model):
+        if rv not in vars_in_trace or rv in volatile_vars or rv.name in done:
+            continue
+        changed = sorted({a.name or "<unnamed>" for a in ancestors([rv.owner.inputs[2]])
+                          if a.owner is None and is_changed(a)})
+        if changed:
+            out[rv.name] = changed
+    return out
+
+
+def install_refusal() -> None:
+    """Make ``pm.sample_posterior_predictive`` refuse to reuse the training-row values of a
+    tree term whose X changed (``pm.set_data``), whatever the warnings filters say and also
+    with ``freeze_vars=[term]``.
+
+    PyMC decides which trace variables to reuse ("freeze") in ``sample_posterior_predictive``
+    and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
+    that decision: the trace variables, the redrawn ones, and the data values at sampling
+    time.  That call is wrapped once: before PyMC's own warning, tree terms whose X depends on
+    changed data raise a ``ValueError`` with :data:`~pymc_trees.distribution.PPC_ADVICE`.
+    """
+    from pymc.sampling import forward
+
+    original = getattr(forward, "_maybe_warn_implicit_freeze", None)
+    if original is None or not hasattr(forward, "_data_var_is_volatile"):
+        raise ImportError(
+            "pymc_trees needs pymc.sampling.forward._maybe_warn_implicit_freeze and "
+            "_data_var_is_volatile (PyMC 6.3 to 6.x) to refuse wrong posterior predictive "
+            f"draws of tree terms; this PyMC ({pm.__version__}) has none. Install a "
+            "supported PyMC (pip install 'pymc>=6.3,<7').")
+    if getattr(original, "_pymc_trees", False):
+        return
+
+    def refuse_then_warn(**kwargs):
+        constant_data = kwargs["constant_data"]
+        stale = stale_tree_terms(
+            kwargs["model"], kwargs["vars_in_trace_set"], kwargs["volatile_vars"],
+            lambda v: forward._data_var_is_volatile(v, constant_data))
+        if stale:
+            what = "; ".join(f"{name!r} (its X depends on {', '.join(changed)})"
+                             for name, changed in stale.items())
+            raise ValueError(
+                "pm.sample_posterior_predictive would reuse the training-row values of tree "
+                f"term(s) {what} after that data changed (implicitly, or through "
+                "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)
+        return original(**kwargs)
+
+    refuse_then_warn._pymc_trees = True
+    refuse_then_warn.__wrapped__ = original
+    refuse_then_warn.__doc__ = original.__doc__
+    forward._maybe_warn_implicit_freeze = refuse_then_warn

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KINDS", "TableSchema"]
+__all__ = ["KINDS", "TableSchema", "mark_missing"]
 
 KINDS = ("numeric", "ordinal", "categorical")
 
@@ -99,6 +99,24 @@ def _numeric_array(X, what: str) -> np.ndarray:
         raise ValueError(f"{what} has dtype {A.dtype}, which is not numeric; convert it to "
                          "numbers (dates, for example, to days since a reference date).")
     return A
+
+
+def mark_missing(X: Any, missing: float | None) -> Any:
+    """``X`` with the entries equal to ``missing`` (a number that marks missing values, as
+    XGBoost's ``missing``) made NaN: a float array for an array, and for a DataFrame the same
+    frame with its numeric columns masked (category and string columns are left as they
+    are).  Unchanged when ``missing`` is None."""
+    if missing is None:
+        return X
+    if _is_frame(X):
+        pd = _pandas()
+        t = pd.api.types
+        cols = [s.mask(s == missing) if t.is_numeric_dtype(s.dtype)
+                and not t.is_bool_dtype(s.dtype) else s
+                for _, s in X.items()]
+        return pd.concat(cols, axis=1) if cols else X
+    A = np.asarray(X, dtype=np.float64)
+    return np.where(A == missing, np.nan, A)
 
 
 def _column_label(j: int, names: tuple[str, ...], named: bool) -> str:
@@ -205,8 +223,11 @@ class TableSchema:
         Per column: the category labels as a tuple of str (the code of a value is its position
         here) for ordinal and categorical columns; None for numeric columns.
     named : bool
-        Whether the training X had column names (a DataFrame with string column labels).
-        Then a DataFrame given to :meth:`encode` is matched to the columns by name.
+        Whether the training X had column names (a DataFrame, whose column labels are its
+        names as str, integers included; or names given with the data).  Then a DataFrame
+        given to :meth:`encode` is matched to the columns by name.  Without names a DataFrame
+        is read by position only when its labels are the positions themselves (``0 .. p-1``);
+        other labels are refused, since nothing says which column is which.
     """
 
     names: tuple[str, ...]
@@ -328,7 +349,7 @@ class TableSchema:
     def _from_frame(cls, df, categorical):
         pd = _pandas()
         cols = list(df.columns)
-        named = bool(cols) and all(isinstance(c, str) for c in cols)
+        named = bool(cols)
         names = tuple(str(c) for c in cols)
         if len(set(names)) != len(names):
             dup = sorted({s for s in names if names.count(s) > 1})
@@ -416,8 +437,7 @@ class TableSchema:
             X = X.to_frame()
             return self._encode_frame(X, what, by_name=False)
         if _is_frame(X):
-            by_name = self.named and all(isinstance(c, str) for c in X.columns)
-            return self._encode_frame(X, what, by_name=by_name)
+            return self._encode_frame(X, what, by_name=self.named)
         A = _numeric_array(X, what)
         if A.ndim == 1 and self.p == 1:
             A = A.reshape(-1, 1)
@@ -451,10 +471,12 @@ class TableSchema:
             missing = [c for c in self.names if c not in cols]
             unknown = [c for c in cols if c not in self.names]
             if missing or unknown:
+                parts = ([f"missing {_show(missing)}"] if missing else []) + (
+                    [f"unknown {_show(unknown)}"] if unknown else [])
                 raise ValueError(
-                    f"{what} does not have the training columns: missing {_show(missing)}, "
-                    f"unknown {_show(unknown)}. Pass a DataFrame with the training column "
-                    "names (in any order).")
+                    f"{what} does not have the training columns: {', '.join(parts)} (the "
+                    f"training columns are {_show(self.names)}). Pass a DataFrame with the "
+                    "training column names (in any order).")
             if len(set(cols)) != len(cols):
                 raise ValueError(f"{what} has repeated column names; rename them.")
             pos = [cols.index(c) for c in self.names]
@@ -462,6 +484,15 @@ class TableSchema:
             if len(cols) != self.p:
                 raise ValueError(f"{what} has {len(cols)} columns; the training data had "
                                  f"{self.p}.")
+            if cols != [str(j) for j in range(self.p)]:
+                raise ValueError(
+                    f"{what} is a DataFrame with columns {_show(cols)}, but the training X "
+                    "had no column names (a numpy array, or a pm.Data, which keeps no names), "
+                    "so its columns cannot be matched by name and reading them by position "
+                    "could silently mix them up. Pass the rows as an array in the training "
+                    f"column order ({what}.to_numpy()), or give the training columns names: "
+                    "a DataFrame X, BARTTree(..., columns=df.columns), or a pm.Data with dims "
+                    "('obs', 'column') and the model's coords {'column': list(df.columns)}.")
             pos = list(range(self.p))
         n = df.shape[0]
         A = np.empty((n, self.p), np.float64)

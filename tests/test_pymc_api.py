@@ -14,7 +14,6 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from pymc.exceptions import ImplicitFreezeWarning
 from pymc.sampling.mcmc import assign_step_methods
 
 import pymc_trees as pmt
@@ -116,7 +115,8 @@ def test_new_data_through_pymc_api_matches_predict(fitted, k):
 @pytest.mark.parametrize("k", [7, 60])
 def test_plain_pymc_call_refuses_at_new_data(k):
     """pm.sample_posterior_predictive cannot evaluate forests: every variant fails loudly
-    instead of returning training-row or prior values of f."""
+    instead of returning training-row or prior values of f, whatever the warnings filters say
+    (a notebook's warnings.simplefilter("ignore")) and also with freeze_vars=["f"]."""
     X, g, z, y = _data(seed=3, n=60)
     with pm.Model() as model:
         Xd = pm.Data("X", X)
@@ -124,13 +124,29 @@ def test_plain_pymc_call_refuses_at_new_data(k):
         pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=Xd.shape[0])
         idata = pm.sample(draws=10, tune=10, chains=1, random_seed=1, progressbar=False,
                           compute_convergence_checks=False)
+        # unchanged X: PyMC's own call is right (f at the training rows) and allowed
+        same = pm.sample_posterior_predictive(idata, progressbar=False, var_names=["f"])
+        np.testing.assert_array_equal(same.posterior_predictive["f"].values,
+                                      idata.posterior["f"].values)
         pm.set_data({"X": _new_rows(k)[0]})
-        for kwargs in ({}, {"var_names": ["f", "y"]}, {"predictions": True}):
-            with pytest.raises(ImplicitFreezeWarning, match="'f'"):
-                pm.sample_posterior_predictive(idata, progressbar=False, **kwargs)
-        with pytest.raises(ValueError, match="pmt.sample_posterior_predictive"):
-            pm.sample_posterior_predictive(idata, predictions=True, progressbar=False,
-                                           sample_vars=["f", "y"])
+        for ignore in (False, True):
+            with warnings.catch_warnings():
+                if ignore:
+                    warnings.simplefilter("ignore")
+                for kwargs in ({}, {"var_names": ["f", "y"]}, {"predictions": True},
+                               {"predictions": True, "freeze_vars": ["f"]}):
+                    with pytest.raises(ValueError, match="'f'.*pmt.sample_posterior_predictive"):
+                        pm.sample_posterior_predictive(idata, progressbar=False, **kwargs)
+                with pytest.raises(ValueError, match="pmt.sample_posterior_predictive"):
+                    pm.sample_posterior_predictive(idata, predictions=True, progressbar=False,
+                                                   sample_vars=["f", "y"])
+        # our function still works after the refusals, with the same filters
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pred = pmt.sample_posterior_predictive(idata, predictions=True, progressbar=False,
+                                                   var_names=["f"])
+        np.testing.assert_array_equal(pred.predictions["f"].values,
+                                      pmt.predict(idata, _new_rows(k)[0]).values)
 
 
 def test_new_data_with_x_built_from_several_data_containers():

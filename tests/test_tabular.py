@@ -200,13 +200,23 @@ def test_column_names_missing_unknown_and_positional_frames():
         schema.encode(df.drop(columns="flag").assign(extra=1.0))
     # a numpy array for a named schema: columns in order
     np.testing.assert_array_equal(schema.encode(A), A)
-    # a frame without string names: positional, names "0", "1", ...
+    # a frame with integer labels: they are its names ("0", "1"), matched by name
     pos = pd.DataFrame(np.arange(6.0).reshape(3, 2))
     s2, B = TableSchema.from_training(pos)
-    assert not s2.named and s2.names == ("0", "1")
-    np.testing.assert_array_equal(s2.encode(pd.DataFrame({"a": [1.0], "b": [2.0]})), [[1, 2]])
+    assert s2.named and s2.names == ("0", "1")
+    np.testing.assert_array_equal(s2.encode(pos[[1, 0]]), B)
+    with pytest.raises(ValueError, match="missing '0', '1', unknown 'a', 'b'"):
+        s2.encode(pd.DataFrame({"a": [1.0], "b": [2.0]}))
+    # no names (an array): a frame is read by position only when its labels are positions
+    s3, _ = TableSchema.from_training(B)
+    assert not s3.named
+    np.testing.assert_array_equal(s3.encode(pos), B)
+    with pytest.raises(ValueError, match="had no column names.*to_numpy"):
+        s3.encode(pd.DataFrame({"a": [1.0], "b": [2.0]}))
+    with pytest.raises(ValueError, match="had no column names"):
+        s3.encode(pos[[1, 0]])
     with pytest.raises(ValueError, match="has 3 columns; the training data had 2"):
-        s2.encode(pd.DataFrame(np.zeros((1, 3))))
+        s3.encode(pd.DataFrame(np.zeros((1, 3))))
     with pytest.raises(ValueError, match="repeated column names"):
         TableSchema.from_training(pd.DataFrame(np.zeros((2, 2)), columns=["a", "a"]))
 
