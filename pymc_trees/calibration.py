@@ -102,8 +102,14 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
 
     Parameters
     ----------
-    X : array_like of shape (n, p)
+    X : array_like or DataFrame of shape (n, p)
+        Covariates as :class:`~pymc_trees.BARTTree` takes them: NaN marks a missing value,
+        and a DataFrame may have category and string columns.  For the least-squares fit a
+        categorical column becomes one indicator per level but the first (and one for
+        missing), and a numeric column with gaps its values with the gaps at the column mean
+        plus an indicator of the gaps.
     y : array_like of shape (n,)
+        The response, finite.
     nu : float, default 3
     q : float, default 0.9
 
@@ -112,19 +118,46 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
     (alpha, beta) : tuple of float
         Use as ``pm.InverseGamma("sigma2", *noise_prior(X, y))``.
     """
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float).ravel()
-    if X.ndim != 2 or X.shape[0] != y.size:
-        raise ValueError(f"X must have shape (n, p) with n = len(y) = {y.size}; got {X.shape}.")
+    from .tabular import TableSchema
+
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1 or not np.all(np.isfinite(y)):
+        raise ValueError(f"y must be a 1-D array of finite numbers (the response); got shape "
+                         f"{y.shape}" + ("" if y.ndim != 1 else " with NaN or inf") + ".")
+    schema, A = TableSchema.from_training(X)
+    if A.shape[0] != y.size:
+        raise ValueError(f"X must have shape (n, p) with n = len(y) = {y.size}; got "
+                         f"{A.shape}.")
     if not (nu > 0 and 0 < q < 1):
         raise ValueError(f"need nu > 0 and 0 < q < 1; got nu={nu!r}, q={q!r}.")
-    n, p = X.shape
+    D = _design(A, schema.categorical)
+    n, p = D.shape
     if p + 1 < n:
-        A = np.column_stack([np.ones(n), X])
-        coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-        resid = y - A @ coef
-        sigma_hat = np.sqrt(resid @ resid / (n - np.linalg.matrix_rank(A)))
+        D = np.column_stack([np.ones(n), D])
+        coef, *_ = np.linalg.lstsq(D, y, rcond=None)
+        resid = y - D @ coef
+        sigma_hat = np.sqrt(resid @ resid / max(n - np.linalg.matrix_rank(D), 1))
     else:
         sigma_hat = np.std(y, ddof=1)
     lam = sigma_hat**2 * (2.0 * gammaincinv(nu / 2.0, 1.0 - q)) / nu  # chi2(nu) quantile
     return float(nu / 2.0), float(nu * lam / 2.0)
+
+
+def _design(A: np.ndarray, categorical: np.ndarray) -> np.ndarray:
+    """The encoded X (codes for categorical columns, NaN for gaps) as a least-squares design
+    without intercept: level indicators but the first for categorical columns (a gap is a
+    level of its own), numeric columns with gaps at the column mean plus a gap indicator."""
+    cols = []
+    for j in range(A.shape[1]):
+        x = A[:, j]
+        gap = np.isnan(x)
+        if categorical[j]:
+            codes = np.where(gap, -1, x).astype(np.int64)
+            cols.extend((codes == c).astype(float) for c in np.unique(codes)[1:])
+        elif gap.all():
+            continue
+        else:
+            cols.append(np.where(gap, x[~gap].mean(), x))
+            if gap.any():
+                cols.append(gap.astype(float))
+    return np.column_stack(cols) if cols else np.empty((A.shape[0], 0))

@@ -22,7 +22,8 @@ from pymc.logprob.transforms import LogTransform
 from pytensor.graph.traversal import ancestors
 
 from ._pymc_calls import pymc_frame
-from .distribution import BARTTreeRV, categorical_columns, with_missing
+from .distribution import BARTTreeRV, categorical_columns
+from .tabular import mark_missing
 from .core.forest import split_prior_gibbs
 from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
 from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
@@ -232,7 +233,7 @@ class _TreeStep(BlockedStep):
         self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
                      + [model.rvs_to_values[v] for v in split + conc])
         _, _, X, offset, leaf_sd, _ = rv.owner.inputs
-        X_value = with_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
+        X_value = mark_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
                                getattr(rv.owner.op, "missing", None))
         self._scale_name = None
         if scale:
@@ -313,6 +314,9 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         if self.likelihood.family == "general":
             _check_general_link(rv, self.likelihood)
+            _check_general_start(rv, self._liks or [self.likelihood],
+                                 initial_point if initial_point is not None
+                                 else model.initial_point())
             self.level_shifts = []
         else:
             _check_link(rv, self.likelihood)
@@ -412,7 +416,12 @@ class _TreeStep(BlockedStep):
             ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
             omega = np.where(ok, h, 0.0)
             z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - smp.offset
+            before = smp.forest.copy()
             smp.gfr_sweep(self.rng, z, omega)
+            if not np.all(np.isfinite(loglik(smp.values()))):
+                # the Gaussian pseudo-data know nothing of the likelihood's support: a sweep
+                # that leaves it (a scale of zero or below) is undone
+                smp.forest = before
             return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
         return smp.general_sweep(self.rng, loglik, self._move_cp)
 
@@ -705,7 +714,33 @@ def _check_link(rv, lik) -> None:
             f"{', the default with Y' if link == 'identity' else ''}), but it enters "
             f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
             f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
-            f"link={lik.link!r} to BARTTree (with Y, or an explicit leaf_sd).")
+            f"link={lik.link!r} to BARTTree, with Y on the data scale (the observed "
+            f"{lik.observed_name!r} itself, not transformed: the link transforms it), or an "
+            "explicit leaf_sd.")
+
+
+def _check_general_start(rv, liks, point: dict) -> None:
+    """Every tree starts as a single leaf, so the term starts at its offset at every row (and
+    output); the general step needs a start of positive density (its moves compare
+    densities).  A start outside the likelihood's support is refused with the rows and the
+    fix."""
+    lik = liks[0]  # for several outputs: the whole term is at its starting value in the point
+    f0 = np.asarray(point[lik.f_name], dtype=np.float64)
+    ll = lik.bind(point)(f0 if lik.output is None else f0[lik.output])
+    bad = np.flatnonzero(~np.isfinite(ll))
+    if not bad.size:
+        return
+    name = rv.name
+    rows = bad[:10].tolist()
+    raise ValueError(
+        f"{lik.observed_name!r} has zero density at the starting point of {name!r} at "
+        f"{bad.size} of {ll.size} rows ({rows}{' ...' if bad.size > 10 else ''}): every tree "
+        f"starts as a single leaf, so {name} = {float(f0.flat[0]):.6g} (the term's offset) at "
+        "every row, with the other variables at their initial values. The offset is 0 "
+        "without Y and is calibrated from Y (on the data scale) for the term's link. Write the "
+        "likelihood so that it is valid there (a scale as pm.math.exp(...) of the term rather "
+        "than the term itself or its pm.math.abs), or pass a Y whose calibration puts the "
+        "offset inside the support.")
 
 
 def _nanmean(x) -> float:
@@ -726,7 +761,9 @@ def _check_general_link(rv, lik) -> None:
         f"{', the default with Y' if link == 'identity' else ''}), but it enters the "
         f"parameter {lik.parameter!r} of {lik.observed_name!r} {through}, so its offset and leaf scale are "
         f"on the wrong scale. Pass link={lik.link!r} when Y calibrates the term for that "
-        f"parameter, or, for a term in a scale or shape parameter (which Y does not describe), "
+        f"parameter (Y stays on the data scale, the observed values themselves, not "
+        f"transformed: the link transforms it), or, for a term in a scale or shape parameter "
+        f"(which Y does not describe), "
         f"drop Y and give leaf_sd (the prior sd of each tree's contribution to eta).")
 
 

@@ -426,6 +426,17 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
             f"{name!r} needs one value per row of X (shape ({n},)).")
+    point = model.initial_point()
+    rows = lp.type.shape[0]
+    if rows is None:
+        rows = int(_compile_values(model, [lp.shape[0]])(point))
+    if rows not in (1, n):
+        raise ModelStructureError(
+            f"The log density of {obs.name!r} has {rows} rows, but {name!r} has one value per "
+            f"row of X ({n}): the tree step needs the rows of the observed variable to be the "
+            f"rows of X, row i depending on {name}[i] alone. Indexing or slicing a tree term "
+            f"({name}[idx], {name}[:k]) is not supported: give the term the rows of X it is "
+            f"observed at (BARTTree(..., X[idx])), and use pmt.predict for other rows.")
     lp = pt.broadcast_to(lp, (n,))
     if output is None:
         g = pytensor.grad(pt.sum(lp), f_value)
@@ -435,7 +446,6 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
         g = pytensor.grad(pt.sum(lp), f_value)[output]
         h = -pytensor.grad(pt.sum(g), f_value)[output]
         link, parameter = None, None
-    point = model.initial_point()
     lik = GeneralLikelihood(observed_name=obs.name, observed=obs, n=n, f_name=f_value.name,
                             _fn=_compile_values(model, [lp]),
                             _dfn=_compile_fast(model, [lp, g, h], point), output=output,
@@ -525,10 +535,19 @@ def _compile_fast(model, outs, point):
 
 
 def _compile_values(model, outs, mode=None):
-    """A compiled function of a dict of value variables (the model's point)."""
+    """A compiled function of a dict of value variables (the model's point).
+
+    As in :func:`pymc.pytensorf.compile`, a parameter outside its support (a scale of zero or
+    below, a negative rate) makes the log density ``-inf`` (PyMC's rewrite
+    ``local_check_parameter_to_ninf_switch``) instead of raising ``ParameterValueError``: a
+    tree proposal that reaches such values is then rejected."""
     names = [v.name for v in model.value_vars]
     if mode == "FAST_RUN_C":
         mode = pytensor.compile.mode.Mode(linker="cvm", optimizer="fast_run")
+    mode = pytensor.compile.mode.get_mode(mode)
+    mode = pytensor.compile.mode.Mode(
+        linker=mode.linker,
+        optimizer=mode.provided_optimizer.including("local_check_parameter_to_ninf_switch"))
     fn = pytensor.function(list(model.value_vars), outs, on_unused_input="ignore", mode=mode)
     fn.trust_input = False
     return _Bound(fn, names, len(outs))
