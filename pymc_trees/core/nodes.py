@@ -39,6 +39,7 @@ __all__ = [
     "partition",
     "goes_left",
     "draw_node_rule",
+    "draw_level_set",
     "rule_valid",
     "log_ml",
     "log_psplit",
@@ -211,13 +212,94 @@ def rule_valid(c, lo_v, hi_v, n_left, n_right, min_leaf):
     return ((~c) & ~P) == 0 and n_left >= min_leaf and n_right >= min_leaf
 
 
+# Fair-coin rejection is used for a level set when it accepts at least this share of its
+# proposals, and for at most REJECTION_TRIES proposals; otherwise the exact sequential draw.
+REJECTION_MIN_ACCEPT = 0.25
+REJECTION_TRIES = 32
+
+
+@numba.njit(cache=True)
+def _small_set_counts(levels, counts, min_leaf):
+    """``G[i, c]``: the number of subsets of the levels ``levels[i:]`` that hold fewer than
+    ``c`` rows, for ``c = 0 .. min_leaf`` (``G[i, 0] = 0``; the empty set counts for c > 0)."""
+    k = levels.size
+    G = np.zeros((k + 1, min_leaf + 1), np.int64)
+    for c in range(1, min_leaf + 1):
+        G[k, c] = 1
+    for i in range(k - 1, -1, -1):
+        h = counts[levels[i]]
+        for c in range(1, min_leaf + 1):
+            G[i, c] = G[i + 1, c] + (G[i + 1, c - h] if c - h > 0 else 0)
+    return G
+
+
+@numba.njit(cache=True)
+def draw_level_set(rng, counts, P, min_leaf):
+    """A set S of the present levels (bit set ``P``; ``counts[b]`` rows at level b) drawn
+    uniformly among those that leave at least ``min_leaf`` rows on each side, as a bit set.
+    The node must hold at least ``2 min_leaf`` rows and have a valid set.
+
+    Fair coins per present level, accepted when the set is valid, are uniform on the valid
+    sets; they are used when they accept at least ``REJECTION_MIN_ACCEPT`` of the proposals
+    (known exactly from the counts), for at most ``REJECTION_TRIES`` proposals.  Otherwise the
+    set is drawn level by level, each level going in with probability proportional to the
+    number of valid sets that complete either choice: with ``t`` rows chosen and ``u`` rows
+    left out so far and the levels ``i..`` still open, that number is
+    ``2^(k-i) - G[i, a - t] - G[i, a - u]`` (``a = min_leaf``; the subsets of the open levels
+    with too few rows chosen, and with too few left out; disjoint when the node holds ``2a``
+    rows or more), with ``G`` from :func:`_small_set_counts`.  Either way every valid set has
+    the same probability, and the work is bounded.
+    """
+    nb = counts.size
+    k = 0
+    tot = 0
+    for b in range(nb):
+        if (P >> b) & 1:
+            k += 1
+            tot += counts[b]
+    levels = np.empty(k, np.int64)
+    i = 0
+    for b in range(nb):
+        if (P >> b) & 1:
+            levels[i] = b
+            i += 1
+    G = _small_set_counts(levels, counts, min_leaf)
+    valid = (np.int64(1) << k) - 2 * G[0, min_leaf]
+    if valid >= REJECTION_MIN_ACCEPT * float(np.int64(1) << k):
+        for _ in range(REJECTION_TRIES):
+            S = 0
+            nl = 0
+            for b in range(nb):
+                if (P >> b) & 1 and rng.random() < 0.5:
+                    S |= 1 << b
+                    nl += counts[b]
+            if nl >= min_leaf and tot - nl >= min_leaf:
+                return S
+    S = 0
+    t = 0
+    u = 0
+    for i in range(k):
+        h = counts[levels[i]]
+        free = np.int64(1) << (k - i - 1)
+        ci = min_leaf - t - h
+        co = min_leaf - u
+        n_in = free - (G[i + 1, ci] if ci > 0 else 0) - (G[i + 1, co] if co > 0 else 0)
+        ci = min_leaf - t
+        co = min_leaf - u - h
+        n_out = free - (G[i + 1, ci] if ci > 0 else 0) - (G[i + 1, co] if co > 0 else 0)
+        if rng.random() * (n_in + n_out) < n_in:
+            S |= 1 << levels[i]
+            t += h
+        else:
+            u += h
+    return S
+
+
 @numba.njit(cache=True)
 def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf):
     """:func:`draw_rule` at the node holding rows ``idx[start:end]``; for a categorical feature
     the set of levels that go left is drawn uniformly among the valid subsets of the present
-    levels (by rejection from independent fair coins per present level, which is uniform on
-    the subsets it accepts).  Returns
-    ``(v, c, n_rules_v)``."""
+    levels (:func:`draw_level_set`).  Returns ``(v, c, n_rules_v)``."""
     v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
     if lo[v] >= 0:
         return v, c, nc
@@ -228,16 +310,7 @@ def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf
     counts = np.zeros(nb, np.int64)
     for q in range(start, end):
         counts[Xb[idx[q], v]] += 1
-    tot = end - start
-    while True:
-        S = 0
-        nl = 0
-        for b in range(nb):
-            if (P >> b) & 1 and rng.random() < 0.5:
-                S |= 1 << b
-                nl += counts[b]
-        if nl >= min_leaf and tot - nl >= min_leaf:
-            return v, ~S, nc
+    return v, ~draw_level_set(rng, counts, P, min_leaf), nc
 
 
 @numba.njit(cache=True)
