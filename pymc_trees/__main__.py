@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--tune", type=int, default=None, metavar="T",
                    help="tuning iterations per chain (default: --draws)")
     c.add_argument("--chains", type=int, default=2)
+    c.add_argument("--min-leaf", type=int, default=5, metavar="N",
+                   help="BART's fewest training rows in a leaf (default 5); every fold needs "
+                        "at least 2 N training rows, so lower it for a small table")
+    c.add_argument("--leaf-sd", type=float, default=None, metavar="SD",
+                   help="prior sd of every leaf value of BART (default: calibrated from the "
+                        "target)")
     c.add_argument("--drop", default="", metavar="COL,...",
                    help="comma-separated columns left out of the covariates")
     c.add_argument("--max-rows", type=int, default=None, metavar="N",
@@ -66,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             res = compare(args.data, args.target, task=args.task, folds=args.folds,
                           test_size=args.test_size, seed=args.seed, m=args.m,
-                          draws=args.draws, tune=args.tune, chains=args.chains, drop=drop,
+                          draws=args.draws, tune=args.tune, chains=args.chains,
+                          min_leaf=args.min_leaf, leaf_sd=args.leaf_sd, drop=drop,
                           max_rows=args.max_rows, out=args.out, progress=not args.quiet,
                           progressbar=args.progressbar)
         except (ValueError, FileNotFoundError) as err:

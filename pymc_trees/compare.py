@@ -5,10 +5,11 @@ quality of each model's predictive distribution, and wall time.
 (see :mod:`pymc_trees.__main__`).  What each metric is and how each model's predictive
 distribution is formed is written down in ``docs/compare.md``; in short:
 
-* **BART**: ``f = pmt.BARTTree("f", X, Y=y, m=m)`` in a PyMC model with the likelihood of the
-  task: regression ``y ~ Normal(f, sigma)`` with ``sigma2 ~ InverseGamma(*pmt.noise_prior(X,
-  y))``; binary classification ``y ~ Bernoulli(logit_p=f)`` (``link="logit"``); counts
-  ``y ~ Poisson(exp(f))`` (``link="log"``).  Its predictive distribution at a held-out row is
+* **BART**: ``f = pmt.BARTTree("f", X, Y=y, m=m, min_leaf=min_leaf, leaf_sd=leaf_sd)`` in a
+  PyMC model with the likelihood of the task: regression ``y ~ Normal(f, sigma)`` with
+  ``sigma2 ~ InverseGamma(*pmt.noise_prior(X, y))``; binary classification
+  ``y ~ Bernoulli(logit_p=f)`` (``link="logit"``); counts ``y ~ Poisson(exp(f))``
+  (``link="log"``).  Its predictive distribution at a held-out row is
   the posterior predictive: one draw of y per posterior draw of (f, sigma).
 * **boosting**: :class:`~pymc_trees.boosting.BoostedTreesRegressor` or
   ``...Classifier`` tuned by early stopping on a random part of the training rows.  Point
@@ -138,10 +139,30 @@ def _read_table(data) -> tuple[pd.DataFrame, str]:
     if not path.exists():
         raise FileNotFoundError(f"{key!r} is neither a file nor a bundled data set; bundled "
                                 f"data sets: {', '.join(sorted(DATASETS))}.")
-    df = pd.read_csv(path)
+    if path.is_dir():
+        raise ValueError(f"{key!r} is a directory; pass a CSV file or a bundled data set "
+                         f"({', '.join(sorted(DATASETS))}).")
+    try:
+        df = pd.read_csv(path)
+    except pd.errors.EmptyDataError as err:
+        raise ValueError(f"The file {key!r} is empty: no header line and no rows. Pass a CSV "
+                         "file with a header line naming the columns and one line per row."
+                         ) from err
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"The file {key!r} cannot be read as a CSV file ({err}). Pass a "
+                         "comma-separated text file with a header line.") from err
     if "Unnamed: 0" in df.columns:  # a written pandas index
         df = df.drop(columns="Unnamed: 0")
     return df, f"{path.name} ({len(df):,} rows, {df.shape[1]} columns)"
+
+
+def _source(data) -> str:
+    """The input as messages name it: the file as given, the bundled name or the DataFrame."""
+    if isinstance(data, pd.DataFrame):
+        return "the DataFrame"
+    if isinstance(data, (str, Path)) and str(data).lower() in DATASETS:
+        return f"the bundled data set {str(data).lower()!r}"
+    return f"the file {str(data)!r}"
 
 
 def load_data(data, target: str | None = None, task: str | None = None,
@@ -178,9 +199,23 @@ def load_data(data, target: str | None = None, task: str | None = None,
         float for regression, 0/1 int for classification (1: the second of the two values in
         sorted order), non-negative int for counts.
     info : dict
-        ``target``, ``task``, ``about``, ``positive`` (classification), ``dropped_rows``.
+        ``target``, ``task``, ``about``, ``positive`` (classification), ``dropped_rows``,
+        ``source`` (the input as messages name it, such as ``"the file 'data.csv'"``).
+
+    Raises
+    ------
+    ValueError
+        For a table without rows, a target column that is missing, not in the table, empty
+        (all missing), constant or not fitting the task, and a file that is not a CSV file.
+    FileNotFoundError
+        When ``data`` is neither a file nor a bundled data set.
     """
     df, about = _read_table(data)
+    source = _source(data)
+    columns = list(map(str, df.columns))
+    if len(df) == 0:
+        raise ValueError(f"{source[0].upper()}{source[1:]} has no rows, only the columns "
+                         f"{columns}: there is nothing to fit. Pass a table with data rows.")
     bundled = isinstance(data, (str, Path)) and str(data).lower() in DATASETS
     if target is None:
         if not bundled:
@@ -199,7 +234,22 @@ def load_data(data, target: str | None = None, task: str | None = None,
         raise ValueError(f"The target {target!r} is also in drop=; remove it from drop.")
     keep = df[target].notna().to_numpy()
     dropped_rows = int((~keep).sum())
+    if not keep.any():
+        raise ValueError(f"The target column {target!r} of {source} is missing in all its "
+                         f"{len(df):,} rows: there is nothing to fit. Pass a column with values "
+                         f"as target= (--target COL), one of {columns}.")
     df = df.loc[keep].reset_index(drop=True)
+    if len(df) == 1:
+        raise ValueError(f"The target column {target!r} of {source} has a value in one row "
+                         "only: nothing is left to fit on once a row is held out. Pass a table "
+                         "with more rows that have a target value.")
+    if df[target].nunique() == 1:
+        value = df[target].iloc[0]
+        value = value.item() if isinstance(value, np.generic) else value
+        raise ValueError(f"The target column {target!r} of {source} is constant: all "
+                         f"{len(df):,} rows with a value have {target} = {value!r}, so there "
+                         "is nothing to model. Pass a target that varies (target= or --target "
+                         "COL).")
     if max_rows is not None:
         if max_rows < 10:
             raise ValueError(f"max_rows must be at least 10; got {max_rows}.")
@@ -228,7 +278,7 @@ def load_data(data, target: str | None = None, task: str | None = None,
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
     info = {"target": str(target), "task": task, "about": about, "dropped_rows": dropped_rows,
-            "positive": None}
+            "positive": None, "source": source}
     if task == "classification":
         values = sorted(pd.unique(yraw), key=lambda v: (str(type(v)), v))
         if len(values) != 2:
@@ -457,23 +507,25 @@ def _numeric_matrix(train: pd.DataFrame) -> np.ndarray:
     return pd.get_dummies(df, columns=cats, dtype=float).to_numpy(float)
 
 
-def _fit_bart(task, X, y, Xt, *, m, tune, draws, chains, seed, progressbar) -> dict:
+def _fit_bart(task, X, y, Xt, *, m, tune, draws, chains, seed, progressbar, min_leaf=5,
+              leaf_sd=None) -> dict:
     """BART in a PyMC model; returns draws at the held-out rows: ``f`` (S, n_test) and
     ``sigma`` (S,) for regression."""
     import pymc as pm
 
     import pymc_trees as pmt
 
+    tree = dict(m=m, min_leaf=min_leaf, leaf_sd=leaf_sd)
     with pm.Model():
         if task == "regression":
-            f = pmt.BARTTree("f", X, Y=y, m=m)
+            f = pmt.BARTTree("f", X, Y=y, **tree)
             sigma2 = pm.InverseGamma("sigma2", *pmt.noise_prior(_numeric_matrix(X), y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(sigma2), observed=y)
         elif task == "classification":
-            f = pmt.BARTTree("f", X, Y=y, m=m, link="logit")
+            f = pmt.BARTTree("f", X, Y=y, link="logit", **tree)
             pm.Bernoulli("y", logit_p=f, observed=y)
         else:
-            f = pmt.BARTTree("f", X, Y=y, m=m, link="log")
+            f = pmt.BARTTree("f", X, Y=y, link="log", **tree)
             pm.Poisson("y", mu=pm.math.exp(f), observed=y)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
                           progressbar=progressbar, compute_convergence_checks=False)
@@ -693,9 +745,37 @@ def _concat(parts: list[dict]) -> dict:
     return out
 
 
+def _check_splits(splits, y, task, min_leaf, folds, test_size, rows, source) -> None:
+    """Refuse, before any fit, splits whose training rows BART cannot be fit on: fewer than
+    ``2 * min_leaf`` rows, or a target with one value only."""
+    smallest = min(len(tr) for tr, _ in splits)
+    if 2 * min_leaf > smallest:
+        scheme = (f"{folds}-fold cross-validation leaves as few as {smallest} training rows "
+                  "per fold" if folds is not None else
+                  f"holding out {test_size:.0%} leaves {smallest} training rows")
+        raise ValueError(
+            f"Too few training rows for BART: {source} has {rows}, and {scheme}; BART's "
+            f"min_leaf = {min_leaf} needs at least 2 * {min_leaf} = {2 * min_leaf} (min_leaf "
+            f"rows on each side of a split). Lower min_leaf to at most {smallest // 2} "
+            f"(--min-leaf {smallest // 2}), or pass more rows" +
+            (" or more folds (--folds K)." if folds is not None else
+             " or a smaller test_size (--test-size F)."))
+    for k, (tr, _) in enumerate(splits):
+        values = np.unique(y[tr])
+        if len(values) < 2:
+            what = ("one class only" if task == "classification" else
+                    f"one target value only ({values[0]:g})")
+            raise ValueError(
+                f"Fold {k + 1}'s training rows hold {what}, so there is nothing to fit on "
+                f"them ({rows} in {source}). Use more folds (--folds K) or a smaller "
+                "test_size (--test-size F) for more training rows per fold, another --seed, "
+                "or more rows.")
+
+
 def compare(data, target: str | None = None, *, task: str | None = None,
             folds: int | None = None, test_size: float | None = None, seed: int = 0,
             m: int = 50, draws: int = 500, tune: int | None = None, chains: int = 2,
+            min_leaf: int = 5, leaf_sd: float | None = None,
             levels: Sequence[float] = LEVELS, drop: Sequence[str] = (),
             max_rows: int | None = None, out: str | Path | None = "compare_report.html",
             progress: bool = True, progressbar: bool = False,
@@ -727,6 +807,12 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         Kept and tuning iterations per chain (``tune`` defaults to ``draws``).
     chains : int
         Chains, run one after the other on one core.
+    min_leaf : int
+        BART's fewest training rows in a leaf (``BARTTree(min_leaf=...)``, default 5).  Every
+        fold needs at least ``2 * min_leaf`` training rows; lower it for a small table.
+    leaf_sd : float, optional
+        The prior sd of every leaf value of BART (``BARTTree(leaf_sd=...)``); default: the
+        calibration of Chipman, George and McCulloch (2010) from each fold's training target.
     levels : sequence of float
         Nominal levels of the central intervals whose coverage is the calibration of a
         regression or count model (the table reports 0.9, which must be among them).
@@ -752,8 +838,10 @@ def compare(data, target: str | None = None, *, task: str | None = None,
     Raises
     ------
     ValueError
-        For a target column that is not in the data, a target that does not fit the task,
-        or bad ``folds`` / ``test_size`` / ``levels``.
+        Before any fit: for a table without rows, a target column that is not in the data,
+        empty or constant, a target that does not fit the task, too few rows for ``folds`` /
+        ``test_size`` or for ``min_leaf``, a fold whose training rows have one target value,
+        or bad ``folds`` / ``test_size`` / ``levels`` / ``min_leaf`` / ``leaf_sd``.
     FileNotFoundError
         When ``data`` is neither a file nor a bundled data set.
     """
@@ -770,9 +858,18 @@ def compare(data, target: str | None = None, *, task: str | None = None,
     levels = tuple(sorted(float(c) for c in levels))
     if not all(0 < c < 1 for c in levels) or LEVEL not in levels:
         raise ValueError(f"levels must lie in (0, 1) and include {LEVEL}; got {levels}.")
-    for name, value, low in (("m", m, 1), ("draws", draws, 1), ("chains", chains, 1)):
+    for name, value, low in (("m", m, 1), ("draws", draws, 1), ("chains", chains, 1),
+                             ("min_leaf", min_leaf, 1)):
         if not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{name} ({flag}) must be an integer >= {low}; got {value!r}.")
+    if leaf_sd is not None:
+        if isinstance(leaf_sd, bool) or not isinstance(leaf_sd, (int, float, np.number)) \
+                or not (np.isfinite(leaf_sd) and leaf_sd > 0):
+            raise ValueError(f"leaf_sd (--leaf-sd) must be a positive number, the prior sd of "
+                             f"every leaf value of BART; got {leaf_sd!r}. Leave it out for the "
+                             "default calibrated from the target.")
+        leaf_sd = float(leaf_sd)
     tune = draws if tune is None else tune
     say = (log or (lambda s: print(s, flush=True))) if progress else (lambda s: None)
 
@@ -781,21 +878,38 @@ def compare(data, target: str | None = None, *, task: str | None = None,
 
     rng = np.random.default_rng(seed)
     X, y, info = load_data(data, target, task, drop=drop, max_rows=max_rows, rng=rng)
-    task = info["task"]
+    task, source = info["task"], info["source"]
     n = len(y)
+    rows = f"{n:,} rows with a target value"
+    if folds is not None and n < 4:
+        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; K-fold "
+                         "cross-validation needs at least two rows per fold, so at least 4 rows "
+                         "for folds=2 (--folds 2). Pass a table with more rows.")
     if folds is not None and folds > n // 2:
-        raise ValueError(f"folds={folds} is too many for {n} rows; use at most {n // 2}.")
+        raise ValueError(f"folds={folds} is too many for the {rows} of {source}: every fold "
+                         f"needs at least two rows. Use at most folds={n // 2} (--folds "
+                         f"{n // 2}).")
+    if folds is None and n < 6:
+        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; one held-out split "
+                         "needs at least 6 (one held out, five for training). Pass a table "
+                         "with more rows.")
     if folds is None and not 1 <= int(round(test_size * n)) <= n - 5:
-        raise ValueError(f"test_size={test_size} leaves {int(round(test_size * n))} of {n} rows "
-                         "held out; choose a share that holds out at least one row and leaves "
-                         "at least five for training.")
+        raise ValueError(f"test_size={test_size} leaves {int(round(test_size * n))} of the "
+                         f"{rows} of {source} held out; choose a share (test_size=, "
+                         "--test-size F) that holds out at least one row and leaves at least "
+                         "five for training.")
     splits = _splits(n, folds, test_size, rng)
+    _check_splits(splits, y, task, min_leaf, folds, test_size, rows, source)
     fold_seeds = rng.integers(2**31 - 1, size=len(splits))
     stage(f"{info['about']}; target {info['target']!r} ({task}), {n:,} rows, {X.shape[1]} "
           f"covariates; {len(splits)} fold(s)")
     notes = []
     if info["dropped_rows"]:
         notes.append(f"{info['dropped_rows']} row(s) without a target value dropped.")
+    if min_leaf != 5 or leaf_sd is not None:
+        notes.append(f"BART's trees: min_leaf = {min_leaf} (default 5), leaf_sd = "
+                     + ("calibrated from the target" if leaf_sd is None else f"{leaf_sd:g}")
+                     + ".")
 
     pyl = logging.getLogger("pymc")
     old_level = pyl.level
@@ -813,16 +927,14 @@ def compare(data, target: str | None = None, *, task: str | None = None,
                 notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
                              "from its training rows made missing.")
             ytr, yte = y[tr], y[te]
-            if task == "classification" and len(np.unique(ytr)) < 2:
-                raise ValueError(f"Fold {k + 1}'s training rows hold one class only; use fewer "
-                                 "folds or a larger test_size.")
             tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
             stage(f"{tag}: BART, m={m}, {chains} chain(s) x ({tune} tuning + {draws} draws)")
             t = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 bart_fit = _fit_bart(task, Xtr, ytr, Xte, m=m, tune=tune, draws=draws,
-                                     chains=chains, seed=fold_seed, progressbar=progressbar)
+                                     chains=chains, seed=fold_seed, progressbar=progressbar,
+                                     min_leaf=min_leaf, leaf_sd=leaf_sd)
             b_rows = _bart_rows(task, bart_fit, yte, np.random.default_rng(fold_seed), levels)
             b_secs = time.perf_counter() - t
             stage(f"{tag}: BART done in {b_secs:.1f} s; boosting (early stopping on "
@@ -900,6 +1012,7 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         "scheme": (f"{len(splits)}-fold cross-validation" if folds is not None else
                    f"one random split, {test_size:.0%} held out"),
         "seed": seed, "m": m, "draws": draws, "tune": tune, "chains": chains,
+        "min_leaf": min_leaf, "leaf_sd": leaf_sd,
         "levels": levels, "notes": notes, "wall seconds": time.perf_counter() - t_start,
         "boosting": (f"learning rate {ETA}, at most {ROUNDS} rounds, early stopping after "
                      f"{PATIENCE} rounds without gain on a random {VALIDATION:.0%} of the "

@@ -249,3 +249,137 @@ def test_count_task_runs_with_poisson_likelihoods(tmp_path):
     np.testing.assert_allclose(pred["boosting_lpd"],
                                stats.poisson.logpmf(y, pred["boosting_point"]))
     assert res.table.loc["BART", "CRPS"] > 0
+
+
+# --- refused input: clear messages before any fit -----------------------------------------
+
+
+REFUSED = dict(FAST, out=None)  # never a report, even if a refusal regresses
+
+
+def _cli_error(args, capsys, tmp_path) -> str:
+    """Run the command line in-process on refused input: status 1, the message on stderr."""
+    from pymc_trees.__main__ import main
+
+    status = main(["compare", *map(str, args), "--quiet", "--m", "5", "--draws", "10",
+                   "--out", str(tmp_path / "unused.html")])
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert err.startswith("error: ")
+    return err
+
+
+def _small(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"x": rng.uniform(size=n), "y": rng.normal(size=n)})
+
+
+def test_header_only_csv_says_it_has_no_rows(tmp_path, capsys):
+    path = tmp_path / "header.csv"
+    path.write_text("x,g,y\n")
+    for extra in (["--target", "y"], ["--target", "nope"], []):  # no rows comes first
+        err = _cli_error([path, *extra], capsys, tmp_path)
+        assert f"The file '{path}' has no rows, only the columns ['x', 'g', 'y']" in err
+        assert "distinct values" not in err
+    with pytest.raises(ValueError, match="The DataFrame has no rows"):
+        compare(pd.DataFrame(columns=["x", "y"]), "y", **REFUSED)
+
+
+def test_empty_file_and_all_missing_target_are_named(tmp_path, capsys):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert f"The file '{empty}' is empty: no header line and no rows" in _cli_error(
+        [empty, "--target", "y"], capsys, tmp_path)
+    path = tmp_path / "gaps.csv"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [np.nan] * 3}).to_csv(path, index=False)
+    err = _cli_error([path, "--target", "y"], capsys, tmp_path)
+    assert f"The target column 'y' of the file '{path}' is missing in all its 3 rows" in err
+    assert "--target COL" in err
+
+
+def test_constant_target_is_refused_as_nothing_to_model(tmp_path, capsys):
+    df = _small(30).assign(y=5.0, label="yes")
+    path = tmp_path / "const.csv"
+    df.to_csv(path, index=False)
+    for target, shown in (("y", "y = 5.0"), ("label", "label = 'yes'")):
+        err = _cli_error([path, "--target", target], capsys, tmp_path)
+        assert f"The target column '{target}' of the file '{path}' is constant" in err
+        assert shown in err and "nothing to model" in err
+        assert "leaf_sd" not in err
+    for task in ("regression", "count", "classification"):
+        with pytest.raises(ValueError, match="'y' of the DataFrame is constant: all 30 rows"):
+            compare(df, "y", task=task, drop=["label"], **REFUSED)
+
+
+def test_too_few_rows_for_min_leaf_names_the_option(tmp_path, capsys):
+    path = tmp_path / "tiny.csv"
+    _small(12).to_csv(path, index=False)
+    err = _cli_error([path, "--target", "y"], capsys, tmp_path)
+    assert "Lower min_leaf." not in err
+    assert (f"the file '{path}' has 12 rows with a target value, and holding out 30% leaves 8 "
+            "training rows; BART's min_leaf = 5 needs at least 2 * 5 = 10") in err
+    assert "(--min-leaf 4)" in err
+    err = _cli_error([path, "--target", "y", "--folds", "3", "--min-leaf", "5"], capsys,
+                     tmp_path)
+    assert "3-fold cross-validation leaves as few as 8 training rows per fold" in err
+    with pytest.raises(ValueError, match=r"leaves as few as 6 training rows per fold; BART's "
+                                         r"min_leaf = 4 needs at least 2 \* 4 = 8"):
+        compare(_small(8), "y", folds=4, min_leaf=4, **REFUSED)
+    with pytest.raises(ValueError, match=r"min_leaf \(--min-leaf\) must be an integer >= 1"):
+        compare(_small(30), "y", min_leaf=0, **REFUSED)
+    with pytest.raises(ValueError, match=r"leaf_sd \(--leaf-sd\) must be a positive number"):
+        compare(_small(30), "y", leaf_sd=-1.0, **REFUSED)
+
+
+def test_fewer_rows_than_folds_names_the_input_and_the_fix(tmp_path, capsys):
+    path = tmp_path / "three.csv"
+    _small(3).to_csv(path, index=False)
+    err = _cli_error([path, "--target", "y", "--folds", "5"], capsys, tmp_path)
+    assert f"The file '{path}' has 3 rows with a target value" in err
+    assert "use at most 1" not in err and "at least 4 rows for folds=2" in err
+    err = _cli_error([path, "--target", "y"], capsys, tmp_path)
+    assert "one held-out split needs at least 6" in err
+    path = tmp_path / "seven.csv"
+    _small(7).to_csv(path, index=False)
+    err = _cli_error([path, "--target", "y", "--folds", "5"], capsys, tmp_path)
+    assert f"folds=5 is too many for the 7 rows with a target value of the file '{path}'" in err
+    assert "(--folds 3)" in err
+
+
+def test_a_fold_with_one_target_value_is_refused_before_any_fit(monkeypatch):
+    cmp = sys.modules["pymc_trees.compare"]  # the package's name compare is the function
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("refused input must fail before any fit")
+
+    monkeypatch.setattr(cmp, "_fit_bart", no_fit)
+    df = _small(24)
+    df["y"] = 0
+    df.loc[5, "y"] = 1  # held out in one of the two folds: its training rows are all 0
+    with pytest.raises(ValueError, match=r"training rows hold one target value only \(0\)"):
+        compare(df, "y", task="count", folds=2, **REFUSED)
+    df["label"] = np.where(df["y"] == 1, "yes", "no")
+    with pytest.raises(ValueError, match="training rows hold one class only.*more folds"):
+        compare(df.drop(columns="y"), "label", folds=2, **REFUSED)
+
+
+def test_cli_passes_min_leaf_and_leaf_sd_to_the_bart_term(tmp_path, capsys, monkeypatch):
+    import pymc_trees
+    from pymc_trees.__main__ import main
+
+    seen = []
+    real = pymc_trees.BARTTree
+
+    def spy(*args, **kwargs):
+        seen.append({k: kwargs.get(k) for k in ("min_leaf", "leaf_sd")})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pymc_trees, "BARTTree", spy)
+    path = tmp_path / "tiny.csv"
+    _small(12).to_csv(path, index=False)
+    status = main(["compare", str(path), "--target", "y", "--min-leaf", "4", "--leaf-sd",
+                   "0.5", "--m", "5", "--draws", "10", "--chains", "1", "--out",
+                   str(tmp_path / "tiny.html"), "--quiet"])
+    assert status == 0, capsys.readouterr().err
+    assert seen == [{"min_leaf": 4, "leaf_sd": 0.5}]
+    assert "min_leaf = 4 (default 5), leaf_sd = 0.5" in (tmp_path / "tiny.html").read_text()
