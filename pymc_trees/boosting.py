@@ -39,7 +39,7 @@ from sklearn.utils.validation import (_check_feature_names, _check_sample_weight
                                       check_array, check_consistent_length, check_is_fitted)
 
 from .core import boost
-from .core.binning import make_cutpoints
+from .core.binning import MAX_NUMCUT, make_cutpoints
 from .core.packed import predict_packed_parallel
 from .sampler import NODE_DTYPE, PackedForest
 from .tabular import TableSchema
@@ -253,8 +253,15 @@ class _BoostedTrees(BaseEstimator):
         positive_int("max_cat_to_onehot")
         positive_int("max_cat_threshold")
         positive_int("max_bin")
-        if self.max_bin < 2:
-            raise ValueError(f"max_bin must be at least 2; got {self.max_bin}.")
+        if not 2 <= self.max_bin <= MAX_NUMCUT + 1:
+            raise ValueError(
+                f"max_bin must be between 2 and {MAX_NUMCUT + 1} (bin codes are 16-bit); got "
+                f"{self.max_bin}. For every distinct value of a feature as a candidate split, "
+                "use tree_method='exact'.")
+        if self.max_depth == 0 and self.tree_method == "exact":
+            raise ValueError("max_depth=0 (no depth limit, as in XGBoost) needs "
+                             "tree_method='hist'; XGBoost's exact method refuses it too. Pass "
+                             "max_depth >= 1 for tree_method='exact'.")
         for name, lo, lo_open in (("learning_rate", 0, True), ("min_child_weight", 0, False),
                                   ("reg_lambda", 0, False), ("reg_alpha", 0, False),
                                   ("gamma", 0, False)):
@@ -364,6 +371,10 @@ class _BoostedTrees(BaseEstimator):
         if not w.sum() > 0:
             raise ValueError("sample_weight must have a positive sum.")
         rng = check_random_state(self.random_state)
+        # max_depth=0: no depth limit (XGBoost's hist reading).  A split with positive gain
+        # leaves rows on both sides, so a tree has at most n leaves and 2n - 1 nodes, and n - 1
+        # levels below its root; that bounds the node arrays whatever the depth.
+        depth = int(self.max_depth) if self.max_depth > 0 else max(1, n - 1)
         mds = (self.max_delta_step if self.max_delta_step is not None else
                POISSON_MAX_DELTA_STEP if objective == "count:poisson" else 0.0)
         self._mds = float(mds)
@@ -388,7 +399,7 @@ class _BoostedTrees(BaseEstimator):
             cuts, ncuts = self._hist_cuts(X, w, is_cat, n_cat, threads)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
             miss_bin = int(ncuts.max(initial=0)) + 1
-            ws = boost.hist_workspace(n, p, miss_bin, self.max_depth)
+            ws = boost.hist_workspace(n, p, miss_bin, min(depth, 30))
             all_rows = np.arange(n, dtype=np.int64)
         evals = []
         for j, item in enumerate(eval_set or []):
@@ -397,14 +408,18 @@ class _BoostedTrees(BaseEstimator):
                                  f"tuples; item {j} is {type(item).__name__}.")
             Xe, ye = item[0], item[1]
             Xe = self._encode_X(Xe, what=f"eval_set[{j}] X")
-            ye = self._encode_eval_y(ye)
+            ye = self._encode_eval_y(ye, what=f"eval_set[{j}]")
+            if ye.shape[0] != Xe.shape[0]:
+                raise ValueError(f"eval_set[{j}] has {Xe.shape[0]} rows in X and {ye.shape[0]} "
+                                 "values in y; pass one y value per row.")
             we = _check_sample_weight(item[2] if len(item) == 3 else None, Xe,
                                       dtype=np.float64)
             evals.append((np.ascontiguousarray(Xe.T), ye, we,
                           np.tile(base, (Xe.shape[0], 1))))
         metric = self.eval_metric or METRICS[objective][0]
         self.evals_result_ = {f"validation_{j}": {metric: []} for j in range(len(evals))}
-        cap = boost.tree_capacity(self.max_depth)
+        cap = (boost.tree_capacity(depth) if depth < 30 else 0)
+        cap = cap if 0 < cap <= 2 * n - 1 else 2 * n - 1
         bufs = dict(feature=np.empty(cap, np.int64), threshold=np.zeros(cap),
                     cutbin=np.zeros(cap, np.int64), missing_left=np.ones(cap, np.bool_),
                     cats=np.zeros(cap, np.uint64), left=np.empty(cap, np.int64),
@@ -440,14 +455,14 @@ class _BoostedTrees(BaseEstimator):
                 if exact:
                     n_nodes = boost.grow_exact(
                         XT, sorted_idx, n_present, feat_missing, n_cat, gk, hk, in_bag,
-                        colmask, self.max_depth, mcw, lam, alpha, self._mds, eta, onehot,
+                        colmask, depth, mcw, lam, alpha, self._mds, eta, onehot,
                         cat_thr, b["feature"], b["threshold"], b["missing_left"], b["cats"],
                         b["left"], b["value"], b["loss_chg"], b["cover"])
                 else:
                     upd[:] = 0.0
                     n_nodes = boost.grow_hist(
                         XbT, ncuts, n_cat, gk, hk, rows, colmask, feat_missing,
-                        self.max_depth, mcw, lam, alpha, self._mds, eta, onehot, cat_thr,
+                        depth, mcw, lam, alpha, self._mds, eta, onehot, cat_thr,
                         b["feature"], b["cutbin"], b["missing_left"], b["cats"], b["left"],
                         b["value"], b["loss_chg"], b["cover"], upd, ws)
                     internal = b["feature"][:n_nodes] >= 0
@@ -630,7 +645,9 @@ _PARAMS_DOC = """
     learning_rate : float, default 0.3
         Shrinkage of every leaf (XGBoost's ``eta``).
     max_depth : int, default 6
-        Depth of every tree (depth-wise growth).
+        Depth of every tree (depth-wise growth).  ``0``: no depth limit, as in XGBoost's
+        ``hist`` method (trees grow until no split gains more than ``gamma`` or leaves
+        ``min_child_weight``); ``tree_method="exact"`` refuses it, as XGBoost's does.
     min_child_weight : float, default 1
         Smallest sum of hessians in a child.
     reg_lambda, reg_alpha : float, default 1 and 0
@@ -643,7 +660,7 @@ _PARAMS_DOC = """
         Fraction of columns drawn for each tree (``floor(fraction * p)``, at least 1).
     max_bin : int, default 256
         ``tree_method="hist"``: at most ``max_bin - 1`` cutpoints per feature, at empirical
-        quantiles (the binning BART uses), so at most ``max_bin`` bins.
+        quantiles (the binning BART uses), so at most ``max_bin`` bins; between 2 and 65,535.
     tree_method : {"hist", "exact"}, default "hist"
         Histogram split finding with sibling subtraction, or exact greedy (every midpoint
         between consecutive distinct values).
@@ -735,8 +752,20 @@ class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
                              f"got {self.quantile_alpha!r}.")
         return a
 
-    def _encode_eval_y(self, y):
-        return np.asarray(y, dtype=np.float64).ravel()
+    def _encode_eval_y(self, y, what="eval_set"):
+        y = np.asarray(y, dtype=np.float64).ravel()
+        bad = ~np.isfinite(y)
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            raise ValueError(
+                f"{what} y has {rows.size} missing or infinite values (rows "
+                f"{rows[:5].tolist()}{', ...' if rows.size > 5 else ''}): the metric would be "
+                "NaN in every round and early stopping would keep round 0. Drop those rows "
+                "from the eval set, as from the training set.")
+        if self.objective == "count:poisson" and np.any(y < 0):
+            raise ValueError(f"{what} y has negative values; count:poisson needs "
+                             "non-negative y (counts or rates).")
+        return y
 
     def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesRegressor":
         """Fit on X of shape (n, p) and y of shape (n,).
@@ -773,11 +802,12 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
     per round), chosen from the labels.  Labels may be of any type (``classes_``).
     """ + _PARAMS_DOC
 
-    def _encode_eval_y(self, y):
+    def _encode_eval_y(self, y, what="eval_set"):
         y = np.asarray(y).ravel()
         unseen = ~np.isin(y, self.classes_)
         if np.any(unseen):
-            raise ValueError(f"eval_set has labels not seen in training: {np.unique(y[unseen])}.")
+            raise ValueError(f"{what} has labels not seen in training: "
+                             f"{np.unique(y[unseen])}; the classes are {self.classes_}.")
         return self._le.transform(y).astype(np.float64)
 
     def fit(self, X, y, sample_weight=None, eval_set=None) -> "BoostedTreesClassifier":

@@ -456,6 +456,77 @@ def test_bad_parameters_name_the_input():
                                                                                      y[:50])
 
 
+
+def test_missing_eval_targets_are_refused():
+    """A NaN in an eval set's y made the metric NaN in every round, and early stopping kept
+    round 0 (a constant model); it is refused as in the training targets."""
+    X, y, Xt, yt = _heldout("regression", 0.0)
+    X, y, Xt, yt = X[:300], y[:300], Xt[:200], yt[:200].copy()
+    yt[[3, 50]] = np.nan
+    with pytest.raises(ValueError, match=r"eval_set\[1\] y has 2 missing or infinite values "
+                                         r"\(rows \[3, 50\]\)"):
+        BoostedTreesRegressor(n_estimators=50, early_stopping_rounds=5).fit(
+            X, y, eval_set=[(X, y), (Xt, yt)])
+    with pytest.raises(ValueError, match=r"eval_set\[0\] has labels not seen"):
+        BoostedTreesClassifier(n_estimators=5).fit(
+            X, (y > np.median(y)).astype(float),
+            eval_set=[(Xt, np.where(np.isnan(yt), np.nan, yt > np.median(y)))])
+    with pytest.raises(ValueError, match=r"eval_set\[0\] has 200 rows in X and 199"):
+        BoostedTreesRegressor(n_estimators=5).fit(X, y, eval_set=[(Xt, np.nan_to_num(yt)[1:])])
+
+
+def test_max_depth_zero_is_no_depth_limit_as_in_xgboost_hist():
+    """XGBoost's hist reads max_depth=0 as "no limit" (it fitted a constant model here): the
+    first three trees equal, node for node, the naive histogram grower with a depth limit no
+    tree can reach (n - 1), they are deeper than the default 6 as xgboost's are, and
+    max_depth=40 (2^41 nodes before the node arrays were bounded by 2n - 1) gives the same
+    trees.  The exact method refuses 0, as XGBoost's does.  No missing values: deep nodes
+    then often split their missing rows from all their present ones, a partition with two
+    encodings of equal gain (missing left or right) of which the naive grower knows one."""
+    from pymc_trees.core.binning import bin_data, make_cutpoints
+    from pymc_trees.sampler import PackedForest
+
+    X, y = _data(n=300, seed=9)
+    kw = dict(n_estimators=3, tree_method="hist", max_bin=16, learning_rate=0.5,
+              base_score=0.5, reg_lambda=0.1, min_child_weight=0.5, n_jobs=2)
+    est = BoostedTreesRegressor(max_depth=0, **kw).fit(X, y)
+    cuts, ncuts = make_cutpoints(X, 15, allow_nan=True, weights=np.ones(len(y)))
+    Xb = bin_data(X, cuts, ncuts).astype(np.int64)
+    fo = est._forests[0]
+    margin = np.full(len(y), 0.5)
+    depths = []
+    for t in range(3):
+        want = naive_hist_tree(Xb, 65535, cuts, ncuts, margin - y, np.ones_like(y), 0,
+                               len(y) - 1, 0.5, 0.1, 0.0, 0.0, 0.5)
+        nodes = fo.nodes[fo.start[t]:fo.start[t + 1]].copy()
+        nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - fo.start[t], -1)
+        tree = packed_to_dict(nodes)
+        assert_same_tree(tree, want, f"tree {t}", rel=1e-10)
+        depths.append(_depth(tree))
+        margin = margin + PackedForest(np.array([0, nodes.size], np.int32), nodes,
+                                       0.0).predict(X)
+    theirs = xgb_trees(xgb.XGBRegressor(max_depth=0, **kw).fit(X, y))
+    assert min(depths) > 6 and min(_depth(t) for t in theirs) > 6, (depths, theirs)
+    deep = BoostedTreesRegressor(max_depth=40, **kw).fit(X, y)
+    np.testing.assert_array_equal(deep.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="max_depth=0 .* needs tree_method='hist'"):
+        BoostedTreesRegressor(max_depth=0, tree_method="exact").fit(X, y)
+
+
+def _depth(tree):
+    if "feature" not in tree:
+        return 0
+    return 1 + max(_depth(tree["left"]), _depth(tree["right"]))
+
+
+def test_max_bin_beyond_the_bin_codes_names_the_limit():
+    X, y = _data(n=100)
+    with pytest.raises(ValueError, match=r"max_bin must be between 2 and 65535 .*got 1000000\. "
+                                         r"For every distinct value .* tree_method='exact'"):
+        BoostedTreesRegressor(max_bin=10 ** 6, n_estimators=2).fit(X, y)
+    BoostedTreesRegressor(max_bin=65535, n_estimators=2).fit(X, y)
+
+
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 
