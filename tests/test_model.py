@@ -78,7 +78,7 @@ def test_same_seed_same_draws_with_one_or_two_cores(sampler):
 def test_bart_tree_needs_y_or_leaf_sd():
     with pm.Model():
         with pytest.raises(ValueError, match="needs Y .* or leaf_sd"):
-            pmt.BARTTree("f", np.zeros((5, 2)))
+            pmt.BARTTree("f", np.random.default_rng(0).uniform(size=(20, 2)))
 
 
 def _unsupported_model(case):
