@@ -521,17 +521,30 @@ def _compile_fast(model, outs, point):
     """``_compile_values``, with PyTensor's C backend instead when the default (numba) backend
     would run some operation in object mode, one Python call per element: the trigamma
     function in the curvature of a Gamma or negative binomial log density takes 8 ms at 200
-    rows there and 0.1 ms in C.  Decided once, at compile time, from numba's warning."""
+    rows there and 0.1 ms in C.  Decided once, at compile time, from the graph's nodes.
+    ``point`` is unused (kept for the callers)."""
+    fn = _compile_values(model, outs)
+    if _numba_object_mode(fn.fn) and pytensor.config.cxx:
+        return _compile_values(model, outs, mode="FAST_RUN_C")
+    return fn
+
+
+def _numba_object_mode(fn) -> bool:
+    """Whether PyTensor's numba backend runs some node of the compiled function ``fn`` in
+    object mode.  Asked of every node's numba translation directly: the warning numba's
+    backend gives when it compiles is absent when its compiled graph comes from the disk
+    cache, so reading it made the choice of backend, and with it the draws for a seed,
+    depend on whether the cache was warm."""
+    from pytensor.link.numba.dispatch.basic import numba_funcify
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fn = _compile_values(model, outs)
-        fn(point)
-    slow = any("object mode" in str(w.message) for w in caught)
-    if slow and pytensor.config.cxx:
-        return _compile_values(model, outs, mode="FAST_RUN_C")
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return fn
+        for node in fn.maker.fgraph.toposort():
+            try:
+                numba_funcify(node.op, node=node)
+            except Exception:  # noqa: BLE001 - a node numba cannot translate at all
+                return True
+    return any("object mode" in str(w.message) for w in caught)
 
 
 def _compile_values(model, outs, mode=None):

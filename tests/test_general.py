@@ -388,3 +388,20 @@ def test_several_outputs_refuse_what_they_do_not_support():
             pmt.BARTTree("g", X, m=2, leaf_sd=1.0, shape=(3, 19))
         with pytest.raises(ValueError, match="asks for 3 dimensions"):
             pmt.BARTTree("h", X, m=2, leaf_sd=1.0, shape=(2, 3, 20))
+
+
+def test_backend_choice_does_not_depend_on_the_compile_cache():
+    """The general step compiles its derivatives with the C backend when numba would run a
+    node in object mode.  That is read from the graph's nodes, not from the warning numba's
+    backend gives at compile time, which a warm disk cache leaves out (the backend, and so
+    the last bits of the draws, then depended on the cache).  Asked twice, same answer."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_trees.structure import _numba_object_mode
+
+    x = pt.dvector("x")
+    slow = pytensor.function([x], pt.exp(x) + pt.tri_gamma(x), mode="NUMBA")
+    fast = pytensor.function([x], 2 * pt.gammaln(x), mode="NUMBA")
+    for _ in range(2):
+        assert _numba_object_mode(slow) and not _numba_object_mode(fast)
