@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m pymc_trees.demo
+	$(PY) -m pymc_trees.comparison.demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15 tests

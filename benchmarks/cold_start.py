@@ -29,7 +29,7 @@ t0 = time.perf_counter()
 import numpy as np
 import pymc as pm
 import pymc_trees as pmt
-from pymc_trees.datasets import friedman1
+from pymc_trees.comparison.datasets import friedman1
 t1 = time.perf_counter()
 X, y, _ = friedman1(1000, rng=1)
 with pm.Model():

@@ -98,7 +98,7 @@ def main(argv=None):
     import pymc as pm
 
     import pymc_trees as pmt
-    from pymc_trees.datasets import friedman1, friedman1_f
+    from pymc_trees.comparison.datasets import friedman1, friedman1_f
 
     X, y, _ = friedman1(a.n, rng=a.seed)
     X_new = np.random.default_rng(a.seed + 1).uniform(size=(5_000, X.shape[1]))

@@ -32,9 +32,9 @@ import time
 import arviz as az
 import numpy as np
 
-from pymc_trees.calibration import leaf_calibration, noise_prior
-from pymc_trees.datasets import friedman1
-from pymc_trees.sampler import ForestSampler, TreePrior, _move_cumprobs
+from pymc_trees.bart.calibration import leaf_calibration, noise_prior
+from pymc_trees.comparison.datasets import friedman1
+from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
 
 SAMPLERS = {
     "PG(10)": ("pg", 10),
@@ -79,7 +79,7 @@ def run_chain(kind, arg, X, y, X_test, budget, seed, m=200):
     a0, b0 = noise_prior(X, y)
     z = y - offset
     sigma2 = float(np.var(y))
-    cp = _move_cumprobs(arg) if kind == "cgm" else None
+    cp = move_cumulative_probs(arg) if kind == "cgm" else None
     times, sigmas, f_test = [], [], []
     clock = 0.0
     while clock < budget:

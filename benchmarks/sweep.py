@@ -36,8 +36,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 
 import numpy as np
 
-from pymc_trees.datasets import friedman1
-from pymc_trees.sampler import ForestSampler, TreePrior, _move_cumprobs
+from pymc_trees.comparison.datasets import friedman1
+from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
 
 
 def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
@@ -45,7 +45,7 @@ def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
     offset = 0.5 * (y.max() + y.min())
     sd = (y.max() - y.min()) / (2 * 2 * np.sqrt(200))
     fs = ForestSampler(X, TreePrior(m=200), offset, sd)
-    cp = _move_cumprobs(moves) if not particles else None
+    cp = move_cumulative_probs(moves) if not particles else None
     z = y - offset
     sigma2 = np.var(y)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_trees as pmt
-from pymc_trees.datasets import friedman1
+from pymc_trees.comparison.datasets import friedman1
 
 
 def du(path):

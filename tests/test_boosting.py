@@ -139,7 +139,7 @@ def test_exact_kernel_equals_naive_greedy(params, nan_frac):
             nodes = fo.nodes[fo.start[t]:fo.start[t + 1]].copy()
             nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] - fo.start[t], -1)
             assert_same_tree(packed_to_dict(nodes), want, f"tree {t}")
-            from pymc_trees.sampler import PackedForest
+            from pymc_trees.core.packed import PackedForest
 
             margin = margin + PackedForest(np.array([0, nodes.size], np.int32), nodes,
                                            0.0).predict(X)
@@ -207,7 +207,7 @@ def test_hist_kernel_equals_naive_histogram_method(params, nan_frac):
     interleaved histogram copies, sibling subtraction, row partitions and parallel phases must
     not change a split.  Leaf values to 1e-10 (sums taken in other orders)."""
     from pymc_trees.core.binning import bin_data, make_cutpoints
-    from pymc_trees.sampler import PackedForest
+    from pymc_trees.core.packed import PackedForest
 
     X, y = _data(n=400, nan_frac=nan_frac, seed=5)
     cuts, ncuts = make_cutpoints(X, 15, allow_nan=True, weights=np.ones(len(y)))
@@ -484,7 +484,7 @@ def test_max_depth_zero_is_no_depth_limit_as_in_xgboost_hist():
     then often split their missing rows from all their present ones, a partition with two
     encodings of equal gain (missing left or right) of which the naive grower knows one."""
     from pymc_trees.core.binning import bin_data, make_cutpoints
-    from pymc_trees.sampler import PackedForest
+    from pymc_trees.core.packed import PackedForest
 
     X, y = _data(n=300, seed=9)
     kw = dict(n_estimators=3, tree_method="hist", max_bin=16, learning_rate=0.5,

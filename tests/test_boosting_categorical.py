@@ -13,9 +13,9 @@ import pytest
 from sklearn.metrics import log_loss
 
 from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
-from pymc_trees.core import boost
+from pymc_trees.boosting import kernels as boost
 from pymc_trees.core.packed import predict_packed_parallel
-from pymc_trees.tabular import TableSchema
+from pymc_trees.core.tabular import TableSchema
 
 xgb = pytest.importorskip("xgboost")
 
@@ -367,7 +367,7 @@ def test_packed_forest_routes_rows_as_the_training_kernels(tree_method):
         raw = np.zeros(n)
         boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"], b["cats"],
                                b["left"], b["value"], XT, raw)
-        from pymc_trees.boosting import _compact
+        from pymc_trees.boosting.estimators import _compact
 
         nodes, _, _ = _compact(b["feature"], b["threshold"], b["missing_left"], b["cats"],
                                b["left"], b["value"], b["loss_chg"], b["cover"])

@@ -26,7 +26,7 @@ import xarray as xr
 from scipy import stats
 
 import pymc_trees as pmt
-from pymc_trees.core.nodes import REJECTION_MIN_ACCEPT, draw_level_set
+from pymc_trees.bart.kernels.nodes import REJECTION_MIN_ACCEPT, draw_level_set
 
 SAMPLE = dict(tune=30, draws=24, chains=2, random_seed=5, progressbar=False,
               compute_convergence_checks=False)

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from pymc_trees.compare import (LEVEL, compare, crps_bernoulli, crps_normal, crps_poisson,
+from pymc_trees.comparison.run import (LEVEL, compare, crps_bernoulli, crps_normal, crps_poisson,
                                 crps_sample, interval_coverage, load_data, reliability_bins)
-from pymc_trees.report import FIGURES
+from pymc_trees.comparison.report import FIGURES
 
 FAST = dict(m=10, draws=40, tune=40, progress=False)
 
@@ -347,7 +347,7 @@ def test_fewer_rows_than_folds_names_the_input_and_the_fix(tmp_path, capsys):
 
 
 def test_a_fold_with_one_target_value_is_refused_before_any_fit(monkeypatch):
-    cmp = sys.modules["pymc_trees.compare"]  # the package's name compare is the function
+    import pymc_trees.comparison.run as cmp
 
     def no_fit(*args, **kwargs):
         raise AssertionError("refused input must fail before any fit")
@@ -364,17 +364,17 @@ def test_a_fold_with_one_target_value_is_refused_before_any_fit(monkeypatch):
 
 
 def test_cli_passes_min_leaf_and_leaf_sd_to_the_bart_term(tmp_path, capsys, monkeypatch):
-    import pymc_trees
+    import pymc_trees.bart
     from pymc_trees.__main__ import main
 
     seen = []
-    real = pymc_trees.BARTTree
+    real = pymc_trees.bart.BARTTree
 
     def spy(*args, **kwargs):
         seen.append({k: kwargs.get(k) for k in ("min_leaf", "leaf_sd")})
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pymc_trees, "BARTTree", spy)
+    monkeypatch.setattr(pymc_trees.bart, "BARTTree", spy)
     path = tmp_path / "tiny.csv"
     _small(12).to_csv(path, index=False)
     status = main(["compare", str(path), "--target", "y", "--min-leaf", "4", "--leaf-sd",

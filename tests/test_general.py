@@ -24,7 +24,7 @@ import pymc_trees as pmt
 from enumeration import (check_cells, forest_row_partitions, partition_prior_rows,
                          quadrature_posterior)
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.sampler import ForestSampler, TreePrior, _move_cumprobs
+from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
 
 X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
@@ -77,7 +77,7 @@ def _prior():
 def _run_kernel(loglik, leaf_sd, draws, seed, tune=300):
     smp = ForestSampler(X6, TreePrior(m=1, alpha=ALPHA, beta=BETA, min_leaf=1), 0.0, leaf_sd)
     rng = np.random.default_rng(seed)
-    cp = _move_cumprobs(MOVES)
+    cp = move_cumulative_probs(MOVES)
     parts, fs, rates = [], [], []
     for it in range(tune + draws):
         r = smp.general_sweep(rng, loglik, cp)
@@ -98,7 +98,7 @@ def test_gaussian_leaf_proposals_are_exact_conditionals():
 
     smp = ForestSampler(X6, TreePrior(m=3, alpha=ALPHA, beta=BETA, min_leaf=1), 0.0, 0.8)
     rng = np.random.default_rng(5)
-    cp = _move_cumprobs(MOVES)
+    cp = move_cumulative_probs(MOVES)
     leaf = [smp.general_sweep(rng, loglik, cp)["accept_leaf"] for _ in range(200)]
     assert np.min(leaf) == 1.0
 
@@ -131,7 +131,7 @@ def test_general_kernel_matches_enumeration(case):
 def test_model_derivatives_match_the_numpy_likelihood(case):
     """The log-likelihood and derivatives the tree step compiles from the PyMC graph equal
     the hand-written ones the kernel tests use (so those tests cover pm.sample's path)."""
-    from pymc_trees.structure import general_likelihood
+    from pymc_trees.bart.structure import general_likelihood
 
     leaf_sd, loglik, _, model_given_f = CASES[case]
     with pm.Model() as model:
@@ -229,7 +229,7 @@ def test_prune_proposal_stays_inside_its_row_buffer():
     """Pruning the root's two leaves when the left leaf's rows come after the right leaf's
     (X in decreasing order) once wrote one slot past the row buffer (heap corruption that
     crashed a softmax model).  The buffer is a view of a longer array with a sentinel."""
-    from pymc_trees.core import general as gk
+    from pymc_trees.bart.kernels import general as gk
 
     X = np.arange(6.0)[::-1, None]
     smp = ForestSampler(X, TreePrior(m=1, alpha=ALPHA, beta=BETA, min_leaf=1), 0.0, 1.0)
@@ -242,7 +242,7 @@ def test_prune_proposal_stays_inside_its_row_buffer():
 
     f = smp.forest
     for _ in range(200):  # until the tree is the root split in two leaves
-        smp.general_sweep(rng, loglik, _move_cumprobs({"grow": 0.5, "prune": 0.5}))
+        smp.general_sweep(rng, loglik, move_cumulative_probs({"grow": 0.5, "prune": 0.5}))
         if f.n_nodes[0] - f.n_free[0] == 3:
             break
     assert f.n_nodes[0] - f.n_free[0] == 3
@@ -398,7 +398,7 @@ def test_backend_choice_does_not_depend_on_the_compile_cache():
     import pytensor
     import pytensor.tensor as pt
 
-    from pymc_trees.structure import _numba_object_mode
+    from pymc_trees.bart.structure import _numba_object_mode
 
     x = pt.dvector("x")
     slow = pytensor.function([x], pt.exp(x) + pt.tri_gamma(x), mode="NUMBA")

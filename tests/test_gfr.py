@@ -10,10 +10,10 @@ import pymc as pm
 import pytest
 
 from pymc_trees import BARTTree
-from pymc_trees.core.forest import LEAF, forest_values
-from pymc_trees.core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
-from pymc_trees.core.nodes import log_ml
-from pymc_trees.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.kernels.forest import LEAF, forest_values
+from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
+from pymc_trees.bart.kernels.nodes import log_ml
+from pymc_trees.bart.sampler import ForestSampler, TreePrior
 
 
 def _key(f, t, k=0):
@@ -25,7 +25,7 @@ def _key(f, t, k=0):
 
 def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega):
     """Probability of every tree that one grow-from-root update can return, written from the
-    rule in ``pymc_trees.core.gfr`` by plain recursion over row subsets."""
+    rule in ``pymc_trees.bart.kernels.gfr`` by plain recursion over row subsets."""
 
     def ml(rows):
         return math.exp(log_ml(omega[rows].sum(), (omega[rows] * r[rows]).sum(), prec0))

@@ -20,8 +20,9 @@ import xarray as xr  # noqa: E402
 
 import pymc_trees as pmt  # noqa: E402
 from pymc_trees import interpret  # noqa: E402
-from pymc_trees.sampler import NODE_DTYPE, PackedForest  # noqa: E402
-from pymc_trees.trace_io import encode_forests  # noqa: E402
+from pymc_trees.interpret import summaries  # noqa: E402
+from pymc_trees.core.packed import NODE_DTYPE, PackedForest  # noqa: E402
+from pymc_trees.bart.trace_io import encode_forests  # noqa: E402
 
 LEVELS = ("blue", "green", "red")  # codes 0, 1, 2 of the column "colour"
 OFFSET = 0.1
@@ -448,7 +449,7 @@ def test_batches_of_grid_points_and_permutations_give_the_same_numbers(monkeypat
     X = _frame(16, 10)
     whole = interpret.partial_dependence(idata, X, ["x", "colour"], kind="both")
     perm = interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=2)
-    monkeypatch.setattr(interpret, "BATCH_FLOATS", 1)  # one grid point / permutation a call
+    monkeypatch.setattr(summaries, "BATCH_FLOATS", 1)  # one grid point / permutation a call
     xr.testing.assert_identical(
         interpret.partial_dependence(idata, X, ["x", "colour"], kind="both"), whole)
     xr.testing.assert_identical(

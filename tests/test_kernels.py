@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.core.forest import forest_values
-from pymc_trees.core.nodes import log_ml, node_availability, partition
-from pymc_trees.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.kernels.forest import forest_values
+from pymc_trees.bart.kernels.nodes import log_ml, node_availability, partition
+from pymc_trees.bart.sampler import ForestSampler, TreePrior
 
 
 def test_cutpoints_few_distinct_values_are_midpoints():
@@ -144,7 +144,7 @@ def test_forest_state_is_consistent_after_sweeps(sampler, table):
     every leaf keeps >= min_leaf rows; also with missing values in a numeric column (two
     features inside) and a categorical column with a missing level (every rule a valid set of
     the levels present at its node)."""
-    from pymc_trees.core.nodes import goes_left
+    from pymc_trees.bart.kernels.nodes import goes_left
 
     rng = np.random.default_rng(6)
     X = np.column_stack([rng.uniform(size=(200, 2)), rng.integers(0, 3 + 2 * table, 200)])
@@ -250,7 +250,7 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categ
     with categorical splits on a column of level codes (a level goes left when its bit of
     ``cats`` is set)."""
     from pymc_trees.core.packed import predict_packed, predict_packed_parallel
-    from pymc_trees.sampler import NODE_DTYPE
+    from pymc_trees.core.packed import NODE_DTYPE
 
     rng = np.random.default_rng(11)
     nodes = []

@@ -24,8 +24,8 @@ from pymc.sampling.mcmc import assign_step_methods
 from scipy import integrate, stats
 
 import pymc_trees as pmt
-from pymc_trees.core.forest import LEAF
-from pymc_trees.structure import ModelStructureError
+from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.structure import ModelStructureError
 
 RNG = np.random.default_rng(40)
 X = RNG.uniform(size=(40, 2))

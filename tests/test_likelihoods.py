@@ -23,7 +23,7 @@ from scipy import integrate, special, stats
 import pymc_trees as pmt
 from enumeration import (check_cells, forest_row_partitions, partition_prior_rows,
                          quadrature_posterior)
-from pymc_trees.core import augment
+from pymc_trees.bart.kernels import augment
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 # --- the augmentation draws ---------------------------------------------------------------
@@ -85,7 +85,7 @@ def test_pg_series_remainder_sums_against_brute_force():
     """The closed-form sums over all terms behind the series branch's remainder,
     sum_k w_k and sum_k w_k^2 with w_k = 1 / ((k - 1/2)^2 + c^2 / (4 pi^2)), against 2e6 terms
     summed directly plus their 1/N tail, on both sides of the |c| = 1 switch."""
-    from pymc_trees.core.augment import _pg1_sums
+    from pymc_trees.bart.kernels.augment import _pg1_sums
 
     k = np.arange(1, 2_000_001)
     for c in (0.0, 1e-5, 0.3, 0.999, 1.001, 5.0, -50.0, 2000.0):
@@ -223,7 +223,7 @@ FORMS = {
 def test_likelihood_forms_are_read_from_the_graph(form):
     """Each supported spelling gives its family and the affine pieces a, b of its linear
     predictor (including through pm.Deterministic)."""
-    from pymc_trees.structure import tree_likelihood
+    from pymc_trees.bart.structure import tree_likelihood
 
     build, family, a, b = FORMS[form]
     with pm.Model() as model:
@@ -245,11 +245,11 @@ def test_link_calibration():
     y01 = np.array([0, 1, 1, 0, 1, 1, 1, 0])
     counts = np.array([0, 3, 10, 2, 7, 1, 0, 5])
     m, k = 50, 2.0
-    off, sd = pmt.calibration.leaf_calibration(y01, m=m, k=k, link="probit")
+    off, sd = pmt.leaf_calibration(y01, m=m, k=k, link="probit")
     assert np.isclose(off, stats.norm.ppf(5 / 8)) and np.isclose(sd, 3 / (k * np.sqrt(m)))
-    off, sd = pmt.calibration.leaf_calibration(y01, m=m, k=k, link="logit")
+    off, sd = pmt.leaf_calibration(y01, m=m, k=k, link="logit")
     assert np.isclose(off, np.log(5 / 3)) and np.isclose(sd, 1.702 * 3 / (k * np.sqrt(m)))
-    off, sd = pmt.calibration.leaf_calibration(counts, m=m, k=k, link="log")
+    off, sd = pmt.leaf_calibration(counts, m=m, k=k, link="log")
     assert np.isclose(off, np.log(counts.mean()))
     assert np.isclose(sd, np.log(10.5 / 0.5) / (2 * k * np.sqrt(m)))
     X = np.arange(8.0)[:, None]
@@ -258,9 +258,9 @@ def test_link_calibration():
         assert f.owner.op.link == "probit"
         assert np.isclose(f.owner.inputs[3].eval(), stats.norm.ppf(5 / 8))
     with pytest.raises(ValueError, match="0/1 outcomes or proportions"):
-        pmt.calibration.leaf_calibration(counts, link="logit")
+        pmt.leaf_calibration(counts, link="logit")
     with pytest.raises(ValueError, match="link must be one of"):
-        pmt.calibration.leaf_calibration(y01, link="cloglog")
+        pmt.leaf_calibration(y01, link="cloglog")
 
 
 @pytest.mark.parametrize("term_link,likelihood", [(None, "logit"), ("probit", "logit"),

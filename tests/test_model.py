@@ -9,8 +9,8 @@ import pytest
 
 import pymc_trees as pmt
 from pymc.sampling.mcmc import assign_step_methods
-from pymc_trees.datasets import friedman1
-from pymc_trees.distribution import DEFAULT_SAMPLER
+from pymc_trees.comparison.datasets import friedman1
+from pymc_trees.bart.distribution import DEFAULT_SAMPLER
 
 
 def _small_model(seed=0, n=60, m=10, with_intercept=False, sampler=None):

@@ -9,9 +9,9 @@ import pytest
 
 import pymc_trees as pmt
 from pymc.sampling.mcmc import assign_step_methods
-from pymc_trees.core.nodes import log_ml
-from pymc_trees.core.pg import split_rows
-from pymc_trees.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.kernels.nodes import log_ml
+from pymc_trees.bart.kernels.pg import split_rows
+from pymc_trees.bart.sampler import ForestSampler, TreePrior
 
 
 def _gauss_logml(r, omega, sd):

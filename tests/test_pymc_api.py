@@ -388,7 +388,7 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
         ll = pmt.compute_log_likelihood(left, extend_inferencedata=False)
     ref = pm.compute_log_likelihood(kept, model=model, extend_inferencedata=False)
     np.testing.assert_allclose(ll["y"].values, ref["y"].values, rtol=1e-12)
-    monkeypatch.setattr("pymc_trees.distribution.KEEP_VALUES_MAX_ROWS", 100)
+    monkeypatch.setattr("pymc_trees.bart.distribution.KEEP_VALUES_MAX_ROWS", 100)
     assert "f" not in _keep_values_fit(None)[2].posterior  # 120 rows > 100
     assert "f" in _keep_values_fit(None, n=90)[2].posterior
     assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior

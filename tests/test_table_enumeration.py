@@ -92,7 +92,7 @@ def test_subset_count_matches_brute_force():
     against counting all subsets, for random level counts with absent levels."""
     import itertools
 
-    from pymc_trees.core.nodes import _subset_count
+    from pymc_trees.bart.kernels.nodes import _subset_count
 
     rng = np.random.default_rng(3)
     for _ in range(300):
@@ -115,8 +115,8 @@ def test_level_sets_are_drawn_uniformly_among_the_valid_ones():
     square over 60,000 draws), none other is drawn, and N is the kernels' subset count."""
     from scipy import stats
 
-    from pymc_trees.core.forest import LEAF
-    from pymc_trees.sampler import ForestSampler, TreePrior
+    from pymc_trees.bart.kernels.forest import LEAF
+    from pymc_trees.bart.sampler import ForestSampler, TreePrior
 
     X = XC[:, :1]
     fs = ForestSampler(X, TreePrior(m=60000, alpha=0.999, beta=0.0, min_leaf=2), 0.0, 1.0,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pymc_trees.tabular import KINDS, TableSchema
+from pymc_trees.core.tabular import KINDS, TableSchema
 
 
 def _frame():

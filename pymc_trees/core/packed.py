@@ -4,101 +4,75 @@ on the raw feature scale, so that new rows need no binning."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 
-from .forest import LEAF
-
-__all__ = ["pack_forest", "predict_packed", "predict_packed_parallel", "relink_packed",
-           "predict_draws"]
+__all__ = ["NODE_DTYPE", "PackedForest", "predict_packed", "predict_packed_parallel",
+           "relink_packed", "predict_draws", "predict_ragged"]
 
 
-@numba.njit(cache=True)
-def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap, thr_tab,
-                ml_tab, nlev, nan_bin, nodes):
-    """Fill the structured array ``nodes`` (one entry per used node slot; fields feature, left,
-    threshold, value, missing_left, cats) and return ``start`` of shape (m + 1,): tree ``t``
-    occupies ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node
-    are stored side by side (right = left + 1); ``feature`` is -1 at leaves.
+NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
+                       ("value", np.float64), ("missing_left", np.uint8), ("cats", np.uint64)])
 
-    The sampler's features (``var``) may differ from the data's columns: ``fmap[v]`` is the
-    column of sampler feature v.  A numeric rule ``c >= 0`` of feature v becomes the
-    threshold ``thr_tab[v, c]`` with ``missing_left = ml_tab[v, c]``; ``ml_tab`` -1 means that
-    the training rows say nothing about where a NaN goes (the column had none), and the
-    direction is drawn from the prior, a fair coin per node.  A categorical rule ``c = ~S``
-    becomes the bit set ``cats`` over the column's ``nlev[v]`` level codes: the levels
-    present at the node (``-amask[t, k, v]``, see :mod:`pymc_trees.core.nodes`) go where
-    ``S`` says, each absent level by a fair coin, and a NaN goes where the set says of the
-    missing level (bin ``nan_bin[v]``) when the node has missing rows, else by a coin.  A
-    categorical node always has ``cats != 0``: when no level goes left the node is stored
-    mirrored (children swapped, the set complemented), which routes every row the same way.
+
+@dataclass(slots=True)
+class PackedForest:
+    """One posterior draw of a sum-of-trees term, ready for prediction at new rows.
+
+    Attributes
+    ----------
+    start : ndarray of shape (m + 1,), dtype int32
+        Tree ``t`` occupies ``nodes[start[t]:start[t+1]]``, root first.
+    nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
+        ``feature`` (-1 at leaves), ``left`` (absolute index of the left child; the right child
+        follows it), ``threshold`` (a row goes left when ``x[feature] <= threshold``) and
+        ``value`` (leaf value), ``missing_left`` (where a row with NaN in ``feature``
+        goes: 1 left, 0 right) and ``cats`` (0 for a numeric split; at a categorical split
+        the bit set of the level codes that go left, and then ``threshold`` is unused).
+    offset : float
+        Constant added to the sum of trees.
     """
-    m = var.shape[0]
-    start = np.zeros(m + 1, np.int32)
-    for t in range(m):
-        start[t + 1] = start[t] + n_nodes[t] - n_free[t]
-    stack = np.empty(max(1, var.shape[1]), np.int32)
-    dest = np.empty(max(1, var.shape[1]), np.int32)
-    for t in range(m):
-        nxt = start[t]
-        stack[0] = 0
-        dest[0] = nxt
-        nxt += 1
-        top = 1
-        while top > 0:
-            top -= 1
-            k = stack[top]
-            o = dest[top]
-            v = var[t, k]
-            nodes[o].cats = 0
-            if v == LEAF:
-                nodes[o].feature = -1
-                nodes[o].left = -1
-                nodes[o].threshold = 0.0
-                nodes[o].value = value[t, k]
-                nodes[o].missing_left = 1
-                continue
-            nodes[o].feature = fmap[v]
-            nodes[o].left = nxt
-            nodes[o].value = 0.0
-            c = cut[t, k]
-            kl = left[t, k]
-            kr = right[t, k]
-            if c >= 0:
-                nodes[o].threshold = thr_tab[v, c]
-                ml = ml_tab[v, c]
-                nodes[o].missing_left = (rng.random() < 0.5) if ml < 0 else ml
-            else:
-                S = np.uint64(~c)
-                P = np.uint64(-amask[t, k, v])
-                one = np.uint64(1)
-                cats = np.uint64(0)
-                for b in range(nlev[v]):
-                    bb = np.uint64(b)
-                    if (P >> bb) & one:
-                        bit = (S >> bb) & one
-                    else:
-                        bit = np.uint64(rng.random() < 0.5)
-                    cats |= bit << bb
-                nb = nan_bin[v]
-                if nb >= 0 and (P >> np.uint64(nb)) & one:
-                    mleft = np.uint8((S >> np.uint64(nb)) & one)
-                else:
-                    mleft = np.uint8(rng.random() < 0.5)
-                if cats == 0:
-                    cats = ~cats >> np.uint64(64 - nlev[v])
-                    mleft = 1 - mleft
-                    kl, kr = kr, kl
-                nodes[o].threshold = 0.0
-                nodes[o].cats = cats
-                nodes[o].missing_left = mleft
-            stack[top] = kr
-            dest[top] = nxt + 1
-            stack[top + 1] = kl
-            dest[top + 1] = nxt
-            top += 2
-            nxt += 2
-    return start
+
+    start: np.ndarray
+    nodes: np.ndarray
+    offset: float
+
+    @property
+    def m(self) -> int:
+        return self.start.size - 1
+
+    @property
+    def feature(self) -> np.ndarray:
+        return self.nodes["feature"]
+
+    @property
+    def threshold(self) -> np.ndarray:
+        return self.nodes["threshold"]
+
+    @property
+    def left(self) -> np.ndarray:
+        return self.nodes["left"]
+
+    @property
+    def right(self) -> np.ndarray:
+        left = self.nodes["left"]
+        return np.where(left >= 0, left + 1, -1).astype(np.int32)
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.nodes["value"]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Value of the term at rows X, an ndarray of shape (n, p); returns shape (n,)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        out = np.empty(X.shape[0])
+        predict_packed(self.start, self.nodes, float(self.offset), X, out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"PackedForest(m={self.m}, nodes={self.nodes.size})"
 
 
 PREDICT_BLOCK = 64
@@ -239,3 +213,12 @@ def predict_draws(starts, nodes, offset, X, out):
     (D, m + 1) holds absolute root indices into the shared ``nodes``; out has shape (D, n)."""
     for d in range(starts.shape[0]):
         predict_packed(starts[d], nodes, offset, X, out[d])
+
+
+@numba.njit(cache=True, parallel=True)
+def predict_ragged(roots, ptr, nodes, offsets, X, out):
+    """``out[r] = offsets[r] + sum of the trees of row r`` at the rows of X, rows shared among
+    threads.  Row r holds the trees whose roots are ``roots[ptr[r]:ptr[r+1]]`` (contiguous in
+    ``nodes``; ``roots[ptr[r+1]]`` ends the last one); a row may hold no tree."""
+    for r in numba.prange(ptr.shape[0] - 1):
+        predict_packed(roots[ptr[r]:ptr[r + 1] + 1], nodes, offsets[r], X, out[r])

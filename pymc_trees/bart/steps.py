@@ -21,13 +21,13 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc.logprob.transforms import LogTransform
 from pytensor.graph.traversal import ancestors
 
-from ._pymc_calls import pymc_frame
-from .distribution import BARTTreeRV, categorical_columns
-from .tabular import mark_missing
-from .core.forest import split_prior_gibbs
-from .sampler import MOVES, ForestSampler, OutputSamplers, _move_cumprobs
-from .structure import (ModelStructureError, NotAugmentable, general_likelihood, level_shifts,
-                        noise_likelihood, tree_likelihood)
+from pymc_trees.bart.pymc_calls import pymc_frame
+from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns
+from pymc_trees.core.tabular import mark_missing
+from pymc_trees.bart.kernels.forest import split_prior_gibbs
+from pymc_trees.bart.sampler import MOVES, ForestSampler, OutputSamplers, move_cumulative_probs
+from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
+                                       level_shifts, noise_likelihood, tree_likelihood)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
            "split_prior_rvs", "split_concentration_rvs"]
@@ -37,7 +37,7 @@ DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 
 def forest_stat_name(var_name: str) -> str:
     """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
-    DataTree, see :mod:`pymc_trees.trace_io`)."""
+    DataTree, see :mod:`pymc_trees.bart.trace_io`)."""
     return f"{var_name}_forest"
 
 
@@ -481,7 +481,7 @@ class _TreeStep(BlockedStep):
 
     def _draw_split_prior(self, point) -> np.ndarray:
         """Exact update of the split probabilities s (DART) given the forest: the Gibbs step
-        of :func:`pymc_trees.core.forest.split_prior_gibbs`, with the Dirichlet's
+        of :func:`pymc_trees.bart.kernels.forest.split_prior_gibbs`, with the Dirichlet's
         concentration evaluated at the point.  Returns the transformed value."""
         f = self.sampler.forest
         a = np.asarray(self._split_conc(point), dtype=np.float64)
@@ -540,7 +540,7 @@ class CGMTreeStep(_TreeStep):
         .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
     warm_start : int, default 10
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
-        grow-from-root sweep (:mod:`pymc_trees.core.gfr`) instead of the exact update, to
+        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update, to
         start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"warm_start": 0})``.
@@ -566,7 +566,7 @@ class CGMTreeStep(_TreeStep):
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
                  warm_start: int = 10):
         self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
-        self._move_cp = _move_cumprobs(self.move_probs)
+        self._move_cp = move_cumulative_probs(self.move_probs)
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
     def _sweep(self, z, omega):
@@ -592,7 +592,7 @@ class PGTreeStep(_TreeStep):
     num_particles : int, default 10
     warm_start : int, default 10
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
-        grow-from-root sweep (:mod:`pymc_trees.core.gfr`) instead of the exact update, to
+        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update, to
         start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"warm_start": 0})``.

@@ -15,14 +15,15 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
-from ._pymc_calls import pymc_frame
-from .calibration import leaf_calibration
-from .features import MAX_LEVELS
-from .sampler import ForestSampler, TreePrior
-from .tabular import TableSchema, mark_missing
+from pymc_trees.bart.pymc_calls import pymc_frame
+from pymc_trees.bart.calibration import leaf_calibration
+from pymc_trees.core.features import MAX_LEVELS
+from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
-           "KEEP_VALUES_MAX_ROWS", "keeps_values"]
+           "KEEP_VALUES_MAX_ROWS", "keeps_values", "tree_terms", "column_names",
+           "data_value"]
 
 PPC_ADVICE = (
     "Call pmt.sample_posterior_predictive(idata, ...) instead, with the same arguments as "
@@ -101,7 +102,7 @@ class BARTTreeRV(RandomVariable):
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
-        from .core.forest import forest_values
+        from pymc_trees.bart.kernels.forest import forest_values
 
         out = np.empty((1 if self.outputs is None else self.outputs, n))
         for j in range(out.shape[0]):
@@ -136,7 +137,7 @@ class BARTTree(Distribution):
         value, in any column and any fraction of rows: every split rule also says where
         missing values go (``docs/design.md``, "Missing values and categorical columns").
         A DataFrame may have numeric, bool, ``category`` and string columns (read by
-        :class:`pymc_trees.tabular.TableSchema`): unordered categories and strings are split
+        :class:`pymc_trees.core.tabular.TableSchema`): unordered categories and strings are split
         by sets of levels, ordered categories like numbers.  Training column names and
         levels are kept (a DataFrame's columns, or the coords of a ``pm.Data``'s second dim)
         so that :func:`pymc_trees.predict` matches DataFrames by name and label.
@@ -146,7 +147,7 @@ class BARTTree(Distribution):
         transform, whatever the link).  Only calibrates the prior, for ``link``: with the
         identity link ``offset = (max Y + min Y) / 2`` and
         ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links transform it
-        themselves (:func:`pymc_trees.calibration.leaf_calibration`).  It is not the
+        themselves (:func:`pymc_trees.bart.calibration.leaf_calibration`).  It is not the
         likelihood.
     m : int, default 200
         Number of trees (a positive integer).
@@ -186,7 +187,8 @@ class BARTTree(Distribution):
         benchmark).  Either can also be passed explicitly with ``pm.sample(step=...)``.
     categorical : sequence of int or str, boolean array of shape (p,), or TableSchema, optional
         Columns of a numeric X (array or ``pm.Data``) that hold integer level codes
-        ``0, 1, ...`` to be split by sets of levels.  A :class:`~pymc_trees.tabular.TableSchema`
+        ``0, 1, ...`` to be split by sets of levels.  A
+        :class:`~pymc_trees.core.tabular.TableSchema`
         says that X holds its encoding (``schema.encode(df)``): the way to put categorical
         columns in a ``pm.Data`` and change them with ``pm.set_data``.  A DataFrame's
         categorical columns are read from its dtypes.  At most 31 levels per column (a
@@ -252,7 +254,7 @@ class BARTTree(Distribution):
                              "as a single leaf (f = offset) and the tree step moves from there. "
                              "Remove initval.")
         model = Model.get_context(error_if_none=False)
-        columns = _column_names(X, model) if columns is None else _given_names(columns)
+        columns = column_names(X, model) if columns is None else _given_names(columns)
         schema, X = table_schema(X, categorical, columns, missing)
         rv = super().__new__(cls, name, X, Y=Y, m=m, alpha=alpha, beta=beta, k=k,
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
@@ -276,7 +278,7 @@ class BARTTree(Distribution):
                 raise ValueError(f"missing must be a finite number that marks missing entries "
                                  f"of X (NaN always does); got {missing!r}.")
             missing = float(missing)
-        columns = _column_names(X, None) if columns is None else _given_names(columns)
+        columns = column_names(X, None) if columns is None else _given_names(columns)
         schema, X = table_schema(X, categorical, columns, missing)
         columns = schema.names if schema.named else None
         if keep_values is not None and not isinstance(keep_values, (bool, np.bool_)):
@@ -290,7 +292,7 @@ class BARTTree(Distribution):
             raise ValueError(f"m (the number of trees) must be a positive integer; got {m!r}.")
         if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Integral):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
-        X_value = schema.encode(_data_value(X, missing), what="X")  # checks a pm.Data's codes
+        X_value = schema.encode(data_value(X, missing), what="X")  # checks a pm.Data's codes
         _check_training_rows(X_value, int(min_leaf), schema)
         _check_Y(Y, X_value.shape[0], link)
         if link is None and Y is not None:
@@ -410,7 +412,7 @@ def table_schema(X, categorical, columns, missing=None) -> tuple[TableSchema, ob
     if not isinstance(X, Variable):
         schema, X = TableSchema.from_training(X, categorical)
     else:
-        value = _data_value(pt.as_tensor_variable(X), missing)
+        value = data_value(pt.as_tensor_variable(X), missing)
         if value.ndim != 2:  # refused by dist, with the reason
             return TableSchema.from_training(np.zeros((1, 1)))[0], X
         schema, _ = TableSchema.from_training(value, categorical)
@@ -457,7 +459,7 @@ def _check_Y(Y, n: int, link: str | None) -> None:
             "term of shape (k, n) pass the one response all outputs are calibrated on.")
 
 
-def _column_names(X, model) -> tuple[str, ...] | None:
+def column_names(X, model) -> tuple[str, ...] | None:
     """Training column names: a DataFrame's columns, or the coords of the second dim of a
     ``pm.Data`` registered with dims (None when the columns have no names)."""
     cols = getattr(X, "columns", None)
@@ -470,7 +472,7 @@ def _column_names(X, model) -> tuple[str, ...] | None:
     return None
 
 
-def _data_value(X, missing: float | None = None) -> np.ndarray:
+def data_value(X, missing: float | None = None) -> np.ndarray:
     """The current value of X (data, or an expression of ``pm.Data`` and constants), with
     the entries equal to ``missing`` (if given) made NaN."""
     if any(v.owner is not None and isinstance(v.owner.op, RandomVariable)
@@ -560,3 +562,7 @@ def _entry_value(e):
             return None
     return int(val)
 
+
+def tree_terms(model) -> list:
+    """The BARTTree variables of a model, in the order of ``model.free_RVs``."""
+    return [rv for rv in model.free_RVs if isinstance(rv.owner.op, BARTTreeRV)]

@@ -23,7 +23,7 @@ with this encoding, per tree term ``<name>``:
 * coordinate ``<name>_column``: the training column names (``"0"``, ``"1"``, ... when X had
   none, with attribute ``named = 0``); for a term with categorical or ordinal columns its
   attributes ``kinds`` and ``levels`` (JSON) hold the rest of the
-  :class:`~pymc_trees.tabular.TableSchema`, so that new rows are encoded as in training.
+  :class:`~pymc_trees.core.tabular.TableSchema`, so that new rows are encoded as in training.
 
 Nodes are concatenated draw after draw (chain-major), tree after tree, each tree in the
 depth-first pair layout of :func:`~pymc_trees.core.packed.pack_forest`, so the left-child
@@ -39,9 +39,9 @@ import json
 import numpy as np
 import xarray as xr
 
-from .core.packed import relink_packed
-from .sampler import NODE_DTYPE, PackedForest
-from .tabular import TableSchema
+from pymc_trees.core.packed import relink_packed
+from pymc_trees.core.packed import NODE_DTYPE, PackedForest
+from pymc_trees.core.tabular import TableSchema
 
 __all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "install"]
 
@@ -309,10 +309,9 @@ def _term_columns(model, name):
 
 def _trace_vars(model, trace_vars):
     """PyMC's default trace variables (``model.unobserved_value_vars``) without the tree
-    terms whose values are not kept (:func:`pymc_trees.distribution.keeps_values`); None
+    terms whose values are not kept (:func:`pymc_trees.bart.distribution.keeps_values`); None
     (PyMC's default) when every term keeps them or ``var_names`` chose the variables."""
-    from .distribution import keeps_values
-    from .predictive import tree_terms
+    from pymc_trees.bart.distribution import keeps_values, tree_terms
 
     if trace_vars is not None or model is None:
         return trace_vars

@@ -11,31 +11,18 @@ plain PyMC call refuses loudly instead of answering wrongly (see ``docs/design.m
 
 from __future__ import annotations
 
-import contextvars
-
 import numpy as np
 import pymc as pm
 from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from .distribution import PPC_ADVICE, BARTTreeRV, _column_names, _data_value
-from .predict import check_new_rows, evaluate
-from .trace_io import read_forests
+from pymc_trees.bart.distribution import column_names, data_value, tree_terms
+from pymc_trees.bart.ppc_guard import evaluated_at_current_x
+from pymc_trees.results.predict import check_new_rows, evaluate
+from pymc_trees.bart.trace_io import read_forests
 
-__all__ = ["sample_posterior_predictive", "compute_log_likelihood", "tree_terms",
-           "install_refusal"]
-
-# Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
-# computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
-_AT_CURRENT_X: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
-    "pymc_trees_terms_at_current_x", default=frozenset())
-
-
-def tree_terms(model) -> list:
-    """The BARTTree variables of a model."""
-    return [rv for rv in model.free_RVs if isinstance(rv.owner.op, BARTTreeRV)]
-
+__all__ = ["sample_posterior_predictive", "compute_log_likelihood"]
 
 def _as_list(x):
     return None if x is None else ([x] if isinstance(x, str) else list(x))
@@ -101,13 +88,13 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     posterior = posterior.drop_vars(stale)
     for rv in terms:
         tf = read_forests(trace, rv.name)
-        current = _column_names(rv.owner.inputs[2], model)
+        current = column_names(rv.owner.inputs[2], model)
         if tf.columns is not None and current is not None and tuple(current) != tf.columns:
             raise ValueError(f"The columns of X for {rv.name!r} are now {list(current)} but "
                              f"the trees were fit on {list(tf.columns)}. pm.set_data takes "
                              "arrays: pass the new rows with the training columns in the "
                              "training order (and the same coords).")
-        X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+        X = check_new_rows(data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
         _check_same_draws(tf, posterior, dims, rv.name)
@@ -120,13 +107,10 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     for g in ("constant_data", "observed_data"):
         if g in trace.children:
             groups[g] = trace[g].to_dataset()
-    token = _AT_CURRENT_X.set(frozenset(names))
-    try:
+    with evaluated_at_current_x(names):
         result = pm.sample_posterior_predictive(
             DataTree.from_dict(groups), model, var_names=var_names, sample_vars=sample_vars,
             freeze_vars=freeze_vars, extend_inferencedata=False, **passthrough)
-    finally:
-        _AT_CURRENT_X.reset(token)
     if extend_inferencedata and return_inferencedata:
         for group in result.children:
             trace[group] = result[group]
@@ -184,7 +168,7 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         if rv.name in posterior:
             continue
         tf = read_forests(idata, rv.name)
-        X = check_new_rows(_data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+        X = check_new_rows(data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
         dims = model.named_vars_to_dims.get(rv.name) or tuple(
@@ -198,68 +182,3 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         idata["log_likelihood"] = ds
         return idata
     return ds
-
-
-def stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed) -> dict[str, list[str]]:
-    """The tree terms whose trace values PyMC's posterior predictive would reuse although
-    data upstream of their X changed: ``{name: [changed data]}``.
-
-    ``vars_in_trace``: the variables whose trace values PyMC may reuse; ``volatile_vars``: the
-    ones it redraws (``sample_vars``, refused by the term's ``rng_fn``); ``is_changed(v)``:
-    whether the root variable ``v`` (a ``pm.Data``, a coord length) differs from its value at
-    sampling time.  Terms just evaluated at the current X by :func:`sample_posterior_predictive`
-    are not stale.
-    """
-    done = _AT_CURRENT_X.get()
-    out = {}
-    for rv in tree_terms(model):
-        if rv not in vars_in_trace or rv in volatile_vars or rv.name in done:
-            continue
-        changed = sorted({a.name or "<unnamed>" for a in ancestors([rv.owner.inputs[2]])
-                          if a.owner is None and is_changed(a)})
-        if changed:
-            out[rv.name] = changed
-    return out
-
-
-def install_refusal() -> None:
-    """Make ``pm.sample_posterior_predictive`` refuse to reuse the training-row values of a
-    tree term whose X changed (``pm.set_data``), whatever the warnings filters say and also
-    with ``freeze_vars=[term]``.
-
-    PyMC decides which trace variables to reuse ("freeze") in ``sample_posterior_predictive``
-    and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
-    that decision: the trace variables, the redrawn ones, and the data values at sampling
-    time.  That call is wrapped once: before PyMC's own warning, tree terms whose X depends on
-    changed data raise a ``ValueError`` with :data:`~pymc_trees.distribution.PPC_ADVICE`.
-    """
-    from pymc.sampling import forward
-
-    original = getattr(forward, "_maybe_warn_implicit_freeze", None)
-    if original is None or not hasattr(forward, "_data_var_is_volatile"):
-        raise ImportError(
-            "pymc_trees needs pymc.sampling.forward._maybe_warn_implicit_freeze and "
-            "_data_var_is_volatile (PyMC 6.3 to 6.x) to refuse wrong posterior predictive "
-            f"draws of tree terms; this PyMC ({pm.__version__}) has none. Install a "
-            "supported PyMC (pip install 'pymc>=6.3,<7').")
-    if getattr(original, "_pymc_trees", False):
-        return
-
-    def refuse_then_warn(**kwargs):
-        constant_data = kwargs["constant_data"]
-        stale = stale_tree_terms(
-            kwargs["model"], kwargs["vars_in_trace_set"], kwargs["volatile_vars"],
-            lambda v: forward._data_var_is_volatile(v, constant_data))
-        if stale:
-            what = "; ".join(f"{name!r} (its X depends on {', '.join(changed)})"
-                             for name, changed in stale.items())
-            raise ValueError(
-                "pm.sample_posterior_predictive would reuse the training-row values of tree "
-                f"term(s) {what} after that data changed (implicitly, or through "
-                "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)
-        return original(**kwargs)
-
-    refuse_then_warn._pymc_trees = True
-    refuse_then_warn.__wrapped__ = original
-    refuse_then_warn.__doc__ = original.__doc__
-    forward._maybe_warn_implicit_freeze = refuse_then_warn

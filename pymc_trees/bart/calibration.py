@@ -118,7 +118,7 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
     (alpha, beta) : tuple of float
         Use as ``pm.InverseGamma("sigma2", *noise_prior(X, y))``.
     """
-    from .tabular import TableSchema
+    from pymc_trees.core.tabular import TableSchema
 
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or not np.all(np.isfinite(y)):

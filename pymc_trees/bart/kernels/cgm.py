@@ -12,21 +12,11 @@ import math
 import numba
 import numpy as np
 
-from .forest import LEAF, load_mask, store_mask
-from .nodes import (
-    alloc_node,
-    availability_from_hist,
-    count_bins,
-    draw_leaf_values,
-    draw_node_rule,
-    free_node,
-    log_1m_psplit,
-    log_ml,
-    log_psplit,
-    node_availability,
-    rule_valid,
-    split_node,
-)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
+                                           draw_leaf_values, draw_node_rule, free_node,
+                                           log_1m_psplit, log_ml, log_psplit, node_availability,
+                                           rule_valid, split_node)
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "new_scratch", "cgm_sweep",
            "forest_summary"]
@@ -43,7 +33,7 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
     capacity.  ``tmp`` (n) is the partitions' buffer; ``nmask`` has one extra row per node
     for the proposed masks, plus two.
     """
-    from .forest import mask_dtype, mask_width
+    from pymc_trees.bart.kernels.forest import mask_dtype, mask_width
 
     K = capacity
     return (
@@ -57,7 +47,7 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
 
 
 @numba.njit(cache=True)
-def _partition(XbT, idx, start, end, v, c, tmp):
+def partition_rows(XbT, idx, start, end, v, c, tmp):
     """Stable partition of ``idx[start:end]``: rows going left under rule ``c`` of feature
     ``v`` first (``XbT[v, i] <= c``, or level ``XbT[v, i]`` in the set ``~c``), returns the
     split position.  ``XbT`` is the binned data feature-major (shape (p, n), narrowest
@@ -123,7 +113,7 @@ def _node_class(t, k, var, left, right, parent, wavail):
 
 
 @numba.njit(cache=True)
-def _count(t, flag, var, left, right, parent, wavail, n_nodes):
+def count_nodes(t, flag, var, left, right, parent, wavail, n_nodes):
     c = 0
     for k in range(n_nodes[t]):
         if _node_class(t, k, var, left, right, parent, wavail) & flag:
@@ -132,7 +122,7 @@ def _count(t, flag, var, left, right, parent, wavail, n_nodes):
 
 
 @numba.njit(cache=True)
-def _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes):
+def pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes):
     """A node of class ``flag`` chosen uniformly among the ``count`` such nodes."""
     pick = min(int(rng.random() * count), count - 1)
     for k in range(n_nodes[t]):
@@ -189,7 +179,7 @@ def split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack, to
     by the subtree routing of the conjugate (here) and the general moves."""
     s = seg_s[k]
     e = seg_e[k]
-    mid = _partition(XbT, idx, s, e, var[t, k], cut[t, k], tmp)
+    mid = partition_rows(XbT, idx, s, e, var[t, k], cut[t, k], tmp)
     kl = left[t, k]
     kr = right[t, k]
     seg_s[kl] = s
@@ -210,7 +200,7 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
     Returns the leaf log marginal likelihoods plus ``log p_split`` of every internal node: an
     upper bound of the subtree's full log factor, whose remaining factors (rule
     probabilities ``split_prior[v] / wsum / nc`` of available rules, and ``1 - p_split`` of
-    splittable leaves) are all at most 1 (:func:`_prior_subtree` adds them)."""
+    splittable leaves) are all at most 1 (:func:`prior_subtree` adds them)."""
     total = 0.0
     seg_s[root] = 0
     seg_e[root] = cnt
@@ -240,7 +230,7 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
 
 
 @numba.njit(cache=True)
-def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf, split_prior,
+def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf, split_prior,
                    alpha, beta, var, cut, left, right, depth, idx, hist, lo, hi, nwav, nnc,
                    seg_s, seg_e, stack, nmask):
     """The factors :func:`_route_subtree` leaves out, from the available cutpoints of every
@@ -283,7 +273,7 @@ def _prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_lea
 
 
 @numba.njit(cache=True)
-def _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
+def commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                     nwav, nnc, seg_s, seg_e, stack, amask, nmask):
     stack[0] = root
     top = 1
@@ -306,7 +296,7 @@ def _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W
 
 
 @numba.njit(cache=True)
-def _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx):
+def collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx):
     _mark_subtree(t, root, var, left, right, stack, in_sub, True)
     n = leaf_of_row.shape[1]
     cnt = 0
@@ -322,11 +312,11 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
           cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
           omega, idx, hist, lo, hi, W, S, amask, nmask, tmp):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
-    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
         return -1
-    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = _pick(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
     n = leaf_of_row.shape[1]
     cnt = 0
     for i in range(n):  # written always, kept when in the leaf: no branch on the data
@@ -336,7 +326,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
                               min_leaf)
-    mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     WL = 0.0
     SL = 0.0
     WR = 0.0
@@ -399,11 +389,11 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
 @numba.njit(cache=True)
 def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail, free,
            n_free, n_nodes, leaf_of_row, W, S):
-    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
         return -1
-    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    eta = _pick(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
     kl = left[t, eta]
     kr = right[t, eta]
     d = depth[t, eta]
@@ -442,10 +432,10 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
                     in_sub, amask, nmask, tmp):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
-    count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
+    count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
         return -1
-    chosen = _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
+    chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
@@ -461,7 +451,7 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
             # The proposal would leave both children with the same rule; its reverse move
             # (swap with both children) does not lead back, so the move has ratio 0.
             return 0
-    cnt = _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+    cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
     old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
                        split_prior, alpha, beta, prec0, stack)
     if is_swap:
@@ -487,12 +477,12 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
     # the rules' availability is counted only when the bound does not already reject
     accept = _accept_u(u, bound)
     if accept:
-        rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
+        rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
         accept = valid and _accept_u(u, bound + rest)
     if accept:
-        _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
+        commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                         nwav, nnc, seg_s, seg_e, stack, amask, nmask)
         return 1
     var[t, root] = v_root

@@ -19,8 +19,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF, store_mask
-from .nodes import draw_leaf_values, draw_node_rule, goes_left, log_ml, node_availability
+from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
+from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_node_rule, goes_left, log_ml,
+                                           node_availability)
 
 __all__ = ["PI_FIELDS", "PF_FIELDS", "new_particles", "new_node_cache", "pg_tree_update",
            "split_rows"]

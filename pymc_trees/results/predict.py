@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .core.packed import predict_draws
-from .tabular import TableSchema, mark_missing
-from .trace_io import TermForests, read_forests
+from pymc_trees.core.packed import predict_draws
+from pymc_trees.core.tabular import TableSchema, mark_missing
+from pymc_trees.bart.trace_io import TermForests, read_forests
 
 __all__ = ["predict", "forests", "check_new_rows"]
 
@@ -38,7 +38,7 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
                    what: str = "X_new", schema: TableSchema | None = None,
                    missing: float | None = None) -> np.ndarray:
     """New rows as a float64 matrix in the training column order, encoded as the training
-    X was (:meth:`pymc_trees.tabular.TableSchema.encode`); entries equal to ``missing`` (the
+    X was (:meth:`pymc_trees.core.tabular.TableSchema.encode`); entries equal to ``missing`` (the
     term's marker of missing values, in an array or a DataFrame's numeric columns) are NaN.
 
     A DataFrame is matched to the training columns by name when the training X had names

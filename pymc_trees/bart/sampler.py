@@ -9,18 +9,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core.cgm import cgm_sweep, forest_summary, new_scratch
-from .core.forest import (LEAF, Forest, forest_values, mask_dtype, mask_width, new_forest,
-                          reweight, store_mask)
-from .core.nodes import node_availability
-from .core.packed import pack_forest, predict_packed
-from .core import general as gk
-from .core.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
-from .core.pg import OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles, pg_tree_update
-from .core.prior import max_tree_nodes, sample_prior_forest
-from .features import FeatureLayout, build_layout
+from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary, new_scratch
+from pymc_trees.bart.kernels.forest import (LEAF, Forest, pack_forest, forest_values, mask_dtype,
+                                            mask_width, new_forest, reweight, store_mask)
+from pymc_trees.bart.kernels.nodes import node_availability
+from pymc_trees.core.packed import NODE_DTYPE, PackedForest, predict_packed
+from pymc_trees.bart.kernels import general as gk
+from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
+from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles,
+                                        pg_tree_update)
+from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
+from pymc_trees.core.features import FeatureLayout, build_layout
 
-__all__ = ["TreePrior", "PackedForest", "NODE_DTYPE", "ForestSampler", "MOVES"]
+__all__ = ["TreePrior", "ForestSampler", "MOVES", "move_cumulative_probs"]
 
 MOVES = ("grow", "prune", "change", "swap")
 
@@ -44,7 +45,7 @@ class TreePrior:
         Relative weights of the features (None: all equal).
     missing_split : bool
         Whether a numeric column with missing values also offers the "is missing" splits
-        (missing rows against all others; :mod:`pymc_trees.features`).
+        (missing rows against all others; :mod:`pymc_trees.core.features`).
     """
 
     m: int = 200
@@ -79,68 +80,6 @@ class TreePrior:
         return sp
 
 
-NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
-                       ("value", np.float64), ("missing_left", np.uint8), ("cats", np.uint64)])
-
-
-@dataclass(slots=True)
-class PackedForest:
-    """One posterior draw of a sum-of-trees term, ready for prediction at new rows.
-
-    Attributes
-    ----------
-    start : ndarray of shape (m + 1,), dtype int32
-        Tree ``t`` occupies ``nodes[start[t]:start[t+1]]``, root first.
-    nodes : structured ndarray of shape (n_nodes,), dtype ``NODE_DTYPE``
-        ``feature`` (-1 at leaves), ``left`` (absolute index of the left child; the right child
-        follows it), ``threshold`` (a row goes left when ``x[feature] <= threshold``) and
-        ``value`` (leaf value), ``missing_left`` (where a row with NaN in ``feature``
-        goes: 1 left, 0 right) and ``cats`` (0 for a numeric split; at a categorical split
-        the bit set of the level codes that go left, and then ``threshold`` is unused).
-    offset : float
-        Constant added to the sum of trees.
-    """
-
-    start: np.ndarray
-    nodes: np.ndarray
-    offset: float
-
-    @property
-    def m(self) -> int:
-        return self.start.size - 1
-
-    @property
-    def feature(self) -> np.ndarray:
-        return self.nodes["feature"]
-
-    @property
-    def threshold(self) -> np.ndarray:
-        return self.nodes["threshold"]
-
-    @property
-    def left(self) -> np.ndarray:
-        return self.nodes["left"]
-
-    @property
-    def right(self) -> np.ndarray:
-        left = self.nodes["left"]
-        return np.where(left >= 0, left + 1, -1).astype(np.int32)
-
-    @property
-    def value(self) -> np.ndarray:
-        return self.nodes["value"]
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Value of the term at rows X, an ndarray of shape (n, p); returns shape (n,)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        out = np.empty(X.shape[0])
-        predict_packed(self.start, self.nodes, float(self.offset), X, out)
-        return out
-
-    def __repr__(self) -> str:
-        return f"PackedForest(m={self.m}, nodes={self.nodes.size})"
-
-
 def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``loglik(f, derivatives=True)`` as float64 arrays: NaN log-likelihoods become -inf
     (zero density); non-finite first derivatives become 0.  The curvature h that shapes the
@@ -160,7 +99,7 @@ def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return ll, g, h
 
 
-def _move_cumprobs(move_probs: dict[str, float]) -> np.ndarray:
+def move_cumulative_probs(move_probs: dict[str, float]) -> np.ndarray:
     unknown = set(move_probs) - set(MOVES)
     if unknown:
         raise ValueError(f"move_probs has unknown moves {sorted(unknown)}; use {MOVES}.")
@@ -191,7 +130,7 @@ class ForestSampler:
     categorical : ndarray of shape (p,), dtype bool, optional
         Categorical columns (split by sets of levels); default none.
 
-    The kernels work on the features of :mod:`pymc_trees.features` (a numeric column with
+    The kernels work on the features of :mod:`pymc_trees.core.features` (a numeric column with
     missing values is two of them); ``split_prior`` and the forest's masks are per feature,
     packed forests per column of X.
     """
@@ -340,7 +279,8 @@ class ForestSampler:
                       ) -> dict[str, float]:
         """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
         for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
-        values come from Newton proposals (:mod:`pymc_trees.core.general`), accepted with the
+        values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
+        with the
         exact log-likelihood, then a Metropolis-Hastings update of each of its leaf values.
 
         Parameters
@@ -552,7 +492,7 @@ class ForestSampler:
 
     def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,
                   omega: np.ndarray) -> dict[str, float]:
-        """One grow-from-root sweep (:mod:`pymc_trees.core.gfr`): every tree in turn is
+        """One grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`): every tree in turn is
         regrown from its root against the partial residual, then its leaves are drawn.  A warm
         start for the exact sweeps; it does not leave the posterior invariant."""
         f = self.forest

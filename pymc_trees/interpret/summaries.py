@@ -32,15 +32,14 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numba
 import numpy as np
 import xarray as xr
 from scipy.special import expit, softmax
 
-from .core.packed import predict_packed
-from .predict import check_new_rows
-from .tabular import TableSchema
-from .trace_io import read_forests
+from pymc_trees.core.packed import predict_ragged
+from pymc_trees.results.predict import check_new_rows
+from pymc_trees.core.tabular import TableSchema
+from pymc_trees.bart.trace_io import read_forests
 
 __all__ = ["variable_importance", "partial_dependence", "plot_variable_importance",
            "plot_partial_dependence"]
@@ -55,15 +54,6 @@ BATCH_FLOATS = 2 ** 23
 
 
 # --- the forests as one node array, and sub-forests of the trees that read given columns -----
-
-
-@numba.njit(cache=True, parallel=True)
-def _predict_ragged(roots, ptr, nodes, offsets, X, out):
-    """``out[r] = offsets[r] + sum of the trees of row r`` at the rows of X, rows shared among
-    threads.  Row r holds the trees whose roots are ``roots[ptr[r]:ptr[r+1]]`` (contiguous in
-    ``nodes``; ``roots[ptr[r+1]]`` ends the last one); a row may hold no tree."""
-    for r in numba.prange(ptr.shape[0] - 1):
-        predict_packed(roots[ptr[r]:ptr[r + 1] + 1], nodes, offsets[r], X, out[r])
 
 
 def _gather(lo: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -124,7 +114,7 @@ class _Trees:
         ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
         off = self.offsets if offsets else np.zeros(R)
         out = np.empty((R, X.shape[0]))
-        _predict_ragged(roots, ptr, sub, off, np.ascontiguousarray(X, dtype=np.float64), out)
+        predict_ragged(roots, ptr, sub, off, np.ascontiguousarray(X, dtype=np.float64), out)
         return out
 
 

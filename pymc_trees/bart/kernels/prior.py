@@ -10,8 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF, Forest, mask_dtype, mask_width, store_mask
-from .nodes import draw_node_rule, node_availability, partition, split_node
+from pymc_trees.bart.kernels.forest import FREE, LEAF, Forest, mask_dtype, mask_width, store_mask
+from pymc_trees.bart.kernels.nodes import draw_node_rule, node_availability, partition, split_node
 
 __all__ = ["sample_prior_tree", "sample_prior_forest", "max_tree_nodes"]
 
@@ -73,7 +73,7 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
                         split_prior: np.ndarray, m: int, min_leaf: int, alpha: float,
                         beta: float, leaf_sd: float) -> Forest:
     """m independent trees from the prior, as a compact :class:`Forest`."""
-    from .forest import new_forest
+    from pymc_trees.bart.kernels.forest import new_forest
 
     n, p = Xb.shape
     K = max_tree_nodes(n, min_leaf)

@@ -29,7 +29,7 @@ it); for features without missing values in training NaN goes left.  These are X
 method's choices.
 
 Categorical features (level codes ``0 .. L - 1``, ``L <= 64``; see
-:mod:`pymc_trees.tabular`) are split by sets of categories with XGBoost's hist rules
+:mod:`pymc_trees.core.tabular`) are split by sets of categories with XGBoost's hist rules
 (``evaluate_splits.h``), in :func:`best_split_categorical`: one category against the rest when
 ``L < max_cat_to_onehot``, otherwise a partition found by sorting the node's categories by
 their weight ``-G/(H + lambda)`` and scanning prefixes of that order (at most

@@ -24,9 +24,9 @@ import math
 import numba
 import numpy as np
 
-from .forest import FREE, LEAF, store_mask
-from .nodes import (alloc_node, availability_from_hist, draw_leaf_values, goes_left, log_ml,
-                    log_psplit, split_node)
+from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, draw_leaf_values,
+                                           goes_left, log_ml, log_psplit, split_node)
 
 __all__ = ["GFR_OK", "GFR_FULL", "new_gfr_scratch", "remove_tree", "gfr_tree"]
 

@@ -2,7 +2,7 @@
 baseline that shares the tree core with BART (binning, packed forests, the prediction kernel).
 
 Nothing of PyMC is imported here.  The math is bart-math section 7 (XGBoost's second-order
-objective); ``pymc_trees.core.boost`` grows the trees and documents the split rules.
+objective); ``pymc_trees.boosting.kernels`` grows the trees and documents the split rules.
 
 * :class:`BoostedTreesRegressor`: ``objective`` ``"reg:squarederror"`` (default),
   ``"count:poisson"`` (log link) or ``"reg:quantileerror"`` with ``quantile_alpha`` (a float or
@@ -16,7 +16,7 @@ rounds, ``max_cat_to_onehot=4``, ``max_cat_threshold=64``).  Choices where XGBoo
 are in ``docs/boosting.md``.
 
 X may be a numeric array (NaN: missing) or a pandas DataFrame with numeric, bool, ``category``
-and string columns (:class:`pymc_trees.tabular.TableSchema` reads it; ``schema_`` keeps what
+and string columns (:class:`pymc_trees.core.tabular.TableSchema` reads it; ``schema_`` keeps what
 each column is, and new rows are encoded with it).  Unordered categories and strings are split
 by sets of categories, as XGBoost's ``enable_categorical=True``; ordered categories are split
 as their codes; integer-coded numeric columns become categorical through
@@ -38,11 +38,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_check_feature_names, _check_sample_weight, _check_y,
                                       check_array, check_consistent_length, check_is_fitted)
 
-from .core import boost
-from .core.binning import MAX_NUMCUT, make_cutpoints
-from .core.packed import predict_packed_parallel
-from .sampler import NODE_DTYPE, PackedForest
-from .tabular import TableSchema
+from pymc_trees.boosting import kernels as boost
+from pymc_trees.core.binning import MAX_NUMCUT, make_cutpoints
+from pymc_trees.core.packed import predict_packed_parallel
+from pymc_trees.core.packed import NODE_DTYPE, PackedForest
+from pymc_trees.core.tabular import TableSchema
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
 
@@ -294,7 +294,7 @@ class _BoostedTrees(BaseEstimator):
     def _numbers_if_object(X):
         """A numpy array of dtype object that holds numbers, as float64 (scikit-learn reads
         such arrays as numeric); anything else unchanged (an object array of strings is then
-        refused by :class:`~pymc_trees.tabular.TableSchema`, which points to DataFrames)."""
+        refused by :class:`~pymc_trees.core.tabular.TableSchema`, which points to DataFrames)."""
         if isinstance(X, np.ndarray) and X.dtype == object:
             try:
                 return np.asarray(X, dtype=np.float64)
@@ -700,7 +700,7 @@ _PARAMS_DOC = """
     ----------
     n_features_in_ : int
     feature_names_in_ : ndarray of str, for DataFrames
-    schema_ : pymc_trees.tabular.TableSchema
+    schema_ : pymc_trees.core.tabular.TableSchema
         What each training column is (numeric, ordinal, categorical and its levels); new rows
         are encoded with it.
     evals_result_ : dict

@@ -20,7 +20,7 @@ This is a fixed function of the state the move starts in, so the reverse move bu
 proposal the same way from the proposed state: the caller evaluates the derivatives there
 (in the same call as the log-likelihood) and adds the reverse proposal densities.  The
 kernels take ``gc = g + h c`` and ``h`` per row and return everything else of the log
-ratio: the structural factors of the CGM moves (:mod:`pymc_trees.core.cgm`), the leaf
+ratio: the structural factors of the CGM moves (:mod:`pymc_trees.bart.kernels.cgm`), the leaf
 priors of the removed and created leaves, and the forward proposal densities.  For a Gaussian
 likelihood the Newton step is exact from any point: q is the leaf's exact conditional.
 
@@ -34,16 +34,18 @@ import math
 
 import numba
 
-from .cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE, _collect_subtree_rows,
-                  _commit_subtree, _count, _partition, _pick, _prior_subtree, split_segment)
-from .forest import LEAF, load_mask, store_mask
-from .nodes import (alloc_node, availability_from_hist, count_bins, draw_node_rule, free_node,
-                    log_1m_psplit, log_psplit, split_node)
+from pymc_trees.bart.kernels.cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
+                                         collect_subtree_rows, commit_subtree, count_nodes,
+                                         partition_rows, pick_node, prior_subtree, split_segment)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
+                                           draw_node_rule, free_node, log_1m_psplit, log_psplit,
+                                           split_node)
 
-__all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
-           "grow_propose", "grow_commit", "prune_propose", "prune_commit", "restructure_propose", "restructure_values",
-           "restructure_commit", "restructure_revert", "leaf_proposals", "leaf_decisions",
-           "tree_values"]
+__all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves", "grow_propose",
+           "grow_commit", "prune_propose", "prune_commit", "restructure_propose",
+           "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
+           "leaf_decisions", "tree_values"]
 
 
 @numba.njit(cache=True)
@@ -109,11 +111,11 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     cnt, mid)``, ``out_f = (mu_L, mu_R, log ratio without the log-likelihood)``, and the
     children's available cutpoints in the last two rows of ``nmask``.  ``G``, ``H`` hold the
     current leaves' sums (:func:`leaf_gh`)."""
-    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
         return -1
-    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = _pick(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
     n = leaf_of_row.shape[1]
     cnt = 0
     for i in range(n):
@@ -122,7 +124,7 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
                               min_leaf)
-    mid = _partition(XbT, idx, 0, cnt, v, c, tmp)
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     GL = 0.0
     HL = 0.0
     GR = 0.0
@@ -203,11 +205,11 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
     two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (mu, log
     ratio)``; the log ratio lacks the log-likelihood difference and the reverse proposal
     densities of the two leaves' values."""
-    w = _count(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
         return -1
-    b = _count(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    node = _pick(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    node = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
     kl = left[t, node]
     kr = right[t, node]
     d = depth[t, node]
@@ -340,10 +342,10 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
     difference and the reverse proposal densities of the old leaves' values
     (:func:`reverse_old_leaves`)."""
     flag = SWAPPABLE if is_swap else INTERNAL
-    count = _count(t, flag, var, left, right, parent, wavail, n_nodes)
+    count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
         return -1
-    chosen = _pick(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
+    chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
@@ -365,7 +367,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
         if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
             # both children would carry the same rule; the reverse move does not lead back
             return 0
-    cnt = _collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+    cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
     out_i[1] = cnt
     old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, value,
                        split_prior, alpha, beta, prec0, stack)
@@ -387,7 +389,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
         cut[t, root] = c_new
     new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
                          depth, g, h, idx, nV, seg_s, seg_e, stack, tmp)
-    rest, valid = _prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
+    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                  split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                  hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
     if not valid:
@@ -459,7 +461,7 @@ def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx
                        nV, spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask):
     """Keep the proposed subtree: rows, availability and the new leaf values (``value_t`` is
     row t of the forest's values)."""
-    _commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
+    commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
                     spare_a, nV, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
 
 

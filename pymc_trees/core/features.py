@@ -1,6 +1,7 @@
 """How the columns of X become the features the tree kernels split on.
 
-The kernels know binned features and two kinds of rule (:mod:`pymc_trees.core.nodes`): a cut
+The kernels know binned features and two kinds of rule (:mod:`pymc_trees.bart.kernels.nodes`): a
+cut
 index (a row goes left when its bin is at most the cut) and a set of levels.  A column becomes:
 
 * a numeric (or ordinal) column without missing values: one feature, its bins against the
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core.binning import make_cutpoints
+from pymc_trees.core.binning import make_cutpoints
 
 __all__ = ["FeatureLayout", "build_layout", "MAX_LEVELS"]
 
@@ -106,7 +107,7 @@ def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int,
     ----------
     X : ndarray of shape (n, p), dtype float64
         Training rows; NaN marks a missing value; categorical columns hold level codes
-        ``0 .. L-1`` (as :class:`pymc_trees.tabular.TableSchema` encodes them).
+        ``0 .. L-1`` (as :class:`pymc_trees.core.tabular.TableSchema` encodes them).
     categorical : ndarray of shape (p,), dtype bool, or None
         Categorical columns (None: none).
     numcut : int
@@ -148,7 +149,7 @@ def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int,
             codes = x[~nan]
             if codes.size and (np.any(codes < 0) or np.any(codes != np.round(codes))):
                 raise ValueError(f"Categorical column {j} of X must hold level codes 0, 1, ... "
-                                 "(or NaN); encode it with pymc_trees.tabular.TableSchema.")
+                                 "(or NaN); encode it with pymc_trees.core.tabular.TableSchema.")
             L = int(codes.max()) + 1 if codes.size else 1
             nb_ = L + int(missing[j])
             if nb_ > MAX_BINS:

@@ -26,7 +26,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.shape import SpecifyShape
 
-from .core import augment
+from pymc_trees.bart.kernels import augment
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",

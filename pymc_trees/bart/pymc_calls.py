@@ -4,7 +4,7 @@ PyMC calls a step's ``competence`` and a RandomVariable's ``rng_fn`` without say
 behalf.  Two situations need that answer to fail loudly instead of silently:
 
 * ``BARTTreeRV.rng_fn`` inside ``pm.sample_posterior_predictive`` would draw f from its prior
-  (see :mod:`pymc_trees.predictive`);
+  (see :mod:`pymc_trees.results.predictive`);
 * the tree steps' ``competence`` inside ``pm.sample(nuts_sampler="nutpie" | ...)``, where PyMC
   would hand the whole model to an external NUTS that cannot run a tree step.
 

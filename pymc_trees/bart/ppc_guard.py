@@ -1,0 +1,97 @@
+"""PyMC's own posterior predictive refuses to reuse the training-row values of a tree term
+whose X changed: the one behaviour of PyMC that ``import pymc_trees`` changes besides the
+trace conversion (see ``docs/design.md``, "New data through PyMC's API")."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import pymc as pm
+from pytensor.graph.traversal import ancestors
+
+from pymc_trees.bart.distribution import PPC_ADVICE, tree_terms
+
+__all__ = ["evaluated_at_current_x", "stale_tree_terms", "install_refusal"]
+
+# Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
+# computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
+_AT_CURRENT_X: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "pymc_trees_terms_at_current_x", default=frozenset())
+
+
+@contextmanager
+def evaluated_at_current_x(names: Iterable[str]) -> Iterator[None]:
+    """Within the block, the tree terms ``names`` hold values computed at the model's current
+    X (by :func:`pymc_trees.sample_posterior_predictive`), so the refusal lets them pass."""
+    token = _AT_CURRENT_X.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _AT_CURRENT_X.reset(token)
+
+
+def stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed) -> dict[str, list[str]]:
+    """The tree terms whose trace values PyMC's posterior predictive would reuse although
+    data upstream of their X changed: ``{name: [changed data]}``.
+
+    ``vars_in_trace``: the variables whose trace values PyMC may reuse; ``volatile_vars``: the
+    ones it redraws (``sample_vars``, refused by the term's ``rng_fn``); ``is_changed(v)``:
+    whether the root variable ``v`` (a ``pm.Data``, a coord length) differs from its value at
+    sampling time.  Terms just evaluated at the current X by :func:`sample_posterior_predictive`
+    are not stale.
+    """
+    done = _AT_CURRENT_X.get()
+    out = {}
+    for rv in tree_terms(model):
+        if rv not in vars_in_trace or rv in volatile_vars or rv.name in done:
+            continue
+        changed = sorted({a.name or "<unnamed>" for a in ancestors([rv.owner.inputs[2]])
+                          if a.owner is None and is_changed(a)})
+        if changed:
+            out[rv.name] = changed
+    return out
+
+
+def install_refusal() -> None:
+    """Make ``pm.sample_posterior_predictive`` refuse to reuse the training-row values of a
+    tree term whose X changed (``pm.set_data``), whatever the warnings filters say and also
+    with ``freeze_vars=[term]``.
+
+    PyMC decides which trace variables to reuse ("freeze") in ``sample_posterior_predictive``
+    and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
+    that decision: the trace variables, the redrawn ones, and the data values at sampling
+    time.  That call is wrapped once: before PyMC's own warning, tree terms whose X depends on
+    changed data raise a ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE`.
+    """
+    from pymc.sampling import forward
+
+    original = getattr(forward, "_maybe_warn_implicit_freeze", None)
+    if original is None or not hasattr(forward, "_data_var_is_volatile"):
+        raise ImportError(
+            "pymc_trees needs pymc.sampling.forward._maybe_warn_implicit_freeze and "
+            "_data_var_is_volatile (PyMC 6.3 to 6.x) to refuse wrong posterior predictive "
+            f"draws of tree terms; this PyMC ({pm.__version__}) has none. Install a "
+            "supported PyMC (pip install 'pymc>=6.3,<7').")
+    if getattr(original, "_pymc_trees", False):
+        return
+
+    def refuse_then_warn(**kwargs):
+        constant_data = kwargs["constant_data"]
+        stale = stale_tree_terms(
+            kwargs["model"], kwargs["vars_in_trace_set"], kwargs["volatile_vars"],
+            lambda v: forward._data_var_is_volatile(v, constant_data))
+        if stale:
+            what = "; ".join(f"{name!r} (its X depends on {', '.join(changed)})"
+                             for name, changed in stale.items())
+            raise ValueError(
+                "pm.sample_posterior_predictive would reuse the training-row values of tree "
+                f"term(s) {what} after that data changed (implicitly, or through "
+                "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)
+        return original(**kwargs)
+
+    refuse_then_warn._pymc_trees = True
+    refuse_then_warn.__wrapped__ = original
+    refuse_then_warn.__doc__ = original.__doc__
+    forward._maybe_warn_implicit_freeze = refuse_then_warn

@@ -1,0 +1,125 @@
+"""The package layout (docs/design.md, "Code layout"): imports only go down the layers, the
+import graph has no cycle, no private name crosses a module boundary, the shared core and the
+boosting learner load no PyMC, and no public name shadows a module.
+
+The graph is read from the source (every ``import`` and ``from ... import`` statement,
+also those inside functions), so a lazy import counts as an edge."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pymc_trees"
+
+# lower layers first; a module may import from its own layer (same subpackage) or below
+LAYERS = {"core": 0, "bart": 1, "boosting": 1, "results": 2, "interpret": 3,
+          "comparison": 4, "": 5}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = f.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = f
+    return out
+
+
+def _imports(mods: dict[str, Path]):
+    """(importer, imported module, imported name or None) for every import of the package."""
+    for name, f in mods.items():
+        pkg = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "pymc_trees":
+                        yield name, a.name, None
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != "pymc_trees":
+                    continue
+                for a in node.names:
+                    sub = f"{target}.{a.name}"
+                    yield (name, sub, None) if sub in mods else (name, target, a.name)
+
+
+def _layer(module: str) -> tuple[int, str]:
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 1 and parts[1] != "__main__" else ""
+    return LAYERS[room], room
+
+
+def test_imports_only_go_down_the_layers():
+    mods = _modules()
+    wrong = []
+    for src, dst, _ in _imports(mods):
+        (ls, rs), (ld, rd) = _layer(src), _layer(dst)
+        if ld > ls or (ld == ls and rd != rs and rs != ""):
+            wrong.append(f"{src} -> {dst}")
+    assert not wrong, "imports that go up or sideways:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_the_import_graph_has_no_cycle():
+    mods = _modules()
+    graph = {m: set() for m in mods}
+    for src, dst, _ in _imports(mods):
+        if dst != src and dst in mods:
+            graph[src].add(dst)
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycle = stack[stack.index(d):] + [d]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    mods = _modules()
+    crossing = [f"{src} imports {name} from {dst}" for src, dst, name in _imports(mods)
+                if name and name.startswith("_") and not name.startswith("__") and dst != src]
+    assert not crossing, "\n".join(crossing)
+
+
+@pytest.mark.parametrize("module", ["pymc_trees.core", "pymc_trees.boosting"])
+def test_shared_core_and_boosting_load_no_pymc(module):
+    code = (f"import sys, {module}; bad = [m for m in ('pymc', 'pytensor', 'arviz') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, f"import {module} loaded {run.stdout.strip()}: {run.stderr}"
+
+
+def test_public_names_resolve_and_shadow_no_module():
+    import pymc_trees
+
+    for name in pymc_trees.__all__:
+        assert getattr(pymc_trees, name) is not None
+        assert importlib.util.find_spec(f"pymc_trees.{name}") is None, (
+            f"pymc_trees.{name} is both a public name and a module")
+    for sub in ("bart", "results", "boosting", "interpret", "comparison", "core"):
+        mod = importlib.import_module(f"pymc_trees.{sub}")
+        for name in mod.__all__:
+            assert getattr(mod, name) is not None, f"pymc_trees.{sub}.{name}"
+    with pytest.raises(AttributeError, match="no attribute 'calibration'"):
+        pymc_trees.calibration  # noqa: B018 - modules live in their subpackage now
