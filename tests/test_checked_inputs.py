@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
-import xarray as xr
 from scipy import stats
 
 import pymc_trees as pmt

@@ -13,7 +13,7 @@ from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary, new_scratch
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, pack_forest, forest_values, mask_dtype,
                                             mask_width, new_forest, reweight, store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability
-from pymc_trees.core.packed import NODE_DTYPE, PackedForest, predict_packed
+from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles,

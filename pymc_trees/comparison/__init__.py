@@ -5,8 +5,9 @@ metrics (``run``), the HTML report (``report``), the command line (``cli``,
 
 from pymc_trees.comparison.datasets import DATASETS, friedman1, friedman1_f
 from pymc_trees.comparison.report import write_report
+from pymc_trees.comparison.result import format_result
 from pymc_trees.comparison.run import (LEVELS, TASKS, ComparisonResult, compare, crps_bernoulli,
-                                       crps_normal, crps_poisson, crps_sample, format_result,
+                                       crps_normal, crps_poisson, crps_sample,
                                        interval_coverage, load_data, reliability_bins)
 
 __all__ = ["compare", "ComparisonResult", "format_result", "write_report", "load_data",

@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 done, 1 refused input, 2 usage)."""
     args = _parser().parse_args(argv)
     if args.command == "compare":
-        from pymc_trees.comparison.run import compare, format_result
+        from pymc_trees.comparison.result import format_result
+        from pymc_trees.comparison.run import compare
 
         drop = [c.strip() for c in args.drop.split(",") if c.strip()]
         try:

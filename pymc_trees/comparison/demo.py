@@ -55,7 +55,8 @@ def run(data: str = "penguins", folds: int = 5, m: int = 200, draws: int = 1000,
     import matplotlib
 
     matplotlib.use("Agg")
-    from pymc_trees.comparison.run import compare, format_result
+    from pymc_trees.comparison.result import format_result
+    from pymc_trees.comparison.run import compare
 
     t0 = time.perf_counter()
     res = compare(data, folds=folds, seed=seed, m=m, draws=draws, tune=tune, out=out,

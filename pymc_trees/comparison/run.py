@@ -28,7 +28,6 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from scipy.special import expit, gammaln, logsumexp, ndtr, ndtri, pdtr
 
 from pymc_trees.comparison.datasets import DATASETS, load_bundled
 from pymc_trees.comparison.report import write_report
-from pymc_trees.comparison.result import MODELS, ComparisonResult, format_result, format_table
+from pymc_trees.comparison.result import MODELS, ComparisonResult
 
 __all__ = [
     "compare", "ComparisonResult", "DATASETS", "TASKS", "LEVELS", "load_data",
@@ -646,6 +645,170 @@ def _check_splits(splits, y, task, min_leaf, folds, test_size, rows, source) -> 
                 "or more rows.")
 
 
+def _check_arguments(folds, test_size, levels, m, draws, chains, min_leaf, leaf_sd):
+    """The arguments of :func:`compare` that need no data, checked; returns ``test_size``
+    (0.3 by default without folds), the sorted ``levels`` and ``leaf_sd`` as a float."""
+    if folds is not None and test_size is not None:
+        raise ValueError("Give folds (K-fold cross-validation) or test_size (one held-out "
+                         f"part), not both; got folds={folds}, test_size={test_size}.")
+    if folds is not None and (not isinstance(folds, (int, np.integer)) or folds < 2):
+        raise ValueError(f"folds must be an integer >= 2; got {folds!r}.")
+    if folds is None:
+        test_size = 0.3 if test_size is None else float(test_size)
+        if not 0 < test_size < 1:
+            raise ValueError(f"test_size must be in (0, 1); got {test_size!r}.")
+    levels = tuple(sorted(float(c) for c in levels))
+    if not all(0 < c < 1 for c in levels) or LEVEL not in levels:
+        raise ValueError(f"levels must lie in (0, 1) and include {LEVEL}; got {levels}.")
+    for name, value, low in (("m", m, 1), ("draws", draws, 1), ("chains", chains, 1),
+                             ("min_leaf", min_leaf, 1)):
+        if not isinstance(value, (int, np.integer)) or value < low:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{name} ({flag}) must be an integer >= {low}; got {value!r}.")
+    if leaf_sd is not None:
+        if isinstance(leaf_sd, bool) or not isinstance(leaf_sd, (int, float, np.number)) \
+                or not (np.isfinite(leaf_sd) and leaf_sd > 0):
+            raise ValueError(f"leaf_sd (--leaf-sd) must be a positive number, the prior sd of "
+                             f"every leaf value of BART; got {leaf_sd!r}. Leave it out for the "
+                             "default calibrated from the target.")
+        leaf_sd = float(leaf_sd)
+    return test_size, levels, leaf_sd
+
+
+def _check_rows(n: int, folds, test_size, rows: str, source: str) -> None:
+    """Enough rows with a target value for the folds or the held-out share."""
+    if folds is not None and n < 4:
+        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; K-fold "
+                         "cross-validation needs at least two rows per fold, so at least 4 rows "
+                         "for folds=2 (--folds 2). Pass a table with more rows.")
+    if folds is not None and folds > n // 2:
+        raise ValueError(f"folds={folds} is too many for the {rows} of {source}: every fold "
+                         f"needs at least two rows. Use at most folds={n // 2} (--folds "
+                         f"{n // 2}).")
+    if folds is None and n < 6:
+        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; one held-out split "
+                         "needs at least 6 (one held out, five for training). Pass a table "
+                         "with more rows.")
+    if folds is None and not 1 <= int(round(test_size * n)) <= n - 5:
+        raise ValueError(f"test_size={test_size} leaves {int(round(test_size * n))} of the "
+                         f"{rows} of {source} held out; choose a share (test_size=, "
+                         "--test-size F) that holds out at least one row and leaves at least "
+                         "five for training.")
+
+
+def _run_folds(task, X, y, splits, fold_seeds, levels, stage, notes, fit) -> dict:
+    """Fit BART (arguments ``fit`` of :func:`_fit_bart`) and boosting on every split; returns
+    the per-row results per model (``per_model``), a row of metrics per fold and model
+    (``fold_rows``), the held-out targets, folds and row numbers in order (``ys``,
+    ``folds_of``, ``rows_of``), the seconds per model, and the last fold's fits and
+    training X (for the report's interpretation figures)."""
+    pyl = logging.getLogger("pymc")
+    old_level = pyl.level
+    pyl.setLevel(logging.ERROR)
+    per_model = {mdl: [] for mdl in MODELS}
+    fold_rows, ys, folds_of, rows_of = [], [], [], []
+    secs = {mdl: 0.0 for mdl in MODELS}
+    bart_fit = boost_fit = None
+    try:
+        for k, (tr, te) in enumerate(splits):
+            fold_seed = int(fold_seeds[k])
+            Xtr, Xte, lost = _align(X.iloc[tr].reset_index(drop=True),
+                                    X.iloc[te].reset_index(drop=True))
+            if lost:
+                notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
+                             "from its training rows made missing.")
+            ytr, yte = y[tr], y[te]
+            tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
+            stage(f"{tag}: BART, m={fit['m']}, {fit['chains']} chain(s) x ({fit['tune']} "
+                  f"tuning + {fit['draws']} draws)")
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bart_fit = _fit_bart(task, Xtr, ytr, Xte, seed=fold_seed, **fit)
+            b_rows = _bart_rows(task, bart_fit, yte, np.random.default_rng(fold_seed), levels)
+            b_secs = time.perf_counter() - t
+            stage(f"{tag}: BART done in {b_secs:.1f} s; boosting (early stopping on "
+                  f"{VALIDATION:.0%} of the training rows)")
+            t = time.perf_counter()
+            boost_fit = _fit_boosting(task, Xtr, ytr, Xte, seed=fold_seed, levels=levels)
+            g_rows = _boosting_rows(task, boost_fit, yte, levels)
+            g_secs = time.perf_counter() - t
+            rounds = f"{boost_fit['rounds']} rounds" + (
+                f", quantile model {boost_fit['quantile_rounds']} rounds"
+                if "quantile_rounds" in boost_fit else "")
+            stage(f"{tag}: boosting done in {g_secs:.1f} s ({rounds})")
+            for mdl, rows_, s in (("BART", b_rows, b_secs), ("boosting", g_rows, g_secs)):
+                per_model[mdl].append(rows_)
+                secs[mdl] += s
+                fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
+                                  "held-out rows": len(te),
+                                  **_summary(task, rows_, yte, levels), "seconds": s,
+                                  "boosting rounds": (boost_fit["rounds"]
+                                                      if mdl == "boosting" else np.nan),
+                                  "boosting plug-in sd": (boost_fit.get("sigma", np.nan)
+                                                          if mdl == "boosting" else np.nan)})
+            ys.append(yte)
+            folds_of.append(np.full(len(te), k + 1))
+            rows_of.append(te)
+    finally:
+        pyl.setLevel(old_level)
+    return {"per_model": per_model, "fold_rows": fold_rows, "ys": ys, "folds_of": folds_of,
+            "rows_of": rows_of, "secs": secs, "bart_fit": bart_fit, "boost_fit": boost_fit,
+            "Xtr": Xtr}
+
+
+def _tables(task, run: dict, levels):
+    """The tables of :class:`ComparisonResult` from the per-row results of every fold:
+    pooled metrics per model, metrics per fold, per-row differences with their standard
+    errors, calibration, and the held-out predictions."""
+    per_model, secs = run["per_model"], run["secs"]
+    ys, folds_of, rows_of = run["ys"], run["folds_of"], run["rows_of"]
+    y_all = np.concatenate(ys)
+    pooled = {mdl: _concat(per_model[mdl]) for mdl in MODELS}
+    table = pd.DataFrame([{"model": mdl, "held-out rows": len(y_all),
+                           **_summary(task, pooled[mdl], y_all, levels),
+                           "seconds": secs[mdl]} for mdl in MODELS]).set_index("model")
+    folds_df = pd.DataFrame(run["fold_rows"]).dropna(axis=1, how="all")
+
+    diffs = []
+    loss_name = "log loss" if task == "classification" else "squared error"
+    for key, label in (("loss", loss_name), ("lpd", "log predictive density"),
+                       ("crps", "CRPS")):
+        d = pooled["BART"][key] - pooled["boosting"][key]
+        diffs.append({"per-row metric": label, "BART - boosting (mean)": float(d.mean()),
+                      "standard error": float(d.std(ddof=1) / np.sqrt(d.size))
+                      if d.size > 1 else np.nan})
+    differences = pd.DataFrame(diffs).set_index("per-row metric")
+
+    if task == "classification":
+        calibration = pd.concat([reliability_bins(pooled[mdl]["point"], y_all).assign(model=mdl)
+                                 for mdl in MODELS], ignore_index=True)
+        calibration = calibration[["model", "lower", "upper", "n", "mean_predicted",
+                                   "observed"]]
+    else:
+        cal = []
+        for mdl, key in (("BART", "quantiles"), ("boosting", "quantiles"),
+                         ("boosting (plug-in)", "plugin_quantiles")):
+            qs = pooled[mdl.split(" ")[0]][key]
+            for c in levels:
+                cov, width = interval_coverage(*_interval(qs, c), y_all)
+                cal.append({"model": mdl, "nominal": c, "coverage": cov, "width": width})
+        calibration = pd.DataFrame(cal)
+
+    pred = pd.DataFrame({"row": np.concatenate(rows_of), "fold": np.concatenate(folds_of),
+                         "y": y_all})
+    for mdl in MODELS:
+        r = pooled[mdl]
+        pred[f"{mdl}_point"] = r["point"]
+        if "quantiles" in r:
+            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = _interval(r["quantiles"], LEVEL)
+        elif "p_lo" in r:
+            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = r["p_lo"], r["p_hi"]
+        pred[f"{mdl}_lpd"] = r["lpd"]
+        pred[f"{mdl}_crps"] = r["crps"]
+    return table, folds_df, differences, calibration, pred
+
+
 def compare(data, target: str | None = None, *, task: str | None = None,
             folds: int | None = None, test_size: float | None = None, seed: int = 0,
             m: int = 50, draws: int = 500, tune: int | None = None, chains: int = 2,
@@ -720,30 +883,8 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         When ``data`` is neither a file nor a bundled data set.
     """
     t_start = time.perf_counter()
-    if folds is not None and test_size is not None:
-        raise ValueError("Give folds (K-fold cross-validation) or test_size (one held-out "
-                         f"part), not both; got folds={folds}, test_size={test_size}.")
-    if folds is not None and (not isinstance(folds, (int, np.integer)) or folds < 2):
-        raise ValueError(f"folds must be an integer >= 2; got {folds!r}.")
-    if folds is None:
-        test_size = 0.3 if test_size is None else float(test_size)
-        if not 0 < test_size < 1:
-            raise ValueError(f"test_size must be in (0, 1); got {test_size!r}.")
-    levels = tuple(sorted(float(c) for c in levels))
-    if not all(0 < c < 1 for c in levels) or LEVEL not in levels:
-        raise ValueError(f"levels must lie in (0, 1) and include {LEVEL}; got {levels}.")
-    for name, value, low in (("m", m, 1), ("draws", draws, 1), ("chains", chains, 1),
-                             ("min_leaf", min_leaf, 1)):
-        if not isinstance(value, (int, np.integer)) or value < low:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{name} ({flag}) must be an integer >= {low}; got {value!r}.")
-    if leaf_sd is not None:
-        if isinstance(leaf_sd, bool) or not isinstance(leaf_sd, (int, float, np.number)) \
-                or not (np.isfinite(leaf_sd) and leaf_sd > 0):
-            raise ValueError(f"leaf_sd (--leaf-sd) must be a positive number, the prior sd of "
-                             f"every leaf value of BART; got {leaf_sd!r}. Leave it out for the "
-                             "default calibrated from the target.")
-        leaf_sd = float(leaf_sd)
+    test_size, levels, leaf_sd = _check_arguments(folds, test_size, levels, m, draws, chains,
+                                                  min_leaf, leaf_sd)
     tune = draws if tune is None else tune
     say = (log or (lambda s: print(s, flush=True))) if progress else (lambda s: None)
 
@@ -755,23 +896,7 @@ def compare(data, target: str | None = None, *, task: str | None = None,
     task, source = info["task"], info["source"]
     n = len(y)
     rows = f"{n:,} rows with a target value"
-    if folds is not None and n < 4:
-        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; K-fold "
-                         "cross-validation needs at least two rows per fold, so at least 4 rows "
-                         "for folds=2 (--folds 2). Pass a table with more rows.")
-    if folds is not None and folds > n // 2:
-        raise ValueError(f"folds={folds} is too many for the {rows} of {source}: every fold "
-                         f"needs at least two rows. Use at most folds={n // 2} (--folds "
-                         f"{n // 2}).")
-    if folds is None and n < 6:
-        raise ValueError(f"{source[0].upper()}{source[1:]} has {rows}; one held-out split "
-                         "needs at least 6 (one held out, five for training). Pass a table "
-                         "with more rows.")
-    if folds is None and not 1 <= int(round(test_size * n)) <= n - 5:
-        raise ValueError(f"test_size={test_size} leaves {int(round(test_size * n))} of the "
-                         f"{rows} of {source} held out; choose a share (test_size=, "
-                         "--test-size F) that holds out at least one row and leaves at least "
-                         "five for training.")
+    _check_rows(n, folds, test_size, rows, source)
     splits = _splits(n, folds, test_size, rng)
     _check_splits(splits, y, task, min_leaf, folds, test_size, rows, source)
     fold_seeds = rng.integers(2**31 - 1, size=len(splits))
@@ -785,101 +910,11 @@ def compare(data, target: str | None = None, *, task: str | None = None,
                      + ("calibrated from the target" if leaf_sd is None else f"{leaf_sd:g}")
                      + ".")
 
-    pyl = logging.getLogger("pymc")
-    old_level = pyl.level
-    pyl.setLevel(logging.ERROR)
-    per_model = {mdl: [] for mdl in MODELS}
-    fold_rows, ys, folds_of, rows_of = [], [], [], []
-    secs = {mdl: 0.0 for mdl in MODELS}
-    bart_fit = boost_fit = None
-    try:
-        for k, (tr, te) in enumerate(splits):
-            fold_seed = int(fold_seeds[k])
-            Xtr, Xte, lost = _align(X.iloc[tr].reset_index(drop=True),
-                                    X.iloc[te].reset_index(drop=True))
-            if lost:
-                notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
-                             "from its training rows made missing.")
-            ytr, yte = y[tr], y[te]
-            tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
-            stage(f"{tag}: BART, m={m}, {chains} chain(s) x ({tune} tuning + {draws} draws)")
-            t = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                bart_fit = _fit_bart(task, Xtr, ytr, Xte, m=m, tune=tune, draws=draws,
-                                     chains=chains, seed=fold_seed, progressbar=progressbar,
-                                     min_leaf=min_leaf, leaf_sd=leaf_sd)
-            b_rows = _bart_rows(task, bart_fit, yte, np.random.default_rng(fold_seed), levels)
-            b_secs = time.perf_counter() - t
-            stage(f"{tag}: BART done in {b_secs:.1f} s; boosting (early stopping on "
-                  f"{VALIDATION:.0%} of the training rows)")
-            t = time.perf_counter()
-            boost_fit = _fit_boosting(task, Xtr, ytr, Xte, seed=fold_seed, levels=levels)
-            g_rows = _boosting_rows(task, boost_fit, yte, levels)
-            g_secs = time.perf_counter() - t
-            rounds = f"{boost_fit['rounds']} rounds" + (
-                f", quantile model {boost_fit['quantile_rounds']} rounds"
-                if "quantile_rounds" in boost_fit else "")
-            stage(f"{tag}: boosting done in {g_secs:.1f} s ({rounds})")
-            for mdl, rows_, s in (("BART", b_rows, b_secs), ("boosting", g_rows, g_secs)):
-                per_model[mdl].append(rows_)
-                secs[mdl] += s
-                fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
-                                  "held-out rows": len(te),
-                                  **_summary(task, rows_, yte, levels), "seconds": s,
-                                  "boosting rounds": (boost_fit["rounds"]
-                                                      if mdl == "boosting" else np.nan),
-                                  "boosting plug-in sd": (boost_fit.get("sigma", np.nan)
-                                                          if mdl == "boosting" else np.nan)})
-            ys.append(yte)
-            folds_of.append(np.full(len(te), k + 1))
-            rows_of.append(te)
-    finally:
-        pyl.setLevel(old_level)
-
-    y_all = np.concatenate(ys)
-    pooled = {mdl: _concat(per_model[mdl]) for mdl in MODELS}
-    table = pd.DataFrame([{"model": mdl, "held-out rows": len(y_all),
-                           **_summary(task, pooled[mdl], y_all, levels),
-                           "seconds": secs[mdl]} for mdl in MODELS]).set_index("model")
-    folds_df = pd.DataFrame(fold_rows).dropna(axis=1, how="all")
-
-    diffs = []
-    loss_name = "log loss" if task == "classification" else "squared error"
-    for key, label in (("loss", loss_name), ("lpd", "log predictive density"),
-                       ("crps", "CRPS")):
-        d = pooled["BART"][key] - pooled["boosting"][key]
-        diffs.append({"per-row metric": label, "BART - boosting (mean)": float(d.mean()),
-                      "standard error": float(d.std(ddof=1) / np.sqrt(d.size))
-                      if d.size > 1 else np.nan})
-    differences = pd.DataFrame(diffs).set_index("per-row metric")
-
-    if task == "classification":
-        calibration = pd.concat([reliability_bins(pooled[mdl]["point"], y_all).assign(model=mdl)
-                                 for mdl in MODELS], ignore_index=True)
-        calibration = calibration[["model", "lower", "upper", "n", "mean_predicted",
-                                   "observed"]]
-    else:
-        cal = []
-        for mdl, key in (("BART", "quantiles"), ("boosting", "quantiles"),
-                         ("boosting (plug-in)", "plugin_quantiles")):
-            qs = pooled[mdl.split(" ")[0]][key]
-            for c in levels:
-                cov, width = interval_coverage(*_interval(qs, c), y_all)
-                cal.append({"model": mdl, "nominal": c, "coverage": cov, "width": width})
-        calibration = pd.DataFrame(cal)
-
-    pred = pd.DataFrame({"row": np.concatenate(rows_of), "fold": np.concatenate(folds_of),
-                         "y": y_all})
-    for mdl in MODELS:
-        r = pooled[mdl]
-        pred[f"{mdl}_point"] = r["point"]
-        if "quantiles" in r:
-            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = _interval(r["quantiles"], LEVEL)
-        elif "p_lo" in r:
-            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = r["p_lo"], r["p_hi"]
-        pred[f"{mdl}_lpd"] = r["lpd"]
-        pred[f"{mdl}_crps"] = r["crps"]
+    folds_run = _run_folds(task, X, y, splits, fold_seeds, levels, stage, notes,
+                           dict(m=m, tune=tune, draws=draws, chains=chains,
+                                progressbar=progressbar, min_leaf=min_leaf, leaf_sd=leaf_sd))
+    bart_fit, boost_fit, Xtr = folds_run["bart_fit"], folds_run["boost_fit"], folds_run["Xtr"]
+    table, folds_df, differences, calibration, pred = _tables(task, folds_run, levels)
 
     info.update({
         "rows": n, "covariates": list(map(str, X.columns)), "folds": len(splits),
