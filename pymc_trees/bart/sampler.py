@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary, new_scratch
+from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest_summary,
+                                         new_scratch)
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, pack_forest, forest_values, mask_dtype,
                                             mask_width, new_forest, reweight, store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability
@@ -263,14 +264,12 @@ class ForestSampler:
         accepted = np.zeros(4, np.int64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
-        cgm_sweep(rng, self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior,
-                  self.prior.min_leaf,
-                  self.prior.alpha, self.prior.beta, self.prec0, move_cumprobs,
-                  np.ascontiguousarray(z, dtype=np.float64), omega,
-                  float(omega[0]) if same else 0.0, self._fsum,
-                  f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                  f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._scratch, proposed,
-                  accepted)
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
+                          float(self.prior.beta), float(self.prec0))
+        cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
+                  omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
+                  self._scratch, proposed, accepted)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
@@ -307,8 +306,11 @@ class ForestSampler:
             f.ensure_capacity(needed)
             self._alloc_scratch()
         n, m = self.n, f.m
-        (_, idx, hist, lo, hi, G, H, nV, spare, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,
-         nmask) = self._scratch
+        sc = self._scratch
+        idx, hist, lo, hi, tmp, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.tmp, sc.nmask
+        G, H, nV, spare = sc.W, sc.S, sc.nW, sc.nS  # the general step's own statistics
+        nwav, nnc, seg_s, seg_e, stack, in_sub = (sc.nwav, sc.nnc, sc.seg_s, sc.seg_e,
+                                                  sc.stack, sc.in_sub)
         K = G.size
         spare2, Ga, Ha = np.zeros(K), np.zeros(K), np.zeros(K)
         keep = np.zeros(K, np.int64)
@@ -460,7 +462,8 @@ class ForestSampler:
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
-        r, _, hist, _, _, W, S = self._scratch[:7]
+        sc = self._scratch
+        r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
         changed = 0
         for t in range(f.m):
             while True:
@@ -486,7 +489,8 @@ class ForestSampler:
                     self._alloc_scratch()
                     self._old_bfs = np.empty(f.capacity, np.int32)
                     forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
-                    r, _, hist, _, _, W, S = self._scratch[:7]
+                    sc = self._scratch
+                    r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
             changed += ch
         return {"tree_changed": changed / f.m}
 
@@ -502,7 +506,7 @@ class ForestSampler:
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
             self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
-        r = self._scratch[0]
+        r = self._scratch.r
         pr = self.prior
         for t in range(f.m):
             remove_tree(t, f.value, f.leaf_of_row, self._fsum, z, r)
@@ -521,7 +525,7 @@ class ForestSampler:
                 f.ensure_capacity(2 * f.capacity)
                 self._alloc_scratch()
                 self._fsum = fsum
-                r_old, r = r, self._scratch[0]
+                r_old, r = r, self._scratch.r
                 r[:] = r_old
                 self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
                 self._particles = None  # PG buffers follow the capacity

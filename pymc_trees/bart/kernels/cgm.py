@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -18,25 +20,71 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, c
                                            log_1m_psplit, log_ml, log_psplit, node_availability,
                                            rule_valid, split_node)
 
-__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "new_scratch", "cgm_sweep",
+__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "SweepData", "TreeRules", "SweepScratch",
+           "new_scratch", "cgm_sweep",
            "forest_summary"]
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
 
 
-def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
-                categorical: bool = False) -> tuple:
-    """Buffers for one sweep, allocated once by the caller.
+class SweepData(NamedTuple):
+    """The training rows as the sweep reads them: bins row-major ``Xb`` (n, p) and
+    feature-major ``XbT`` (p, n), cutpoints per feature ``ncuts`` (p,), categorical features
+    ``iscat`` (p,) and the split probabilities ``split_prior`` (p,)."""
 
-    Returns a tuple ``(r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-    in_sub, tmp, nmask)``; the node-sized buffers must be regrown with the forest's
-    capacity.  ``tmp`` (n) is the partitions' buffer; ``nmask`` has one extra row per node
-    for the proposed masks, plus two.
-    """
+    Xb: np.ndarray
+    XbT: np.ndarray
+    ncuts: np.ndarray
+    iscat: np.ndarray
+    split_prior: np.ndarray
+
+
+class TreeRules(NamedTuple):
+    """The tree prior's constants: fewest rows in a leaf, ``alpha``, ``beta`` of the split
+    probability ``alpha (1 + depth)^-beta``, and the leaf values' prior precision."""
+
+    min_leaf: int
+    alpha: float
+    beta: float
+    prec0: float
+
+
+class SweepScratch(NamedTuple):
+    """Buffers of a sweep, allocated once by :func:`new_scratch`: per row ``r`` (residual),
+    ``idx`` (row order), ``tmp`` (partitions); per feature ``hist`` (bin counts), ``lo``,
+    ``hi`` (available rules); per node slot ``W``, ``S`` (leaf statistics), ``nW``, ``nS``,
+    ``nwav``, ``nnc``, ``seg_s``, ``seg_e``, ``stack``, ``in_sub``; ``nmask`` the proposed
+    nodes' masks.  The general step reads ``W``, ``S``, ``nW``, ``nS`` as its own G, H, V
+    and spare buffers."""
+
+    r: np.ndarray
+    idx: np.ndarray
+    hist: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    W: np.ndarray
+    S: np.ndarray
+    nW: np.ndarray
+    nS: np.ndarray
+    nwav: np.ndarray
+    nnc: np.ndarray
+    seg_s: np.ndarray
+    seg_e: np.ndarray
+    stack: np.ndarray
+    in_sub: np.ndarray
+    tmp: np.ndarray
+    nmask: np.ndarray
+
+
+def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
+                categorical: bool = False) -> SweepScratch:
+    """Buffers for one sweep, allocated once by the caller; the node-sized buffers must be
+    regrown with the forest's capacity.  ``nmask`` has one extra row per node for the
+    proposed masks, plus two."""
     from pymc_trees.bart.kernels.forest import mask_dtype, mask_width
 
     K = capacity
-    return (
+    return SweepScratch(
         np.zeros(n), np.zeros(n, np.int32), np.zeros((p, max_cuts + 1), np.int32),
         np.zeros(p, np.int32), np.zeros(p, np.int32),
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
@@ -495,17 +543,21 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, move_cp, z,
-              omega, omega_const, fsum, var, cut, left, right, parent, depth, value, wavail, ncut,
-              amask, n_nodes, free, n_free, leaf_of_row, r, idx, hist, lo, hi, W, S, nW, nS, nwav,
-              nnc, seg_s, seg_e, stack, in_sub, tmp, nmask, proposed, accepted):
+def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, proposed,
+              accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
     ----------
-    Xb, XbT : ndarray of shape (n, p) and (p, n)
-        Bin index of every row and feature, row-major (for bin counts) and feature-major
-        (for partitions).
+    data : SweepData
+        The binned training rows (``Xb`` row-major for bin counts, ``XbT`` feature-major for
+        partitions), cutpoints, categorical features and split probabilities.
+    rules : TreeRules
+        ``min_leaf``, ``alpha``, ``beta``, ``prec0``.
+    forest : ForestArrays
+        The forest, updated in place.
+    scratch : SweepScratch
+        Buffers (see :func:`new_scratch`).
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change, swap.
     z, omega : ndarray of shape (n,)
@@ -519,6 +571,12 @@ def cgm_sweep(rng, Xb, XbT, ncuts, iscat, split_prior, min_leaf, alpha, beta, pr
     proposed, accepted : ndarray of shape (4,), dtype int64
         Incremented per move type (impossible moves are not counted as proposed).
     """
+    Xb, XbT, ncuts, iscat, split_prior = data
+    min_leaf, alpha, beta, prec0 = rules
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    (r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,
+     nmask) = scratch
     m, n = leaf_of_row.shape
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]

@@ -9,15 +9,35 @@ of a particle sampler (one "tree" per particle).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-__all__ = ["LEAF", "FREE", "Forest", "pack_forest", "new_forest", "forest_values", "mask_width",
+__all__ = ["LEAF", "FREE", "Forest", "ForestArrays", "pack_forest", "new_forest", "forest_values", "mask_width",
            "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs"]
 
 LEAF = -1
 FREE = -2
+
+
+class ForestArrays(NamedTuple):
+    """The arrays of a :class:`Forest`, as one argument of a kernel (fields as there)."""
+
+    var: np.ndarray
+    cut: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    value: np.ndarray
+    wavail: np.ndarray
+    ncut: np.ndarray
+    amask: np.ndarray
+    n_nodes: np.ndarray
+    free: np.ndarray
+    n_free: np.ndarray
+    leaf_of_row: np.ndarray
 
 
 @dataclass
@@ -92,6 +112,12 @@ class Forest:
         mask = np.zeros((self.m, newK, self.amask.shape[2]), self.amask.dtype)
         mask[:, :K] = self.amask
         self.amask = mask
+
+    def arrays(self) -> ForestArrays:
+        """The current arrays (replaced when the capacity grows), for a kernel."""
+        return ForestArrays(self.var, self.cut, self.left, self.right, self.parent, self.depth,
+                            self.value, self.wavail, self.ncut, self.amask, self.n_nodes,
+                            self.free, self.n_free, self.leaf_of_row)
 
     def copy(self) -> "Forest":
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
