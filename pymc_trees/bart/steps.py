@@ -193,6 +193,27 @@ class _TreeStep(BlockedStep):
         self.warm_start = int(warm_start)
         self._warm_left = 0
         model = modelcontext(model)
+        # the starting point, computed only when a part below needs it
+        start = (lambda: initial_point) if initial_point is not None else model.initial_point
+        rv, scale, split, conc = self._select_vars(model, vars)
+        _, _, X, offset, leaf_sd, _ = rv.owner.inputs
+        X_value = mark_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
+                               getattr(rv.owner.op, "missing", None))
+        sd0 = self._setup_leaf_scale(model, rv, scale, leaf_sd, start)
+        self._make_sampler(rv, X_value, float(offset.eval()), sd0)
+        self._setup_split_prior(model, rv, split, conc, start)
+        self._read_likelihood(model, rv, start)
+        self.forest_stat = forest_stat_name(self.var_name)
+        sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
+        self.stats_dtypes_shapes = sds
+        self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
+        self.rng = get_random_generator(rng)
+        self.tune = True
+
+    def _select_vars(self, model, vars) -> tuple:
+        """The tree term among ``vars`` and the variables sampled with it (its learned leaf
+        scale, split probabilities and their concentration); sets ``var_name`` and
+        ``vars``."""
         value_vars = get_value_vars_from_user_vars(vars, model)
         rvs = [model.values_to_rvs[v] for v in value_vars]
         trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
@@ -232,9 +253,11 @@ class _TreeStep(BlockedStep):
                     f"{h.name}]).")
         self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
                      + [model.rvs_to_values[v] for v in split + conc])
-        _, _, X, offset, leaf_sd, _ = rv.owner.inputs
-        X_value = mark_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
-                               getattr(rv.owner.op, "missing", None))
+        return rv, scale, split, conc
+
+    def _setup_leaf_scale(self, model, rv, scale, leaf_sd, start) -> float:
+        """Compile the learned leaf scale's value and log density (when there is one);
+        returns the leaf sd at the starting point."""
         self._scale_name = None
         if scale:
             _check_leaf_scale(model, rv, scale[0])
@@ -247,13 +270,14 @@ class _TreeStep(BlockedStep):
                                      inputs=[value], on_unused_input="ignore", point_fn=False)
             self._leaf_sd_fn = _AtValue(sd_fn, value.name)
             self._scale_logp = _AtValue(lp_fn, value.name)
-            start = initial_point if initial_point is not None else model.initial_point()
-            sd0 = float(self._leaf_sd_fn(start))
-        else:
-            sd0 = float(leaf_sd.eval())
+            return float(self._leaf_sd_fn(start()))
+        return float(leaf_sd.eval())
+
+    def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
+        """The orchestration of the kernels: one ForestSampler, or one per output."""
         outputs = rv.owner.op.outputs
         if outputs is None:
-            self.sampler = ForestSampler(X_value, rv.owner.op.prior, float(offset.eval()), sd0,
+            self.sampler = ForestSampler(X_value, rv.owner.op.prior, offset, sd0,
                                          categorical_columns(rv.owner.op))
         else:
             if self.sampler_kind != "cgm":
@@ -261,8 +285,11 @@ class _TreeStep(BlockedStep):
                     f"{rv.name!r} has {outputs} outputs (shape ({outputs}, n)); they are "
                     "sampled by the general tree step of CGMTreeStep, one output at a time "
                     "given the others. Use CGMTreeStep (the default).")
-            self.sampler = OutputSamplers(X_value, rv.owner.op.prior, float(offset.eval()),
+            self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
                                           sd0, outputs, categorical_columns(rv.owner.op))
+
+    def _setup_split_prior(self, model, rv, split, conc, start) -> None:
+        """Compile learned split probabilities and their concentration (when there are)."""
         self._split_name = None
         if split and getattr(self.sampler, "layout", None) is not None \
                 and self.sampler.layout.virtual:
@@ -286,8 +313,7 @@ class _TreeStep(BlockedStep):
             x = pt.dvector("s")
             self._split_forward = (None if transform is None else
                                    pytensor.function([x], transform.forward(x)))
-            start = initial_point if initial_point is not None else model.initial_point()
-            self.sampler.set_split_weights(self._split_fn(start))
+            self.sampler.set_split_weights(self._split_fn(start()))
         self._conc_name = None
         if conc:
             cval = model.rvs_to_values[conc[0]]
@@ -295,6 +321,11 @@ class _TreeStep(BlockedStep):
             lp = model.logp(vars=[conc[0], split[0]], jacobian=True)
             self._conc_logp = model.compile_fn(lp, inputs=[cval, model.rvs_to_values[split[0]]],
                                                on_unused_input="ignore", point_fn=False)
+
+    def _read_likelihood(self, model, rv, start) -> None:
+        """Read the likelihood around the term: conjugate, augmented or general (then check
+        its link and its density at the starting point), and the level shifts."""
+        outputs = rv.owner.op.outputs
         self._liks = None
         try:
             if outputs is not None:
@@ -314,19 +345,11 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         if self.likelihood.family == "general":
             _check_general_link(rv, self.likelihood)
-            _check_general_start(rv, self._liks or [self.likelihood],
-                                 initial_point if initial_point is not None
-                                 else model.initial_point())
+            _check_general_start(rv, self._liks or [self.likelihood], start())
             self.level_shifts = []
         else:
             _check_link(rv, self.likelihood)
             self.level_shifts = level_shifts(model, rv, self.likelihood)
-        self.forest_stat = forest_stat_name(self.var_name)
-        sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
-        self.stats_dtypes_shapes = sds
-        self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
-        self.rng = get_random_generator(rng)
-        self.tune = True
 
     @property
     def forest(self):

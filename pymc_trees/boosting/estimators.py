@@ -171,6 +171,42 @@ class _Forest:
     cover: np.ndarray  # per node
 
 
+def _weights(sample_weight, X) -> np.ndarray:
+    """Sample weights of shape (n,) (ones when None): non-negative, with a positive sum."""
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if np.any(w < 0):
+        raise ValueError("sample_weight must be non-negative.")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    return w
+
+
+def _sorted_columns(X, live, is_cat) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact method's view of X: X transposed, and per numeric column its present live
+    rows in ascending order (``sorted_idx[v, :n_present[v]]``, ties in row order)."""
+    n, p = X.shape
+    XT = np.ascontiguousarray(X.T)
+    n_present = np.zeros(p, np.int64)
+    sorted_idx = np.zeros((p, n), np.int64)
+    for v in np.flatnonzero(~is_cat):
+        rows = np.flatnonzero(~np.isnan(X[:, v]) & live)
+        n_present[v] = rows.size
+        sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
+    return XT, sorted_idx, n_present
+
+
+def _pack_trees(trees: list) -> "_Forest":
+    """One output's trees ``(nodes, gains, covers)``, in round order, as one packed forest
+    (child links made absolute)."""
+    sizes = np.array([t[0].size for t in trees], np.int64)
+    start = np.zeros(sizes.size + 1, np.int32)
+    start[1:] = np.cumsum(sizes)
+    nodes = np.concatenate([t[0] for t in trees])
+    nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] + np.repeat(start[:-1], sizes),
+                             -1)
+    return _Forest(start, nodes, np.concatenate([t[1] for t in trees]),
+                   np.concatenate([t[2] for t in trees]))
+
 def _compact(feature, threshold, missing_left, cats, left, value, gain, cover):
     """The reachable nodes of a grown tree (pruning may leave unreachable ones) in the packed
     layout: depth-first, the two children of a node side by side; ``left`` relative to the
@@ -365,11 +401,7 @@ class _BoostedTrees(BaseEstimator):
                      threads):
         self._check_params(objective)
         n, p = X.shape
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(w < 0):
-            raise ValueError("sample_weight must be non-negative.")
-        if not w.sum() > 0:
-            raise ValueError("sample_weight must have a positive sum.")
+        w = _weights(sample_weight, X)
         rng = check_random_state(self.random_state)
         # max_depth=0: no depth limit (XGBoost's hist reading).  A split with positive gain
         # leaves rows on both sides, so a tree has at most n leaves and 2n - 1 nodes, and n - 1
@@ -388,34 +420,14 @@ class _BoostedTrees(BaseEstimator):
         onehot, cat_thr = int(self.max_cat_to_onehot), int(self.max_cat_threshold)
         exact = self.tree_method == "exact"
         if exact:
-            XT = np.ascontiguousarray(X.T)
-            n_present = np.zeros(p, np.int64)
-            sorted_idx = np.zeros((p, n), np.int64)
-            for v in np.flatnonzero(~is_cat):
-                rows = np.flatnonzero(~np.isnan(X[:, v]) & live)
-                n_present[v] = rows.size
-                sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
+            XT, sorted_idx, n_present = _sorted_columns(X, live, is_cat)
         else:
             cuts, ncuts = self._hist_cuts(X, w, is_cat, n_cat, threads)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
             miss_bin = int(ncuts.max(initial=0)) + 1
             ws = boost.hist_workspace(n, p, miss_bin, min(depth, 30))
             all_rows = np.arange(n, dtype=np.int64)
-        evals = []
-        for j, item in enumerate(eval_set or []):
-            if not (isinstance(item, (tuple, list)) and len(item) in (2, 3)):
-                raise ValueError("eval_set must be a list of (X, y) or (X, y, sample_weight) "
-                                 f"tuples; item {j} is {type(item).__name__}.")
-            Xe, ye = item[0], item[1]
-            Xe = self._encode_X(Xe, what=f"eval_set[{j}] X")
-            ye = self._encode_eval_y(ye, what=f"eval_set[{j}]")
-            if ye.shape[0] != Xe.shape[0]:
-                raise ValueError(f"eval_set[{j}] has {Xe.shape[0]} rows in X and {ye.shape[0]} "
-                                 "values in y; pass one y value per row.")
-            we = _check_sample_weight(item[2] if len(item) == 3 else None, Xe,
-                                      dtype=np.float64)
-            evals.append((np.ascontiguousarray(Xe.T), ye, we,
-                          np.tile(base, (Xe.shape[0], 1))))
+        evals = self._read_evals(eval_set, base)
         metric = self.eval_metric or METRICS[objective][0]
         self.evals_result_ = {f"validation_{j}": {metric: []} for j in range(len(evals))}
         cap = (boost.tree_capacity(depth) if depth < 30 else 0)
@@ -516,17 +528,28 @@ class _BoostedTrees(BaseEstimator):
                                 else rounds_done - 1)
         self.n_rounds_ = rounds_done
         self._base = base
-        self._forests = []
-        for k in range(K):
-            sizes = np.array([t[0].size for t in trees[k]], np.int64)
-            start = np.zeros(sizes.size + 1, np.int32)
-            start[1:] = np.cumsum(sizes)
-            nodes = np.concatenate([t[0] for t in trees[k]])
-            nodes["left"] = np.where(nodes["left"] >= 0,
-                                     nodes["left"] + np.repeat(start[:-1], sizes), -1)
-            self._forests.append(_Forest(start, nodes, np.concatenate([t[1] for t in trees[k]]),
-                                         np.concatenate([t[2] for t in trees[k]])))
+        self._forests = [_pack_trees(trees[k]) for k in range(K)]
         return self
+
+    def _read_evals(self, eval_set, base) -> list:
+        """The eval sets, encoded and checked: per item (X transposed, y, weights, margin
+        starting at ``base``)."""
+        evals = []
+        for j, item in enumerate(eval_set or []):
+            if not (isinstance(item, (tuple, list)) and len(item) in (2, 3)):
+                raise ValueError("eval_set must be a list of (X, y) or (X, y, sample_weight) "
+                                 f"tuples; item {j} is {type(item).__name__}.")
+            Xe, ye = item[0], item[1]
+            Xe = self._encode_X(Xe, what=f"eval_set[{j}] X")
+            ye = self._encode_eval_y(ye, what=f"eval_set[{j}]")
+            if ye.shape[0] != Xe.shape[0]:
+                raise ValueError(f"eval_set[{j}] has {Xe.shape[0]} rows in X and {ye.shape[0]} "
+                                 "values in y; pass one y value per row.")
+            we = _check_sample_weight(item[2] if len(item) == 3 else None, Xe,
+                                      dtype=np.float64)
+            evals.append((np.ascontiguousarray(Xe.T), ye, we,
+                          np.tile(base, (Xe.shape[0], 1))))
+        return evals
 
     def _hist_cuts(self, X, w, is_cat, n_cat, threads):
         """Cutpoints of the histogram method: BART's (weighted quantile midpoints, at most
