@@ -26,6 +26,10 @@ The names are loaded on first use, so ``import pymc_trees.boosting`` or
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -55,6 +59,27 @@ _HOMES = {
 }
 _SUBPACKAGES = ("bart", "results", "boosting", "interpret", "comparison", "core")
 
+# Modules of the flat layout before 2026-11-25 and where they live now: importing the old
+# path still works, with a FutureWarning that names the new one.  pymc_trees.predict and
+# pymc_trees.compare are not here: those names are the public functions.
+_MOVED = {
+    "pymc_trees.datasets": "pymc_trees.comparison.datasets",
+    "pymc_trees.demo": "pymc_trees.comparison.demo",
+    "pymc_trees.report": "pymc_trees.comparison.report",
+    "pymc_trees.tabular": "pymc_trees.core.tabular",
+    "pymc_trees.features": "pymc_trees.core.features",
+    "pymc_trees.distribution": "pymc_trees.bart.distribution",
+    "pymc_trees.calibration": "pymc_trees.bart.calibration",
+    "pymc_trees.structure": "pymc_trees.bart.structure",
+    "pymc_trees.steps": "pymc_trees.bart.steps",
+    "pymc_trees.sampler": "pymc_trees.bart.sampler",
+    "pymc_trees.trace_io": "pymc_trees.bart.trace_io",
+    "pymc_trees.predictive": "pymc_trees.results.predictive",
+    "pymc_trees.core.boost": "pymc_trees.boosting.kernels",
+    **{f"pymc_trees.core.{k}": f"pymc_trees.bart.kernels.{k}"
+       for k in ("forest", "nodes", "prior", "cgm", "pg", "gfr", "general", "augment")},
+}
+
 __all__ = list(_HOMES)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -68,7 +93,40 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
                                     sample_posterior_predictive)
 
 
+def _moved(old: str) -> Any:
+    new = _MOVED[old]
+    warnings.warn(f"{old} moved to {new} (pymc_trees is laid out by audience, see "
+                  "docs/design.md, 'Code layout'); import it from there.", FutureWarning,
+                  stacklevel=3)
+    return importlib.import_module(new)
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old module paths of :data:`_MOVED`: the old module is a copy of the new
+    one's namespace (the same functions and classes)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in _MOVED:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        new = _moved(module.__name__)
+        module.__dict__.update({k: v for k, v in vars(new).items()
+                                if k not in ("__name__", "__spec__", "__loader__",
+                                             "__package__", "__path__")})
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
+
+
 def __getattr__(name: str) -> Any:
+    if f"pymc_trees.{name}" in _MOVED:
+        return importlib.import_module(f"pymc_trees.{name}")
     if name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
         globals()[name] = value

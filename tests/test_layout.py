@@ -121,5 +121,26 @@ def test_public_names_resolve_and_shadow_no_module():
         mod = importlib.import_module(f"pymc_trees.{sub}")
         for name in mod.__all__:
             assert getattr(mod, name) is not None, f"pymc_trees.{sub}.{name}"
-    with pytest.raises(AttributeError, match="no attribute 'calibration'"):
-        pymc_trees.calibration  # noqa: B018 - modules live in their subpackage now
+
+
+def test_old_module_paths_import_with_a_warning_that_names_the_new_one():
+    """Code written against the flat layout keeps working: the old module paths give the
+    same functions and classes, with a FutureWarning naming where they live now."""
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from pymc_trees.datasets import friedman1\n"
+        "    from pymc_trees.tabular import TableSchema\n"
+        "    from pymc_trees.core.boost import grow_hist\n"
+        "import pymc_trees.comparison.datasets as d, pymc_trees.core as c\n"
+        "import pymc_trees.boosting.kernels as k\n"
+        "assert friedman1 is d.friedman1 and TableSchema is c.TableSchema\n"
+        "assert grow_hist is k.grow_hist\n"
+        "msgs = [str(x.message) for x in w if x.category is FutureWarning]\n"
+        "assert any('pymc_trees.datasets moved to pymc_trees.comparison.datasets' in m\n"
+        "           for m in msgs), msgs\n"
+        "assert any('pymc_trees.core.boost moved to pymc_trees.boosting.kernels' in m\n"
+        "           for m in msgs), msgs\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
