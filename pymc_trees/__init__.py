@@ -107,11 +107,18 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in _MOVED:
-            return importlib.util.spec_from_loader(fullname, self)
+            origin = importlib.util.find_spec(_MOVED[fullname]).origin
+            return importlib.util.spec_from_loader(fullname, self, origin=origin)
         return None
 
     def create_module(self, spec):
         return None
+
+    def get_code(self, fullname: str):
+        """``python -m <old path>`` (such as ``python -m pymc_trees.demo``) runs the new
+        module's code."""
+        new = importlib.util.find_spec(_MOVED[fullname])
+        return new.loader.get_code(new.name)
 
     def exec_module(self, module) -> None:
         new = _moved(module.__name__)

@@ -144,3 +144,6 @@ def test_old_module_paths_import_with_a_warning_that_names_the_new_one():
         "           for m in msgs), msgs\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+    demo = subprocess.run([sys.executable, "-m", "pymc_trees.demo", "--help"],
+                          capture_output=True, text=True)
+    assert demo.returncode == 0 and "usage" in demo.stdout, demo.stderr
