@@ -147,3 +147,26 @@ def test_old_module_paths_import_with_a_warning_that_names_the_new_one():
     demo = subprocess.run([sys.executable, "-m", "pymc_trees.demo", "--help"],
                           capture_output=True, text=True)
     assert demo.returncode == 0 and "usage" in demo.stdout, demo.stderr
+
+
+def test_a_trace_saved_by_the_flat_layout_loads_and_predicts_the_same():
+    """tests/data/trace_flat_layout.nc was written by commit b89a2cf (the flat layout): a
+    BART term on a DataFrame with a categorical column and gaps, 2 chains x 6 draws, and its
+    predictions at three new rows.  The forests group holds numeric arrays only, so the move
+    must not change a number."""
+    import json
+
+    import arviz as az
+    import numpy as np
+    import pandas as pd
+
+    import pymc_trees as pmt
+
+    data = Path(__file__).parent / "data"
+    idata = az.from_netcdf(data / "trace_flat_layout.nc")
+    new = pd.DataFrame({"x": [0.1, 0.9, 0.5], "shop": pd.Categorical(["c", "b", "a"]),
+                        "z": [np.nan, 0.3, -1.0]})
+    want = np.array(json.loads((data / "trace_flat_layout_predict.json").read_text()))
+    got = pmt.predict(idata, new)
+    assert got.dims[:2] == ("chain", "draw") and got.shape == want.shape
+    np.testing.assert_array_equal(got.values, want)
