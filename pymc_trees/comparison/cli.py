@@ -2,7 +2,7 @@
 
 ``compare`` fits BART in a PyMC model and the boosting learner on the same held-out rows of a
 table (a CSV file or a bundled real data set), prints the metrics table and writes an HTML
-report; see :func:`pymc_trees.compare.compare` and ``docs/compare.md``.
+report; see :func:`pymc_trees.compare` and ``docs/compare.md``.
 """
 
 from __future__ import annotations

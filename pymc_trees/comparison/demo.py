@@ -35,7 +35,7 @@ def run(data: str = "penguins", folds: int = 5, m: int = 200, draws: int = 1000,
     Parameters
     ----------
     data : str
-        A bundled data set (:data:`pymc_trees.compare.DATASETS`) or a CSV path with its
+        A bundled data set (:data:`pymc_trees.comparison.DATASETS`) or a CSV path with its
         default target.
     folds : int
         K-fold cross-validation.
