@@ -92,6 +92,9 @@ def _unsupported_model(case):
         elif case == "two_likelihoods":
             pm.Normal("y", mu=f, sigma=1.0, observed=y)
             pm.Normal("y2", mu=2 * f, sigma=1.0, observed=y)
+        elif case == "free_dependent":
+            pm.Normal("z", mu=f.sum())
+            pm.Normal("y", mu=f, sigma=1.0, observed=y)
         elif case == "sigma_depends":
             pm.Normal("y", mu=0.0, sigma=pm.math.exp(f), observed=y)
         elif case == "nb_identity_mean":
@@ -108,10 +111,10 @@ def _unsupported_model(case):
     return model, f
 
 
-def test_a_term_in_two_likelihoods_raises_a_clear_error():
-    model, f = _unsupported_model("two_likelihoods")
+def test_a_free_variable_depending_on_a_term_raises_a_clear_error():
+    model, f = _unsupported_model("free_dependent")
     with model, pytest.raises(pmt.ModelStructureError,
-                              match="must enter exactly one observed likelihood") as err:
+                              match="must enter observed likelihoods only") as err:
         pmt.CGMTreeStep([f])
     # the error lists every supported form
     for form in ("Normal(mu=eta", "StudentT(nu", "invprobit(eta)", "logit_p=eta",
@@ -120,7 +123,7 @@ def test_a_term_in_two_likelihoods_raises_a_clear_error():
 
 
 @pytest.mark.parametrize("case", ["nonlinear", "sigma_depends", "poisson", "nb_identity_mean",
-                                  "probit_binomial", "t_nu_depends"])
+                                  "probit_binomial", "t_nu_depends", "two_likelihoods"])
 def test_likelihoods_without_augmentation_get_the_general_step(case):
     model, f = _unsupported_model(case)
     with model:

@@ -44,7 +44,8 @@ LIKELIHOOD_FORMS = (
 )
 
 TREE_SUPPORTED = (
-    "A sum-of-trees term f must enter exactly one observed likelihood of one of these forms:\n"
+    "For an exact augmentation, a sum-of-trees term f enters one observed likelihood of one "
+    "of these forms:\n"
     + "".join(f"  - {form}\n" for _, _, form in LIKELIHOOD_FORMS)
     + "where eta = a + b * f is affine in f (a and b do not depend on f; b may be a vector or a "
     "sampled variable) and no other parameter of the likelihood (sigma, nu, n, alpha) depends "
@@ -311,9 +312,14 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
                 f"explicitly.")
     if len(deps) != 1:
         found = ", ".join(d.name or str(d) for d in deps) or "none"
+        if len(deps) > 1 and all(d in model.observed_RVs for d in deps):
+            raise NotAugmentable(
+                f"{name!r} enters {len(deps)} observed likelihoods ({found}); the exact "
+                f"augmentations take one.\n{TREE_SUPPORTED}")
         raise ModelStructureError(
-            f"{name!r} must enter exactly one observed likelihood; variables that "
-            f"depend on it: {found}.\n{TREE_SUPPORTED}")
+            f"{name!r} must enter observed likelihoods only (one of the forms below for an "
+            f"exact augmentation; any, one or several row by row, for the general tree step); "
+            f"variables that depend on it: {found}.\n{TREE_SUPPORTED}")
     obs = deps[0]
     if obs not in model.observed_RVs:
         raise ModelStructureError(
@@ -404,29 +410,14 @@ def _rows(x, n: int) -> np.ndarray:
     return x if x.shape == (n,) else np.broadcast_to(x, (n,))
 
 
-def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
-    """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
-    (k, n)) for the general tree step.
-
-    ``f_rv`` must enter exactly one observed variable whose log density is a sum over rows in
-    which row i depends on the term only through ``f_i`` (checked at the initial point: moving
-    f at half of the rows leaves the other rows' log densities unchanged).  Raises
-    :class:`ModelStructureError` otherwise."""
-    deps = _dependents(model, f_rv)
-    name = f_rv.name
-    if len(deps) != 1 or deps[0] not in model.observed_RVs:
-        found = ", ".join(d.name or str(d) for d in deps) or "none"
-        raise ModelStructureError(
-            f"{name!r} must enter exactly one observed likelihood and nothing else; variables "
-            f"that depend on it: {found}.")
-    obs = deps[0]
-    f_value = model.rvs_to_values[f_rv]
+def _row_log_density(model, obs, name: str, n: int, point: dict):
+    """The log density of observed ``obs`` per row of X, shape (n,) (a single row value is
+    broadcast); refuses other shapes with the reason."""
     lp = model.logp(vars=[obs], sum=False)[0]
     if lp.ndim != 1:
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
             f"{name!r} needs one value per row of X (shape ({n},)).")
-    point = model.initial_point()
     rows = lp.type.shape[0]
     if rows is None:
         rows = int(_compile_values(model, [lp.shape[0]])(point))
@@ -437,16 +428,38 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
             f"rows of X, row i depending on {name}[i] alone. Indexing or slicing a tree term "
             f"({name}[idx], {name}[:k]) is not supported: give the term the rows of X it is "
             f"observed at (BARTTree(..., X[idx])), and use pmt.predict for other rows.")
-    lp = pt.broadcast_to(lp, (n,))
+    return pt.broadcast_to(lp, (n,))
+
+def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
+    """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
+    (k, n)) for the general tree step.
+
+    ``f_rv`` must enter one or more observed variables and nothing else; each one's log
+    density is a sum over rows in which row i depends on the term only through ``f_i``, and
+    the rows of several add (two outcomes sharing one function of X).  That is checked at the
+    initial point: moving f at half of the rows leaves the other rows' log densities
+    unchanged.  Raises :class:`ModelStructureError` otherwise."""
+    deps = _dependents(model, f_rv)
+    name = f_rv.name
+    if not deps or any(d not in model.observed_RVs for d in deps):
+        found = ", ".join(d.name or str(d) for d in deps) or "none"
+        raise ModelStructureError(
+            f"{name!r} must enter observed likelihoods only (one or several, row by row); "
+            f"variables that depend on it: {found}.")
+    f_value = model.rvs_to_values[f_rv]
+    point = model.initial_point()
+    lp = sum(_row_log_density(model, obs, name, n, point) for obs in deps)
+    obs = deps[0]
+    observed_name = obs.name if len(deps) == 1 else " + ".join(d.name for d in deps)
     if output is None:
         g = pytensor.grad(pt.sum(lp), f_value)
         h = -pytensor.grad(pt.sum(g), f_value)
-        link, parameter = _general_link(obs, f_rv)
+        link, parameter = _general_link(obs, f_rv) if len(deps) == 1 else (None, None)
     else:
         g = pytensor.grad(pt.sum(lp), f_value)[output]
         h = -pytensor.grad(pt.sum(g), f_value)[output]
         link, parameter = None, None
-    lik = GeneralLikelihood(observed_name=obs.name, observed=obs, n=n, f_name=f_value.name,
+    lik = GeneralLikelihood(observed_name=observed_name, observed=obs, n=n, f_name=f_value.name,
                             _fn=_compile_values(model, [lp]),
                             _dfn=_compile_fast(model, [lp, g, h], point), output=output,
                             link=link, parameter=parameter)
@@ -457,14 +470,14 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
     loglik = lik.bind(point)
     base = loglik(f0)
     if base.shape != (n,):
-        raise ModelStructureError(f"The log density of {obs.name!r} has shape {base.shape}; "
+        raise ModelStructureError(f"The log density of {observed_name!r} has shape {base.shape}; "
                                   f"{name!r} has shape ({n},).")
     moved = np.random.default_rng(0).random(n) < 0.5
     probe = loglik(np.where(moved, f0 + 0.3, f0))
     same = (probe == base) | (np.isnan(probe) & np.isnan(base))
     if not np.all(same[~moved]):
         raise ModelStructureError(
-            f"In {obs.name!r} a row's log density depends on the values of {name!r} at other "
+            f"In {observed_name!r} a row's log density depends on the values of {name!r} at other "
             "rows; the tree step needs each row to depend on its own value f_i only (an "
             "elementwise link such as pm.math.exp(f) is fine, a sum or a softmax over rows "
             "is not).")
