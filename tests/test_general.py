@@ -439,3 +439,30 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
         pm.Poisson("counts", mu=pm.math.exp(f), observed=Y_COUNT)
         with pytest.raises(pmt.ModelStructureError, match="must enter observed likelihoods only"):
             pm.sample(draws=5, tune=5, chains=1, progressbar=False)
+
+
+def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
+    """A term of shape (2, n) whose likelihood is broadcast over its outputs (one y, a log
+    density of shape (2, n): element (j, i) depends on f[j, i] only, as for several quantiles
+    of one y).  It was refused ("has 2 dimensions").  Given y the outputs are independent, so
+    each output's tree must follow the one-output Poisson posterior (quadrature): the two
+    outputs of two chains are four chains of that posterior for the partitions (20,000 draws
+    each), and each output's mean of f is checked on its own.  Using output 0's log density
+    for both outputs (output 1 then follows its prior) fails the mean check."""
+    leaf_sd, _, row, _ = CASES["poisson"]
+    prior = _prior()
+    post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
+    n = len(X6)
+    with pm.Model():
+        w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+                         shape=(2, n))
+        pm.Poisson("y", mu=pm.math.exp(0.8 + w), observed=np.broadcast_to(Y_COUNT, (2, n)))
+        idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, random_seed=29,
+                          progressbar=False, compute_convergence_checks=False)
+    fr = pmt.forests(idata, "w").values  # (chain, draw, output)
+    parts = [[forest_row_partitions(fr[c, d, j], X6)[0] for d in range(fr.shape[1])]
+             for c in range(fr.shape[0]) for j in range(2)]
+    check_cells(parts, post, {k: prior[k] for k in post})
+    ws = idata.posterior["w"].values  # (chain, draw, output, row)
+    for j in range(2):  # per output: a pooled mean would hide one output off the posterior
+        check_f_mean(list(ws[:, :, j]), f_mean)

@@ -411,16 +411,27 @@ def _rows(x, n: int) -> np.ndarray:
 
 
 def _row_log_density(model, obs, name: str, n: int, point: dict):
-    """The log density of observed ``obs`` per row of X, shape (n,) (a single row value is
-    broadcast); refuses other shapes with the reason."""
+    """The log density of observed ``obs`` per row of X, shape (n,).  A single row value is
+    broadcast; a log density of shape (k, n) or (n, k) (a likelihood broadcast over the outputs
+    of a term of shape (k, n), such as several quantiles of one y) is summed over its other
+    axis, so that row i holds everything that depends on column i of the term.  Other shapes
+    are refused with the reason; that row i depends on no other row is checked by the caller."""
     lp = model.logp(vars=[obs], sum=False)[0]
-    if lp.ndim != 1:
+    if lp.ndim not in (1, 2):
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
-            f"{name!r} needs one value per row of X (shape ({n},)).")
-    rows = lp.type.shape[0]
-    if rows is None:
-        rows = int(_compile_values(model, [lp.shape[0]])(point))
+            f"{name!r} needs one value per row of X (shape ({n},)), or (k, {n}) for a "
+            "likelihood broadcast over the k outputs of a term.")
+    shape = tuple(lp.type.shape)
+    if any(d is None for d in shape):
+        shape = tuple(int(d) for d in _compile_values(model, [lp.shape])(point))
+    if lp.ndim == 2:
+        if shape[1] != n and shape[0] == n:  # rows along the first axis
+            lp, rows = lp.sum(axis=1), n
+        else:
+            lp, rows = lp.sum(axis=0), shape[1]
+    else:
+        rows = shape[0]
     if rows not in (1, n):
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {rows} rows, but {name!r} has one value per "
