@@ -466,3 +466,36 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     ws = idata.posterior["w"].values  # (chain, draw, output, row)
     for j in range(2):  # per output: a pooled mean would hide one output off the posterior
         check_f_mean(list(ws[:, :, j]), f_mean)
+
+
+def test_proposals_outside_the_support_are_rejected_exactly():
+    """Poisson(mu=f): the rate is the term itself, so leaf proposals below zero leave the
+    support (log density -inf, the proposal rejected; it raised ParameterValueError before
+    issue 29).  The posterior is the prior truncated to positive rates at every row: the
+    partitions and the mean of f match quadrature of that truncated likelihood, and no draw
+    leaves the support (treating -inf as a density of 1 fails here).  PyMC's check makes the
+    whole vector -inf when one row leaves the support, so one invalid leaf proposal rejects
+    the tree's other leaf proposals too: exact (the thinning depends only on leaves that stay),
+    not efficient."""
+    leaf_sd = 1.0
+    with pm.Model():
+        f = pmt.BARTTree("f", X6, Y=Y_COUNT, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd,
+                         min_leaf=1)
+        pm.Poisson("y", mu=f, observed=Y_COUNT)
+        offset = float(f.owner.inputs[3].eval())
+        idata = pm.sample(draws=16000, tune=300, chains=2, cores=1, random_seed=37,
+                          progressbar=False, compute_convergence_checks=False)
+
+    def row(i, mu):
+        rate = offset + mu
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = stats.poisson.logpmf(Y_COUNT[i], np.where(rate > 0, rate, 1.0))
+        return np.where(rate > 0, ll, -1e300)
+
+    prior = _prior()
+    post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
+    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
+             for chain in pmt.forests(idata, "f").values]
+    check_cells(parts, post, {k: prior[k] for k in post})
+    check_f_mean(list(idata.posterior["f"].values), f_mean + offset)
+    assert float(idata.posterior["f"].min()) > 0
