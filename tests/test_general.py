@@ -499,3 +499,22 @@ def test_proposals_outside_the_support_are_rejected_exactly():
     check_cells(parts, post, {k: prior[k] for k in post})
     check_f_mean(list(idata.posterior["f"].values), f_mean + offset)
     assert float(idata.posterior["f"].min()) > 0
+
+
+def test_a_row_outside_the_support_leaves_the_other_rows_alone():
+    """PyMC turns a parameter check into one -inf for the whole vector; the general step's
+    log density applies it row by row, so one leaf's proposal outside the support does not
+    reject the other leaves' (the whole-vector form gave -inf at all six rows here)."""
+    from pymc_trees.bart.structure import general_likelihood
+
+    for make in (lambda f: pm.Poisson("y", mu=f, observed=Y_COUNT),
+                 lambda f: pm.Normal("y", mu=0.2, sigma=f, observed=Y_REAL)):
+        with pm.Model() as model:
+            f = pmt.BARTTree("f", X6, Y=Y_POS, m=1, leaf_sd=1.0, min_leaf=1)
+            make(f)
+        loglik = general_likelihood(model, f, 6).bind(model.initial_point())
+        fv = np.array([1.5, 0.7, -0.2, 2.0, 3.0, 2.5])
+        ll = loglik(fv)
+        assert np.isneginf(ll[2]) and np.all(np.isfinite(np.delete(ll, 2))), ll
+        ok = loglik(np.abs(fv))
+        np.testing.assert_array_equal(np.delete(ll, 2), np.delete(ok, 2))

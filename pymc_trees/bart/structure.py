@@ -410,13 +410,68 @@ def _rows(x, n: int) -> np.ndarray:
     return x if x.shape == (n,) else np.broadcast_to(x, (n,))
 
 
+def _elementwise_conditions(cond) -> list | None:
+    """The conditions ``c_k`` of a parameter check ``cond = all(all(c_1), ..., all(c_K))`` as
+    PyMC builds it (``check_parameters``), or None for another form."""
+    from pytensor.tensor.basic import MakeVector, ScalarFromTensor
+    from pytensor.tensor.math import All
+
+    node = cond.owner
+    if node is not None and isinstance(node.op, ScalarFromTensor):
+        cond = node.inputs[0]
+        node = cond.owner
+    if node is None or not isinstance(node.op, All) or node.op.axis is not None:
+        return None
+    inner = node.inputs[0]
+    if inner.owner is None or not isinstance(inner.owner.op, MakeVector):
+        return [inner]
+    out = []
+    for x in inner.owner.inputs:
+        xn = x.owner
+        out.append(xn.inputs[0] if xn is not None and isinstance(xn.op, All)
+                   and xn.op.axis is None else x)
+    return out
+
+
+def _rowwise_support(lp):
+    """``lp`` with every parameter check that PyMC would turn into one ``-inf`` for the whole
+    vector (``switch(all(conditions), logp, -inf)``) applied row by row instead:
+    ``switch(conditions_i, logp_i, -inf)``, so that a proposal outside the support at some rows
+    leaves the other rows' log densities as they are (a leaf update then rejects only the
+    leaves whose rows left the support).  Checks whose conditions have more dimensions than
+    their log density keep PyMC's form."""
+    from pymc.logprob.utils import CheckParameterValue
+    from pytensor.graph.traversal import applys_between
+
+    inputs = [v for v in ancestors([lp]) if v.owner is None]
+    replace = {}
+    for node in applys_between(inputs, [lp]):
+        if not (isinstance(node.op, CheckParameterValue) and node.op.can_be_replaced_by_ninf):
+            continue
+        expr, *conds = node.inputs
+        parts = []
+        for c in conds:
+            ec = _elementwise_conditions(c)
+            if ec is None or any(x.ndim > expr.ndim for x in ec):
+                parts = None
+                break
+            parts.extend(ec)
+        if not parts or expr.ndim == 0:
+            continue
+        ok = parts[0]
+        for x in parts[1:]:
+            ok = pt.and_(ok, x)
+        out = pt.switch(ok, expr, -np.inf)
+        replace[node.outputs[0]] = pt.cast(out, node.outputs[0].dtype)
+    return graph_replace(lp, replace, strict=False) if replace else lp
+
 def _row_log_density(model, obs, name: str, n: int, point: dict):
     """The log density of observed ``obs`` per row of X, shape (n,).  A single row value is
     broadcast; a log density of shape (k, n) or (n, k) (a likelihood broadcast over the outputs
     of a term of shape (k, n), such as several quantiles of one y) is summed over its other
     axis, so that row i holds everything that depends on column i of the term.  Other shapes
     are refused with the reason; that row i depends on no other row is checked by the caller."""
-    lp = model.logp(vars=[obs], sum=False)[0]
+    lp = _rowwise_support(model.logp(vars=[obs], sum=False)[0])
     if lp.ndim not in (1, 2):
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
