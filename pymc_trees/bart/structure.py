@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import warnings
-
 from dataclasses import dataclass
 from typing import Callable
 

@@ -430,8 +430,7 @@ class _BoostedTrees(BaseEstimator):
         evals = self._read_evals(eval_set, base)
         metric = self.eval_metric or METRICS[objective][0]
         self.evals_result_ = {f"validation_{j}": {metric: []} for j in range(len(evals))}
-        cap = (boost.tree_capacity(depth) if depth < 30 else 0)
-        cap = cap if 0 < cap <= 2 * n - 1 else 2 * n - 1
+        cap = min(boost.tree_capacity(min(depth, 30)), 2 * n - 1)
         bufs = dict(feature=np.empty(cap, np.int64), threshold=np.zeros(cap),
                     cutbin=np.zeros(cap, np.int64), missing_left=np.ones(cap, np.bool_),
                     cats=np.zeros(cap, np.uint64), left=np.empty(cap, np.int64),

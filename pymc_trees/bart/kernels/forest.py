@@ -115,9 +115,7 @@ class Forest:
 
     def arrays(self) -> ForestArrays:
         """The current arrays (replaced when the capacity grows), for a kernel."""
-        return ForestArrays(self.var, self.cut, self.left, self.right, self.parent, self.depth,
-                            self.value, self.wavail, self.ncut, self.amask, self.n_nodes,
-                            self.free, self.n_free, self.leaf_of_row)
+        return ForestArrays(*(getattr(self, name) for name in ForestArrays._fields))
 
     def copy(self) -> "Forest":
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
