@@ -398,13 +398,13 @@ def test_backend_choice_does_not_depend_on_the_compile_cache():
     import pytensor
     import pytensor.tensor as pt
 
-    from pymc_trees.bart.structure import _numba_object_mode
+    from pymc_trees.bart.rowgraph import numba_object_mode
 
     x = pt.dvector("x")
     slow = pytensor.function([x], pt.exp(x) + pt.tri_gamma(x), mode="NUMBA")
     fast = pytensor.function([x], 2 * pt.gammaln(x), mode="NUMBA")
     for _ in range(2):
-        assert _numba_object_mode(slow) and not _numba_object_mode(fast)
+        assert numba_object_mode(slow) and not numba_object_mode(fast)
 
 
 def test_two_outcomes_sharing_a_term_match_enumeration():

@@ -274,8 +274,8 @@ class ForestSampler:
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
 
-    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray
-                      ) -> dict[str, float]:
+    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
+                      compiled: tuple | None = None) -> dict[str, float]:
         """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
         for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
         values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
@@ -293,6 +293,11 @@ class ForestSampler:
             rejects the proposal.
         move_cumprobs : ndarray of shape (4,)
             Cumulative probabilities of grow, prune, change, swap.
+        compiled : tuple, optional
+            ``(rows_fn, all_fn, pre)``, the likelihood compiled for the sweep kernel
+            (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`): the whole sweep
+            then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
+            moves and random numbers as the Python loop below, which runs otherwise.
 
         Returns
         -------
@@ -300,6 +305,8 @@ class ForestSampler:
             Acceptance rate of every move type (NaN when never proposed) and of the leaf
             updates (``accept_leaf``).
         """
+        if compiled is not None:
+            return self._general_kernel_sweep(rng, compiled, move_cumprobs)
         f = self.forest
         needed = int(f.n_nodes.max()) + 2
         if needed > f.capacity:
@@ -440,6 +447,39 @@ class ForestSampler:
             f_prop[:] = f_cur
             accepted[4] += a
             proposed[4] += tot
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = accepted / proposed
+        return {f"accept_{name}": float(rates[i]) for i, name in enumerate((*MOVES, "leaf"))}
+
+    def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
+                              move_cumprobs: np.ndarray) -> dict[str, float]:
+        rows_fn, all_fn, pre = compiled
+        f = self.forest
+        needed = int(f.n_nodes.max()) + 2
+        if needed > f.capacity:
+            f.ensure_capacity(needed)
+            self._alloc_scratch()
+        n = self.n
+        bufs = getattr(self, "_row_bufs", None)
+        if bufs is None or bufs.Ga.size != f.capacity or bufs.f_prop.size != n:
+            bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity)
+        fv = np.ascontiguousarray(self.values(), dtype=np.float64)
+        ll, g, h = gk.call_all(all_fn, fv, pre)
+        gk.clean_rows(ll, g, h)
+        if not np.all(np.isfinite(ll)):
+            bad = int(np.flatnonzero(~np.isfinite(ll))[0])
+            raise ValueError(f"The log-likelihood of row {bad} is {ll[bad]} at the current "
+                             "value of the term; the tree moves need a state of positive "
+                             "density (check the initial point and the observed data).")
+        st = gk.RowState(fv, ll, g, h)
+        pr = self.prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
+        proposed = np.zeros(5, np.int64)
+        accepted = np.zeros(5, np.int64)
+        gk.general_sweep(rng, rows_fn, all_fn, pre, data, rules,
+                         np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), self._scratch,
+                         st, bufs, proposed, accepted)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = accepted / proposed
         return {f"accept_{name}": float(rates[i]) for i, name in enumerate((*MOVES, "leaf"))}

@@ -163,6 +163,10 @@ class _TreeStep(BlockedStep):
     default_blocked = False
     _state_class = TreeStepState
     sampler_kind = ""
+    # the general step's sweep in the compiled kernel (False) or in the Python loop that
+    # calls the likelihood through PyTensor (True; the same moves and random numbers, kept as
+    # the reference the kernel is tested against and for likelihoods the kernel cannot run)
+    python_sweep = False
     stats_dtypes_shapes = {
         "mean_depth": (np.float64, []),
         "mean_leaves": (np.float64, []),
@@ -419,18 +423,19 @@ class _TreeStep(BlockedStep):
         if warm:
             self._warm_left -= 1
         if self._liks is None:
-            stats = self._general_update(self.sampler, self.likelihood.bind(point), warm)
+            stats = self._general_update(self.sampler, self.likelihood, point, warm)
         else:
             name = self.vars[0].name
             F = self.sampler.values()
             per = []
             for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
-                per.append(self._general_update(smp, lik.bind({**point, name: F}), warm))
+                per.append(self._general_update(smp, lik, {**point, name: F}, warm))
                 F[j] = smp.values()
             stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
         return self._finish(point, stats, warm)
 
-    def _general_update(self, smp, loglik, warm: bool) -> dict:
+    def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
+        loglik = lik.bind(point)
         if warm:
             # a grow-from-root sweep against the Newton pseudo-data at the current values:
             # z = f + g / h with precisions h (rows without curvature carry no weight)
@@ -446,7 +451,8 @@ class _TreeStep(BlockedStep):
                 # that leaves it (a scale of zero or below) is undone
                 smp.forest = before
             return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
-        return smp.general_sweep(self.rng, loglik, self._move_cp)
+        return smp.general_sweep(self.rng, loglik, self._move_cp,
+                                 None if self.python_sweep else lik.compiled(point))
 
     def _finish(self, point, stats, warm):
         new_point = dict(point)

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +25,8 @@ from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.shape import SpecifyShape
 
 from pymc_trees.bart.kernels import augment
+from pymc_trees.bart.kernels.general import call_all, call_rows
+from pymc_trees.bart.rowgraph import RowFunctions, compile_rows, numba_object_mode
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
@@ -378,9 +379,20 @@ class GeneralLikelihood:
     family: str = "general"
     link: str | None = None  # how eta enters its parameter, when recognised (_general_link)
     parameter: str | None = None  # the name of that parameter
+    rows: RowFunctions | None = None  # the row graph the sweep kernel calls (rowgraph)
+    rows_reason: str | None = None  # why there is none (the Python sweep runs instead)
 
     def reset(self) -> None:
         """Nothing is cached between draws (kept for the tree step's chain set-up)."""
+
+    def compiled(self, point: dict):
+        """``(rows_fn, all_fn, pre)`` for :func:`pymc_trees.bart.kernels.general.general_sweep`
+        at ``point`` (for output j of a term of shape (k, n), the term's entry holds its
+        current values at all outputs), or None when the row graph could not be compiled
+        (``rows_reason`` says why)."""
+        if self.rows is None:
+            return None
+        return self.rows.rows_fn, self.rows.all_fn, self.rows.pre(point)
 
     def bind(self, point: dict) -> Callable:
         """``loglik`` at ``point``; for output j of a term of shape (k, n), ``f`` is that
@@ -493,7 +505,7 @@ def _row_log_density(model, obs, name: str, n: int, point: dict):
             f"rows of X, row i depending on {name}[i] alone. Indexing or slicing a tree term "
             f"({name}[idx], {name}[:k]) is not supported: give the term the rows of X it is "
             f"observed at (BARTTree(..., X[idx])), and use pmt.predict for other rows.")
-    return pt.broadcast_to(lp, (n,))
+    return lp if rows == n else pt.broadcast_to(lp, (n,))
 
 def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
     """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
@@ -546,7 +558,62 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
             "rows; the tree step needs each row to depend on its own value f_i only (an "
             "elementwise link such as pm.math.exp(f) is fine, a sum or a softmax over rows "
             "is not).")
+    _attach_rows(model, lik, lp, f_value, point, f0)
     return lik
+
+
+def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0) -> None:
+    """Compile the row graph for the sweep kernel (:mod:`pymc_trees.bart.rowgraph`) and check
+    it against the whole-graph function at a perturbed point: at all rows, and at a third of
+    the rows (in random order) against all rows.  Any failure leaves ``lik.rows`` None with
+    the reason; the Python sweep then runs, with the same moves."""
+    names = {v: v.name for v in model.value_vars}
+    try:
+        rf = compile_rows(lp, f_value, lik.output, lik.n, point, names)
+    except Exception as err:  # noqa: BLE001 - any graph the splitter does not know
+        rf = f"{type(err).__name__}: {err}"
+    if isinstance(rf, str):
+        lik.rows_reason = rf
+        return
+    rng = np.random.default_rng(1)
+    n = lik.n
+    f = f0 + rng.normal(0.0, 0.3, n)
+    values = dict(point)
+    if lik.output is None:
+        values[lik.f_name] = f
+    else:
+        full = np.array(point[lik.f_name], dtype=np.float64)
+        full[lik.output] = f
+        values[lik.f_name] = full
+    ref = [_rows(x, n) for x in lik._dfn(values)]
+    rows = rng.permutation(n)[:max(1, n // 3)].astype(np.int64)
+    try:
+        pre = rf.pre(values)
+        got = call_all(rf.all_fn, f, pre)
+        part = call_rows(rf.rows_fn, np.ascontiguousarray(f[rows]), rows, pre)
+    except Exception as err:  # noqa: BLE001 - a shape the row graph still fixes, say
+        lik.rows_reason = f"the row graph failed at the check: {type(err).__name__}: {err}"
+        return
+    if not all(_agree(a, b) for a, b in zip(got, ref)):
+        lik.rows_reason = "the compiled row graph disagrees with the whole graph"
+    elif not all(_agree(a, b[rows]) for a, b in zip(part, got)):
+        lik.rows_reason = "the row graph at a subset of the rows disagrees with all rows"
+    else:
+        lik.rows = rf
+
+
+def _agree(a, b) -> bool:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return False
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if np.any(fa != fb):
+        return False
+    x, y = a[~fa], b[~fb]
+    if not np.all((x == y) | (np.isnan(x) & np.isnan(y))):
+        return False
+    return bool(np.allclose(a[fa], b[fb], rtol=1e-9, atol=1e-12))
 
 
 def _general_link(obs, f):
@@ -602,27 +669,9 @@ def _compile_fast(model, outs, point):
     rows there and 0.1 ms in C.  Decided once, at compile time, from the graph's nodes.
     ``point`` is unused (kept for the callers)."""
     fn = _compile_values(model, outs)
-    if _numba_object_mode(fn.fn) and pytensor.config.cxx:
+    if numba_object_mode(fn.fn) and pytensor.config.cxx:
         return _compile_values(model, outs, mode="FAST_RUN_C")
     return fn
-
-
-def _numba_object_mode(fn) -> bool:
-    """Whether PyTensor's numba backend runs some node of the compiled function ``fn`` in
-    object mode.  Asked of every node's numba translation directly: the warning numba's
-    backend gives when it compiles is absent when its compiled graph comes from the disk
-    cache, so reading it made the choice of backend, and with it the draws for a seed,
-    depend on whether the cache was warm."""
-    from pytensor.link.numba.dispatch.basic import numba_funcify
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for node in fn.maker.fgraph.toposort():
-            try:
-                numba_funcify(node.op, node=node)
-            except Exception:  # noqa: BLE001 - a node numba cannot translate at all
-                return True
-    return any("object mode" in str(w.message) for w in caught)
 
 
 def _compile_values(model, outs, mode=None):

@@ -31,8 +31,10 @@ proposal from the current value (:func:`leaf_proposals`, :func:`leaf_decisions`)
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
+import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
                                          collect_subtree_rows, commit_subtree, count_nodes,
@@ -45,7 +47,8 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, c
 __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves", "grow_propose",
            "grow_commit", "prune_propose", "prune_commit", "restructure_propose",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
-           "leaf_decisions", "tree_values"]
+           "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
+           "clean_row", "clean_rows", "general_sweep", "call_rows", "call_all"]
 
 
 @numba.njit(cache=True)
@@ -527,3 +530,277 @@ def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll
             keep[k] = 1
             acc += 1
     return acc, tot
+
+
+class RowState(NamedTuple):
+    """The general sweep's per-row state, shape (n,) each: the term ``f`` at the training rows
+    (offset included) and the row log-likelihoods ``ll``, first derivatives ``g`` and
+    curvatures ``h`` there (see :func:`clean_rows`).  Updated in place by the sweep."""
+
+    f: np.ndarray
+    ll: np.ndarray
+    g: np.ndarray
+    h: np.ndarray
+
+
+class RowBuffers(NamedTuple):
+    """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``tv``, ``gc``,
+    ``rows``, and the proposal's ``ll_p``, ``g_p``, ``h_p``, ``gc_p``; per node slot ``Ga``,
+    ``Ha``, ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals."""
+
+    f_prop: np.ndarray
+    f_minus: np.ndarray
+    tv: np.ndarray
+    gc: np.ndarray
+    rows: np.ndarray
+    ll_p: np.ndarray
+    g_p: np.ndarray
+    h_p: np.ndarray
+    gc_p: np.ndarray
+    Ga: np.ndarray
+    Ha: np.ndarray
+    spare2: np.ndarray
+    keep: np.ndarray
+    out_i: np.ndarray
+    out_f: np.ndarray
+
+
+def new_row_buffers(n: int, capacity: int) -> RowBuffers:
+    """Buffers for :func:`general_sweep` (the node-sized ones follow the forest's capacity)."""
+    return RowBuffers(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                      np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                      np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
+                      np.zeros(capacity, np.int64), np.zeros(8, np.int64), np.zeros(5))
+
+
+@numba.njit(cache=True, inline="always")
+def clean_row(ll, g, h):
+    """One row's ``(ll, g, h)`` as the moves use them: a NaN log-likelihood is -inf (zero
+    density, the move is rejected); a non-finite first derivative is 0; a curvature that is
+    not finite and positive is ``g ** 2``, the row's outer-product estimate of the Fisher
+    information (a piecewise-linear log density such as the asymmetric Laplace has none).
+    These only shape the proposals; any fixed function of the state keeps the moves exact."""
+    if ll != ll:
+        ll = -math.inf
+    if not math.isfinite(g):
+        g = 0.0
+    if not (math.isfinite(h) and h > 0.0):
+        h = g * g
+    return ll, g, h
+
+
+@numba.njit(cache=True)
+def clean_rows(ll, g, h):
+    """:func:`clean_row` on arrays, in place."""
+    for i in range(ll.shape[0]):
+        ll[i], g[i], h[i] = clean_row(ll[i], g[i], h[i])
+
+
+@numba.njit
+def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
+    """Evaluate the likelihood at ``b.f_prop`` on ``rows[:cnt]`` (the rows a move changes),
+    fill the proposal's row arrays there and return the log ratio without the reverse proposal
+    densities."""
+    fs = np.empty(cnt)
+    ri = rows[:cnt]
+    for q in range(cnt):
+        fs[q] = b.f_prop[ri[q]]
+    ll, g, h = rows_fn(fs, ri, pre)
+    d = 0.0
+    for q in range(cnt):
+        i = ri[q]
+        li, gi, hi = clean_row(ll[q], g[q], h[q])
+        b.ll_p[i] = li
+        b.g_p[i] = gi
+        b.h_p[i] = hi
+        b.gc_p[i] = gi + hi * (fs[q] - b.f_minus[i])
+        d += li - st.ll[i]
+    return logr_rest + d
+
+
+@numba.njit(cache=True)
+def _keep_rows(rows, cnt, st, b):
+    for q in range(cnt):
+        i = rows[q]
+        st.f[i] = b.f_prop[i]
+        st.ll[i] = b.ll_p[i]
+        st.g[i] = b.g_p[i]
+        st.h[i] = b.h_p[i]
+
+
+@numba.njit(cache=True)
+def _reset_rows(rows, cnt, st, b):
+    for q in range(cnt):
+        b.f_prop[rows[q]] = st.f[rows[q]]
+
+
+@numba.njit
+def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, st, b, proposed,
+                  accepted):
+    """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
+    for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
+    from Newton proposals, accepted with the exact log-likelihood, then a
+    Metropolis-Hastings update of each of its leaf values.  No Python runs between trees.
+
+    Parameters
+    ----------
+    rows_fn : numba function
+        ``rows_fn(f_sub, rows, pre) -> (ll, g, h)``: the log-likelihood of the rows
+        ``rows`` (int64, shape (r,)) at the term's values ``f_sub`` there (shape (r,)), with
+        its first and negated second derivatives in each row's own value, every other
+        input of the likelihood read from ``pre`` (computed once per sweep by the caller).
+        A move costs work proportional to the rows it changes.
+    all_fn : numba function
+        ``all_fn(f, pre) -> (ll, g, h)`` at all n rows (the leaf updates).
+    pre : tuple
+        The likelihood's inputs that do not depend on the term.
+    data, rules, forest, sc :
+        :class:`SweepData`, :class:`TreeRules`, :class:`ForestArrays`, :class:`SweepScratch`.
+    move_cp : ndarray of shape (4,)
+        Cumulative probabilities of grow, prune, change, swap.
+    st : RowState
+        The current state, updated in place (its ``ll``, ``g``, ``h`` cleaned by
+        :func:`clean_rows`).
+    b : RowBuffers
+        Buffers (:func:`new_row_buffers`).
+    proposed, accepted : ndarray of shape (5,), int64
+        Counts per move type and for the leaf updates, incremented.
+    """
+    f = forest
+    n = st.f.shape[0]
+    m = f.value.shape[0]
+    prec0 = rules.prec0
+    pg = move_cp[0]
+    pp = move_cp[1] - move_cp[0]
+    G, H, nV, spare = sc.W, sc.S, sc.nW, sc.nS
+    for i in range(n):
+        b.f_prop[i] = st.f[i]
+    for t in range(m):
+        tree_values(t, f.value, f.leaf_of_row, b.tv)
+        for i in range(n):
+            b.f_minus[i] = st.f[i] - b.tv[i]
+            b.gc[i] = st.g[i] + st.h[i] * b.tv[i]
+        ok = False
+        u = rng.random()
+        move = 0
+        while move < 3 and u >= move_cp[move]:
+            move += 1
+        cnt = 0
+        if move == 0:
+            s = grow_propose(rng, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
+                             data.split_prior, rules.alpha, rules.beta, prec0, pg, pp, f.var,
+                             f.left, f.right, f.parent, f.depth, f.wavail, f.amask,
+                             f.leaf_of_row, f.value, f.n_nodes, b.gc, st.h, sc.idx, sc.hist,
+                             sc.lo, sc.hi, sc.nmask, sc.tmp, b.out_i, b.out_f)
+            if s == 1:
+                ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
+                for q in range(cnt):
+                    i = sc.idx[q]
+                    b.rows[q] = i
+                    b.f_prop[i] = b.f_minus[i] + (b.out_f[0] if q < mid else b.out_f[1])
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[2], st, b)
+                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, f.value[t, ell], prec0)
+                ok = _decide(rng, logr)
+                if ok:
+                    _keep_rows(b.rows, cnt, st, b)
+                    grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent, f.depth,
+                                f.wavail, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
+                                f.value, sc.idx, sc.nmask, b.out_i, b.out_f)
+        elif move == 1:
+            s = prune_propose(rng, t, rules.alpha, rules.beta, prec0, pg, pp, f.var, f.left,
+                              f.right, f.parent, f.depth, f.wavail, f.n_nodes, f.leaf_of_row,
+                              f.value, b.gc, st.h, sc.idx, b.out_i, b.out_f)
+            if s == 1:
+                node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
+                for q in range(cnt):
+                    i = sc.idx[q]
+                    b.rows[q] = i
+                    b.f_prop[i] = b.f_minus[i] + b.out_f[0]
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[1], st, b)
+                logr += (group_log_q(b.rows, 0, mid, b.gc_p, b.h_p, f.value[t, f.left[t, node]],
+                                     prec0)
+                         + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p,
+                                       f.value[t, f.right[t, node]], prec0))
+                ok = _decide(rng, logr)
+                if ok:
+                    _keep_rows(b.rows, cnt, st, b)
+                    prune_commit(t, f.var, f.left, f.right, f.free, f.n_free, f.leaf_of_row,
+                                 f.value, sc.idx, b.out_i, b.out_f)
+        else:
+            s = restructure_propose(
+                rng, move == 3, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
+                data.split_prior, rules.alpha, rules.beta, prec0, f.var, f.cut, f.left, f.right,
+                f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, f.value,
+                b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, nV, sc.nwav, sc.nnc, sc.seg_s,
+                sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.out_i, b.out_f)
+            if s == 1:
+                root, cnt = b.out_i[0], b.out_i[1]
+                for q in range(cnt):
+                    b.rows[q] = sc.idx[q]
+                restructure_values(t, root, f.var, f.left, f.right, f.value, f.leaf_of_row,
+                                   sc.idx, nV, sc.seg_s, sc.seg_e, sc.stack, st.f, b.f_prop)
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr += reverse_old_leaves(t, root, f.var, f.left, f.right, f.value,
+                                           f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0,
+                                           b.Ga, b.Ha, sc.stack)
+                ok = _decide(rng, logr)
+                if ok:
+                    _keep_rows(b.rows, cnt, st, b)
+                    restructure_commit(t, root, f.var, f.left, f.right, f.wavail, f.ncut,
+                                       f.leaf_of_row, sc.idx, f.value[t], nV, spare, b.spare2,
+                                       sc.nwav, sc.nnc, sc.seg_s, sc.seg_e, sc.stack, f.amask,
+                                       sc.nmask)
+                else:
+                    restructure_revert(t, f.var, f.cut, f.left, f.right, b.out_i)
+        if s >= 0:
+            proposed[move] += 1
+            accepted[move] += ok
+        if cnt > 0:
+            _reset_rows(b.rows, cnt, st, b)
+        # the leaves, one Metropolis-Hastings update each, from the current state
+        tree_values(t, f.value, f.leaf_of_row, b.tv)
+        for i in range(n):
+            b.gc[i] = st.g[i] + st.h[i] * b.tv[i]
+        leaf_gh(t, f.leaf_of_row, f.n_nodes, b.gc, st.h, G, H)
+        leaf_proposals(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0, nV, st.f,
+                       b.f_prop)
+        ll, g, h = all_fn(b.f_prop, pre)
+        for i in range(n):
+            li, gi, hi = clean_row(ll[i], g[i], h[i])
+            b.ll_p[i] = li
+            b.g_p[i] = gi
+            b.h_p[i] = hi
+            b.gc_p[i] = gi + hi * (b.f_prop[i] - b.f_minus[i])
+        a, tot = leaf_decisions(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0,
+                                nV, st.ll, b.ll_p, b.gc_p, b.h_p, b.Ga, b.Ha, spare, b.keep)
+        for i in range(n):
+            if b.keep[f.leaf_of_row[t, i]] == 1:
+                st.f[i] = b.f_prop[i]
+                st.ll[i] = b.ll_p[i]
+                st.g[i] = b.g_p[i]
+                st.h[i] = b.h_p[i]
+            else:
+                b.f_prop[i] = st.f[i]
+        accepted[4] += a
+        proposed[4] += tot
+
+
+@numba.njit(cache=True)
+def _decide(rng, logr):
+    u = rng.random()
+    return logr == logr and (logr >= 0.0 or u < math.exp(logr))
+
+
+@numba.njit
+def call_rows(rows_fn, f_sub, rows, pre):
+    """``rows_fn(f_sub, rows, pre)`` called from machine code (the compiled row graph is not
+    called from Python)."""
+    ll, g, h = rows_fn(f_sub, rows, pre)
+    return ll.copy(), g.copy(), h.copy()
+
+
+@numba.njit
+def call_all(all_fn, f, pre):
+    """``all_fn(f, pre)`` called from machine code."""
+    ll, g, h = all_fn(f, pre)
+    return ll.copy(), g.copy(), h.copy()

@@ -1,0 +1,275 @@
+"""The row log density of a tree term as machine code that the general sweep kernel calls
+(issue 25): the likelihood of the rows a move changes, with its derivatives in the term, and
+nothing of PyTensor or Python between trees.
+
+The graph of the row log densities ``l_i(f_i)`` (:func:`pymc_trees.bart.structure._row_log_density`)
+and of their first and negated second derivatives in the term is split in two:
+
+* the **frontier**: every value the rows need that does not depend on the term (the observed
+  values, other parameters at the point, other terms' values, ``exp`` of a scale term, a
+  ``gammaln`` of a shape...), computed once per sweep by a compiled PyTensor function of the
+  model's point (:meth:`RowFunctions.pre`);
+* the **row graph**: everything that depends on the term, compiled by PyTensor's numba backend
+  into two functions the kernel calls, ``rows_fn(f_sub, rows, pre)`` at the rows ``rows``
+  (each frontier array with a row axis is gathered there inside the function, so a move costs
+  work proportional to the rows it changes) and ``all_fn(f, pre)`` at all n rows (the leaf
+  updates).
+
+The row axis of a frontier array is its one axis of length n.  Everything is checked at
+construction against the whole-graph function (values at all rows, and at a subset of rows
+against all rows); any graph this cannot split, gather or compile without Python (an
+operation numba runs in object mode) is reported by :func:`compile_rows` returning the reason,
+and the tree step keeps the plain-Python sweep for it.
+"""
+
+from __future__ import annotations
+
+import warnings
+import numba
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.compile.builders import SymbolicOp
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.traversal import ancestors, toposort
+from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
+
+__all__ = ["RowFunctions", "compile_rows", "numba_object_mode"]
+
+
+def _rebuild(outs, replace: dict) -> list:
+    """``outs`` with the variables of ``replace`` replaced, every node above them rebuilt by its
+    op's ``make_node`` (so static shapes are inferred anew) and every ``SpecifyShape`` dropped:
+    the row graph runs on subsets of the rows, so no shape may be fixed to n."""
+    memo = dict(replace)
+    for node in toposort(outs):
+        if all(o in memo for o in node.outputs):
+            continue
+        ins = [memo.get(i, i) for i in node.inputs]
+        if isinstance(node.op, SpecifyShape):
+            memo[node.outputs[0]] = ins[0]
+            continue
+        if all(a is b for a, b in zip(ins, node.inputs)):
+            continue
+        if isinstance(node.op, SymbolicOp):
+            # an op built for its input types (softmax): built again for the new ones
+            new = node.op(*ins, return_list=True)
+        else:
+            new = node.op.make_node(*ins).outputs
+        for o, no in zip(node.outputs, new):
+            memo[o] = no
+    return [memo.get(o, o) for o in outs]
+
+
+def _row_side(outputs, f_in) -> dict:
+    """For every variable of the graph: whether it belongs to the row graph (depends on the
+    term, or is a shape, which must be read from the gathered arrays)."""
+    memo = {}
+    for v in ancestors(outputs):  # ancestors before descendants is not guaranteed: recurse
+        _mark(v, f_in, memo)
+    return memo
+
+
+def _mark(v, f_in, memo) -> bool:
+    stack = [v]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if x is f_in:
+            memo[x] = True
+        elif x.owner is None:
+            memo[x] = False
+        elif isinstance(x.owner.op, (Shape, Shape_i)):
+            memo[x] = True
+        else:
+            todo = [i for i in x.owner.inputs if i not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            memo[x] = any(memo[i] for i in x.owner.inputs)
+        stack.pop()
+    return memo[v]
+
+
+def _rewrite_mode():
+    """PyTensor's fast_run rewrites without the in-place ones (the kernel's arrays are not
+    PyTensor's to overwrite), without fusion and scalarisation (those come when the row graph
+    itself is compiled), with PyMC's parameter checks as ``-inf``."""
+    from pytensor.compile.mode import get_mode, optdb
+
+    q = (get_mode("FAST_RUN").provided_optimizer
+         .excluding("inplace", "fusion", "scalarize", "fuse_indexed_into_elemwise")
+         .including("local_check_parameter_to_ninf_switch"))
+    return optdb.query(q)
+
+
+def _caller(jf, k: int, with_rows: bool):
+    """A numba function that calls the compiled row graph ``jf`` with the frontier tuple
+    unpacked (its length is the model's)."""
+    args = "".join(f", pre[{i}]" for i in range(k))
+    head = "f, rows, pre" if with_rows else "f, pre"
+    call = "f, rows" if with_rows else "f"
+    src = f"def call({head}):\n    return jf({call}{args})\n"
+    ns = {"jf": jf}
+    exec(src, ns)  # noqa: S102 - a fixed template; only the arity varies
+    return numba.njit(ns["call"])
+
+
+class RowFunctions:
+    """The compiled row graph of one tree term (one output of a term of shape (k, n)).
+
+    ``rows_fn(f_sub, rows, pre)`` and ``all_fn(f, pre)`` return ``(ll, g, h)`` of the rows
+    ``rows`` (int64, shape (r,)) at the term's values ``f_sub`` there, or of all n rows; ``pre``
+    is :meth:`pre` at the model's point.  Pickled as its PyTensor functions (the numba callers
+    are rebuilt on first use in the process that unpickles it, e.g. a chain's worker)."""
+
+    def __init__(self, graphs: tuple, pre_fn, roots: list, kinds: list, compiled=None):
+        self._graphs = graphs  # (rows inputs, rows outputs, all-rows inputs, outputs)
+        self._pre_fn = pre_fn
+        self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
+        self._kinds = kinds  # per frontier output: numpy dtype and whether it is a scalar type
+        self._compiled = compiled  # the two PyTensor functions (numba backend)
+        self._callers = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_compiled": None, "_callers": None}
+
+    def compiled_functions(self) -> tuple:
+        """The PyTensor functions (numba backend) of the row graph at some rows and at all."""
+        if self._compiled is None:
+            ri, ro, ai, ao = self._graphs
+            self._compiled = (pytensor.function(ri, ro, mode="NUMBA", on_unused_input="ignore"),
+                              pytensor.function(ai, ao, mode="NUMBA", on_unused_input="ignore"))
+        return self._compiled
+
+    def _build(self):
+        if self._callers is None:
+            fr, fa = self.compiled_functions()
+            k = len(self._kinds)
+            self._callers = (_caller(fr.vm.jit_fn, k, True), _caller(fa.vm.jit_fn, k, False))
+        return self._callers
+
+    @property
+    def rows_fn(self):
+        return self._build()[0]
+
+    @property
+    def all_fn(self):
+        return self._build()[1]
+
+    def pre(self, point: dict) -> tuple:
+        """The frontier at ``point`` (a dict of the model's values; for output j of a term of
+        shape (k, n), the term's entry holds its current values at all outputs)."""
+        args = []
+        for kind, key in self._roots:
+            if kind == "point":
+                args.append(point[key])
+            elif kind == "shared":
+                args.append(key.get_value(borrow=True))
+            else:
+                args.append(key)
+        out = self._pre_fn(*args)
+        return tuple(dt.type(x) if scalar else np.require(x, dtype=dt, requirements="C")
+                     for x, (dt, scalar) in zip(out, self._kinds))
+
+
+def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_names: dict
+                 ) -> RowFunctions | str:
+    """Split and compile the row log density ``lp`` (shape (n,), a graph of the model's value
+    variables) of tree term ``f_value`` (the term's value variable; for ``output`` j of a term
+    of shape (k, n), row j of it).  ``value_names`` maps the model's value variables to their
+    names in a point.  Returns the :class:`RowFunctions`, or the reason (a string) why this
+    graph cannot run in the kernel; the caller checks the functions' values."""
+    f_in = pt.dvector("f_rows")
+    roots = [v for v in ancestors([lp]) if v.owner is None
+             and not (isinstance(v, Constant) and n not in np.shape(v.data))]
+    if any(not isinstance(v, (Constant, SharedVariable)) and v not in value_names
+           for v in roots):
+        return "the likelihood reads a variable that is neither data nor a model value"
+    ph = {v: v.type.clone(shape=tuple(1 if d == 1 else None for d in v.type.shape))(
+        name=f"in_{v.name}") for v in roots}
+    replace = dict(ph)
+    if output is None:
+        replace[f_value] = f_in
+    else:
+        replace[f_value] = pt.set_subtensor(ph[f_value][output], f_in)
+    [lp_in] = _rebuild([lp], replace)
+    g = pytensor.grad(pt.sum(lp_in), f_in)
+    h = -pytensor.grad(pt.sum(g), f_in)
+    fg = FunctionGraph([f_in, *ph.values()], [lp_in, g, h], clone=True)
+    _rewrite_mode().rewrite(fg)
+    fin, *phs = fg.inputs
+    outs = _rebuild(fg.outputs, {})
+    side = _row_side(outs, fin)
+    frontier = []
+    for node in toposort(outs):
+        if not any(side.get(o, False) for o in node.outputs):
+            continue
+        for i in node.inputs:
+            if (not side.get(i, False) and i not in frontier
+                    and not (isinstance(i, Constant) and getattr(i.type, "ndim", 0) == 0)):
+                frontier.append(i)
+    for o in outs:
+        if not side.get(o, False):
+            return "a derivative does not depend on the term"
+    roots_ph = list(zip(roots, phs))
+    source = [("point", value_names[v]) if v in value_names
+              else ("shared", v) if isinstance(v, SharedVariable) else ("const", v.data)
+              for v, _ in roots_ph]
+    pre_fn = pytensor.function(phs, frontier, on_unused_input="ignore",
+                               mode=pytensor.compile.mode.Mode(
+                                   linker=pytensor.compile.mode.get_default_mode().linker,
+                                   optimizer="fast_run"))
+    kinds = [(np.dtype(v.type.dtype), not isinstance(v.type, pt.TensorType)) for v in frontier]
+    values = RowFunctions((), pre_fn, source, kinds).pre(point)
+    idx = pt.lvector("rows")
+    f_sub = pt.dvector("f_sub")
+    gathered, whole = {fin: f_sub}, {fin: f_sub}
+    syms = []
+    for v, x in zip(frontier, values):
+        static = getattr(v.type, "shape", ())
+        axes = [a for a, d in enumerate(np.shape(x)) if d == n and static[a] != 1]
+        if len(axes) > 1:
+            return f"an input of the likelihood has {len(axes)} axes of length n"
+        if axes:
+            sym = v.type.clone(shape=tuple(None if a == axes[0] else d
+                                           for a, d in enumerate(static)))()
+            gathered[v] = pt.take(sym, idx, axis=axes[0])
+        else:
+            sym = v.type()
+            gathered[v] = sym
+        syms.append(sym)
+        whole[v] = sym
+    row_outs = _rebuild(outs, gathered)
+    all_outs = _rebuild(outs, whole)
+    rf = RowFunctions(((f_sub, idx, *syms), row_outs, (f_sub, *syms), all_outs), pre_fn, source,
+                      kinds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fr, fa = rf.compiled_functions()
+    if numba_object_mode(fr) or numba_object_mode(fa) or any(
+            "object mode" in str(w.message) for w in caught):
+        return "numba would run an operation of the likelihood in object mode"
+    return rf
+
+
+def numba_object_mode(fn) -> bool:
+    """Whether PyTensor's numba backend runs some node of the compiled function ``fn`` in
+    object mode.  Asked of every node's numba translation directly: the warning numba's
+    backend gives when it compiles is absent when its compiled graph comes from the disk
+    cache, so reading it made the choice of backend, and with it the draws for a seed,
+    depend on whether the cache was warm."""
+    from pytensor.link.numba.dispatch.basic import numba_funcify
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for node in fn.maker.fgraph.toposort():
+            try:
+                numba_funcify(node.op, node=node)
+            except Exception:  # noqa: BLE001 - a node numba cannot translate at all
+                return True
+    return any("object mode" in str(w.message) for w in caught)
