@@ -1,0 +1,104 @@
+"""Seconds per sweep of the general tree step: the compiled kernel against the Python loop.
+
+One model per row of the table, n = 1,500 rows, p = 6, m = 50 trees per term, simulated as in
+``benchmarks/general.py``: the step is built (compile time of its row graph), swept once
+(compile time of the sweep kernel for this model), then timed over 20 sweeps at the model's
+initial point in the kernel and in the Python loop that calls the likelihood through
+PyTensor (``CGMTreeStep.python_sweep = True``: the same moves and random numbers).  No NUTS:
+the tree step alone.
+
+Run: ``python benchmarks/general_sweep.py`` (about 3 minutes).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pymc as pm
+
+import pymc_trees as pmt
+from pymc_trees.bart import steps as tree_steps
+
+N, P, M = 1500, 6, 50
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(N, P))
+    eta = np.sin(np.pi * X[:, 0] * X[:, 1]) + (X[:, 2] - 0.5) ** 2 + 0.5 * X[:, 0]
+    return rng, X, eta
+
+
+def poisson():
+    rng, X, eta = _data()
+    y = rng.poisson(np.exp(0.5 + eta))
+    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+    return [f]
+
+
+def gamma_shape():
+    rng, X, eta = _data()
+    y = rng.gamma(4.0, np.exp(1.0 + eta) / 4.0)
+    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    k = pm.Gamma("k", 2.0, 0.5)
+    pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
+    return [f]
+
+
+def normal_log_scale():
+    rng, X, eta = _data()
+    y = eta + rng.normal(size=N) * (0.1 + 0.6 * X[:, 3])
+    pmt.BARTTree("f", X, y, m=M)
+    g = pmt.BARTTree("g", X, m=M, leaf_sd=1.0 / np.sqrt(M))
+    pm.Normal("y", pm.modelcontext(None)["f"], pm.math.exp(np.log(y.std()) + g), observed=y)
+    return [g]
+
+
+def three_quantiles():
+    rng, X, eta = _data()
+    y = eta + rng.normal(size=N) * (0.1 + 0.6 * X[:, 3])
+    mu = pmt.BARTTree("mu", X, y, m=M, shape=(3, N))
+    pm.AsymmetricLaplace("y", mu=mu, b=0.3, q=np.array([[0.1], [0.5], [0.9]]),
+                         observed=np.stack([y] * 3))
+    return [mu]
+
+
+def _time(step, point, python: bool, sweeps: int) -> float:
+    tree_steps.CGMTreeStep.python_sweep = python
+    step.rng = np.random.default_rng(1)
+    t = time.perf_counter()
+    for _ in range(sweeps):
+        step.step(point)
+    return (time.perf_counter() - t) / sweeps
+
+
+def main():
+    print(f"n = {N}, p = {P}, m = {M} per term; ms per sweep of the tree step (20 sweeps)")
+    print()
+    print("| model | build (s) | first sweep (s) | kernel (ms/sweep) | Python loop (ms/sweep) |")
+    print("|---|---|---|---|---|")
+    for build in (poisson, gamma_shape, normal_log_scale, three_quantiles):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pm.Model() as model:
+                terms = build()
+                t = time.perf_counter()
+                step = tree_steps.CGMTreeStep(terms)
+                t_build = time.perf_counter() - t
+            point = model.initial_point()
+            step._warm_left = 0
+            t_first = _time(step, point, False, 1)
+            for _ in range(10):  # grow the trees a little before timing
+                step.step(point)
+            kernel = _time(step, point, False, 20)
+            python = _time(step, point, True, 20)
+            tree_steps.CGMTreeStep.python_sweep = False
+        print(f"| {build.__name__} | {t_build:.1f} | {t_first:.1f} | {kernel * 1e3:.2f} | "
+              f"{python * 1e3:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
