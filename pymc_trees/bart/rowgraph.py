@@ -107,36 +107,56 @@ def _rewrite_mode():
     return optdb.query(q)
 
 
-def _caller(jf, k: int, with_rows: bool):
-    """A numba function that calls the compiled row graph ``jf`` with the frontier tuple
-    unpacked (its length is the model's)."""
-    args = "".join(f", pre[{i}]" for i in range(k))
-    head = "f, rows, pre" if with_rows else "f, pre"
-    call = "f, rows" if with_rows else "f"
-    src = f"def call({head}):\n    return jf({call}{args})\n"
-    ns = {"jf": jf}
-    exec(src, ns)  # noqa: S102 - a fixed template; only the arity varies
-    return numba.njit(ns["call"])
+ROW_SIGNATURE = numba.types.void(
+    numba.types.CPointer(numba.types.float64), numba.types.CPointer(numba.types.int64),
+    numba.types.int64, numba.types.CPointer(numba.types.float64), numba.types.int64,
+    numba.types.CPointer(numba.types.float64))
+
+
+def _c_callback(jf, with_rows: bool):
+    """The compiled row graph ``jf`` behind a C signature (:data:`ROW_SIGNATURE`:
+    ``(f, rows, r, pre, n_pre, out)``, ``out`` of shape (3, r) row-major): every model's row
+    functions have the same type, so the sweep kernel is compiled once and cached on disk."""
+    carray = numba.carray
+    if with_rows:
+        def call(fp, rp, r, pp, npre, outp):
+            ll, g, h = jf(carray(fp, (r,)), carray(rp, (r,)), carray(pp, (npre,)))
+            out = carray(outp, (3, r))
+            for i in range(r):
+                out[0, i] = ll[i]
+                out[1, i] = g[i]
+                out[2, i] = h[i]
+    else:
+        def call(fp, rp, r, pp, npre, outp):
+            ll, g, h = jf(carray(fp, (r,)), carray(pp, (npre,)))
+            out = carray(outp, (3, r))
+            for i in range(r):
+                out[0, i] = ll[i]
+                out[1, i] = g[i]
+                out[2, i] = h[i]
+    return numba.cfunc(ROW_SIGNATURE)(call)
 
 
 class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
-    ``rows_fn(f_sub, rows, pre)`` and ``all_fn(f, pre)`` return ``(ll, g, h)`` of the rows
-    ``rows`` (int64, shape (r,)) at the term's values ``f_sub`` there, or of all n rows; ``pre``
-    is :meth:`pre` at the model's point.  Pickled as its PyTensor functions (the numba callers
-    are rebuilt on first use in the process that unpickles it, e.g. a chain's worker)."""
+    ``rows_fn`` and ``all_fn`` are C callbacks of :data:`ROW_SIGNATURE` that write ``(ll, g,
+    h)`` of the rows ``rows`` (int64, shape (r,)) at the term's values there, or of all n rows
+    (``rows`` unused), into ``out`` (3, r); ``pre`` is :meth:`pre` at the model's point, every
+    frontier value as float64 in one vector (the row graph casts each back to its type).
+    Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
+    process that unpickles it, e.g. a chain's worker)."""
 
-    def __init__(self, graphs: tuple, pre_fn, roots: list, kinds: list, compiled=None):
+    def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None):
         self._graphs = graphs  # (rows inputs, rows outputs, all-rows inputs, outputs)
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
-        self._kinds = kinds  # per frontier output: numpy dtype and whether it is a scalar type
+        self._layout = layout  # per frontier output: its shape in the packed vector
         self._compiled = compiled  # the two PyTensor functions (numba backend)
-        self._callers = None
+        self._callbacks = None
 
     def __getstate__(self):
-        return {**self.__dict__, "_compiled": None, "_callers": None}
+        return {**self.__dict__, "_compiled": None, "_callbacks": None}
 
     def compiled_functions(self) -> tuple:
         """The PyTensor functions (numba backend) of the row graph at some rows and at all."""
@@ -147,11 +167,10 @@ class RowFunctions:
         return self._compiled
 
     def _build(self):
-        if self._callers is None:
+        if self._callbacks is None:
             fr, fa = self.compiled_functions()
-            k = len(self._kinds)
-            self._callers = (_caller(fr.vm.jit_fn, k, True), _caller(fa.vm.jit_fn, k, False))
-        return self._callers
+            self._callbacks = (_c_callback(fr.vm.jit_fn, True), _c_callback(fa.vm.jit_fn, False))
+        return self._callbacks
 
     @property
     def rows_fn(self):
@@ -161,9 +180,8 @@ class RowFunctions:
     def all_fn(self):
         return self._build()[1]
 
-    def pre(self, point: dict) -> tuple:
-        """The frontier at ``point`` (a dict of the model's values; for output j of a term of
-        shape (k, n), the term's entry holds its current values at all outputs)."""
+    def frontier(self, point: dict) -> list:
+        """The frontier values at ``point``, each as PyTensor computes it."""
         args = []
         for kind, key in self._roots:
             if kind == "point":
@@ -172,9 +190,21 @@ class RowFunctions:
                 args.append(key.get_value(borrow=True))
             else:
                 args.append(key)
-        out = self._pre_fn(*args)
-        return tuple(dt.type(x) if scalar else np.require(x, dtype=dt, requirements="C")
-                     for x, (dt, scalar) in zip(out, self._kinds))
+        return self._pre_fn(*args)
+
+    def pre(self, point: dict) -> np.ndarray:
+        """The frontier at ``point`` (a dict of the model's values; for output j of a term of
+        shape (k, n), the term's entry holds its current values at all outputs), packed as
+        float64 into one vector."""
+        parts = []
+        for x, shape in zip(self.frontier(point), self._layout):
+            x = np.asarray(x, dtype=np.float64)
+            if x.shape != shape:
+                raise ValueError(
+                    f"An input of the likelihood changed shape from {shape} to {x.shape} "
+                    "since the tree step was built; build the model again for new data.")
+            parts.append(x.ravel())
+        return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_names: dict
@@ -224,30 +254,33 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
                                mode=pytensor.compile.mode.Mode(
                                    linker=pytensor.compile.mode.get_default_mode().linker,
                                    optimizer="fast_run"))
-    kinds = [(np.dtype(v.type.dtype), not isinstance(v.type, pt.TensorType)) for v in frontier]
-    values = RowFunctions((), pre_fn, source, kinds).pre(point)
+    probe = RowFunctions((), pre_fn, source, [])
+    values = [np.asarray(x) for x in probe.frontier(point)]
     idx = pt.lvector("rows")
     f_sub = pt.dvector("f_sub")
+    packed = pt.dvector("pre")
     gathered, whole = {fin: f_sub}, {fin: f_sub}
-    syms = []
+    layout = []
+    off = 0
     for v, x in zip(frontier, values):
         static = getattr(v.type, "shape", ())
-        axes = [a for a, d in enumerate(np.shape(x)) if d == n and static[a] != 1]
+        axes = [a for a, d in enumerate(x.shape) if d == n and static[a] != 1]
         if len(axes) > 1:
             return f"an input of the likelihood has {len(axes)} axes of length n"
-        if axes:
-            sym = v.type.clone(shape=tuple(None if a == axes[0] else d
-                                           for a, d in enumerate(static)))()
-            gathered[v] = pt.take(sym, idx, axis=axes[0])
-        else:
-            sym = v.type()
-            gathered[v] = sym
-        syms.append(sym)
-        whole[v] = sym
+        size = int(x.size)
+        flat = packed[off:off + size]
+        off += size
+        layout.append(x.shape)
+        if isinstance(v.type, pt.TensorType):
+            full = pt.cast(flat.reshape(x.shape), v.type.dtype)
+        else:  # a scalar-typed value: back to the scalar type
+            full = pt.basic.scalar_from_tensor(pt.cast(flat[0], v.type.dtype))
+        whole[v] = full
+        gathered[v] = pt.take(full, idx, axis=axes[0]) if axes else full
     row_outs = _rebuild(outs, gathered)
     all_outs = _rebuild(outs, whole)
-    rf = RowFunctions(((f_sub, idx, *syms), row_outs, (f_sub, *syms), all_outs), pre_fn, source,
-                      kinds)
+    rf = RowFunctions(((f_sub, idx, packed), row_outs, (f_sub, packed), all_outs), pre_fn, source,
+                      layout)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fr, fa = rf.compiled_functions()

@@ -545,14 +545,17 @@ class RowState(NamedTuple):
 
 class RowBuffers(NamedTuple):
     """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``tv``, ``gc``,
-    ``rows``, and the proposal's ``ll_p``, ``g_p``, ``h_p``, ``gc_p``; per node slot ``Ga``,
-    ``Ha``, ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals."""
+    ``rows``, ``fs`` (the proposal at the changed rows), and the proposal's ``ll_p``, ``g_p``,
+    ``h_p``, ``gc_p``; ``out`` (3, n) for the row functions; per node slot ``Ga``, ``Ha``,
+    ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals."""
 
     f_prop: np.ndarray
     f_minus: np.ndarray
     tv: np.ndarray
     gc: np.ndarray
     rows: np.ndarray
+    fs: np.ndarray
+    out: np.ndarray
     ll_p: np.ndarray
     g_p: np.ndarray
     h_p: np.ndarray
@@ -568,7 +571,8 @@ class RowBuffers(NamedTuple):
 def new_row_buffers(n: int, capacity: int) -> RowBuffers:
     """Buffers for :func:`general_sweep` (the node-sized ones follow the forest's capacity)."""
     return RowBuffers(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
-                      np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                      np.zeros(n, np.int64), np.zeros(n), np.zeros((3, n)), np.zeros(n),
+                      np.zeros(n), np.zeros(n), np.zeros(n),
                       np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
                       np.zeros(capacity, np.int64), np.zeros(8, np.int64), np.zeros(5))
 
@@ -596,20 +600,20 @@ def clean_rows(ll, g, h):
         ll[i], g[i], h[i] = clean_row(ll[i], g[i], h[i])
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
     """Evaluate the likelihood at ``b.f_prop`` on ``rows[:cnt]`` (the rows a move changes),
     fill the proposal's row arrays there and return the log ratio without the reverse proposal
     densities."""
-    fs = np.empty(cnt)
-    ri = rows[:cnt]
+    fs = b.fs
     for q in range(cnt):
-        fs[q] = b.f_prop[ri[q]]
-    ll, g, h = rows_fn(fs, ri, pre)
+        fs[q] = b.f_prop[rows[q]]
+    rows_fn(fs.ctypes, rows.ctypes, cnt, pre.ctypes, pre.shape[0], b.out.ctypes)
+    out = b.out.reshape(-1)
     d = 0.0
     for q in range(cnt):
-        i = ri[q]
-        li, gi, hi = clean_row(ll[q], g[q], h[q])
+        i = rows[q]
+        li, gi, hi = clean_row(out[q], out[cnt + q], out[2 * cnt + q])
         b.ll_p[i] = li
         b.g_p[i] = gi
         b.h_p[i] = hi
@@ -634,7 +638,7 @@ def _reset_rows(rows, cnt, st, b):
         b.f_prop[rows[q]] = st.f[rows[q]]
 
 
-@numba.njit
+@numba.njit(cache=True)
 def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, st, b, proposed,
                   accepted):
     """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
@@ -644,16 +648,18 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
 
     Parameters
     ----------
-    rows_fn : numba function
-        ``rows_fn(f_sub, rows, pre) -> (ll, g, h)``: the log-likelihood of the rows
-        ``rows`` (int64, shape (r,)) at the term's values ``f_sub`` there (shape (r,)), with
-        its first and negated second derivatives in each row's own value, every other
-        input of the likelihood read from ``pre`` (computed once per sweep by the caller).
-        A move costs work proportional to the rows it changes.
-    all_fn : numba function
-        ``all_fn(f, pre) -> (ll, g, h)`` at all n rows (the leaf updates).
-    pre : tuple
-        The likelihood's inputs that do not depend on the term.
+    rows_fn : C callback ``void(double *f, int64 *rows, int64 r, double *pre, int64 n_pre,
+    double *out)``
+        Writes into ``out`` (3, r), row-major, the log-likelihood of the rows ``rows`` at the
+        term's values ``f`` there, and its first and negated second derivatives in each
+        row's own value, every other input of the likelihood read from ``pre`` (computed
+        once per sweep by the caller).  A move costs work proportional to the rows it
+        changes.  Every model's callbacks have this one type, so this kernel is compiled
+        once and cached.
+    all_fn : C callback of the same type
+        The same at all n rows (``rows`` unused; the leaf updates).
+    pre : ndarray of shape (n_pre,)
+        The likelihood's inputs that do not depend on the term, packed as float64.
     data, rules, forest, sc :
         :class:`SweepData`, :class:`TreeRules`, :class:`ForestArrays`, :class:`SweepScratch`.
     move_cp : ndarray of shape (4,)
@@ -764,9 +770,9 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
         leaf_gh(t, f.leaf_of_row, f.n_nodes, b.gc, st.h, G, H)
         leaf_proposals(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0, nV, st.f,
                        b.f_prop)
-        ll, g, h = all_fn(b.f_prop, pre)
+        all_fn(b.f_prop.ctypes, b.rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
         for i in range(n):
-            li, gi, hi = clean_row(ll[i], g[i], h[i])
+            li, gi, hi = clean_row(b.out[0, i], b.out[1, i], b.out[2, i])
             b.ll_p[i] = li
             b.g_p[i] = gi
             b.h_p[i] = hi
@@ -791,16 +797,20 @@ def _decide(rng, logr):
     return logr == logr and (logr >= 0.0 or u < math.exp(logr))
 
 
-@numba.njit
+@numba.njit(cache=True)
 def call_rows(rows_fn, f_sub, rows, pre):
-    """``rows_fn(f_sub, rows, pre)`` called from machine code (the compiled row graph is not
-    called from Python)."""
-    ll, g, h = rows_fn(f_sub, rows, pre)
-    return ll.copy(), g.copy(), h.copy()
+    """``(ll, g, h)`` from a row callback (:func:`general_sweep`) at the rows ``rows``."""
+    r = f_sub.shape[0]
+    out = np.empty((3, r))
+    rows_fn(f_sub.ctypes, rows.ctypes, r, pre.ctypes, pre.shape[0], out.ctypes)
+    return out[0].copy(), out[1].copy(), out[2].copy()
 
 
-@numba.njit
+@numba.njit(cache=True)
 def call_all(all_fn, f, pre):
-    """``all_fn(f, pre)`` called from machine code."""
-    ll, g, h = all_fn(f, pre)
-    return ll.copy(), g.copy(), h.copy()
+    """``(ll, g, h)`` from an all-rows callback at every row."""
+    n = f.shape[0]
+    out = np.empty((3, n))
+    rows = np.empty(1, np.int64)
+    all_fn(f.ctypes, rows.ctypes, n, pre.ctypes, pre.shape[0], out.ctypes)
+    return out[0].copy(), out[1].copy(), out[2].copy()
