@@ -544,14 +544,13 @@ class RowState(NamedTuple):
 
 
 class RowBuffers(NamedTuple):
-    """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``tv``, ``gc``,
+    """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
     ``rows``, ``fs`` (the proposal at the changed rows), and the proposal's ``ll_p``, ``g_p``,
     ``h_p``, ``gc_p``; ``out`` (3, n) for the row functions; per node slot ``Ga``, ``Ha``,
     ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals."""
 
     f_prop: np.ndarray
     f_minus: np.ndarray
-    tv: np.ndarray
     gc: np.ndarray
     rows: np.ndarray
     fs: np.ndarray
@@ -570,7 +569,7 @@ class RowBuffers(NamedTuple):
 
 def new_row_buffers(n: int, capacity: int) -> RowBuffers:
     """Buffers for :func:`general_sweep` (the node-sized ones follow the forest's capacity)."""
-    return RowBuffers(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+    return RowBuffers(np.zeros(n), np.zeros(n), np.zeros(n),
                       np.zeros(n, np.int64), np.zeros(n), np.zeros((3, n)), np.zeros(n),
                       np.zeros(n), np.zeros(n), np.zeros(n),
                       np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
@@ -682,10 +681,10 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
     for i in range(n):
         b.f_prop[i] = st.f[i]
     for t in range(m):
-        tree_values(t, f.value, f.leaf_of_row, b.tv)
-        for i in range(n):
-            b.f_minus[i] = st.f[i] - b.tv[i]
-            b.gc[i] = st.g[i] + st.h[i] * b.tv[i]
+        for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
+            tv = f.value[t, f.leaf_of_row[t, i]]
+            b.f_minus[i] = st.f[i] - tv
+            b.gc[i] = st.g[i] + st.h[i] * tv
         ok = False
         u = rng.random()
         move = 0
@@ -764,31 +763,69 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
         if cnt > 0:
             _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
-        tree_values(t, f.value, f.leaf_of_row, b.tv)
-        for i in range(n):
-            b.gc[i] = st.g[i] + st.h[i] * b.tv[i]
-        leaf_gh(t, f.leaf_of_row, f.n_nodes, b.gc, st.h, G, H)
-        leaf_proposals(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0, nV, st.f,
-                       b.f_prop)
-        all_fn(b.f_prop.ctypes, b.rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
-        for i in range(n):
-            li, gi, hi = clean_row(b.out[0, i], b.out[1, i], b.out[2, i])
-            b.ll_p[i] = li
-            b.g_p[i] = gi
-            b.h_p[i] = hi
-            b.gc_p[i] = gi + hi * (b.f_prop[i] - b.f_minus[i])
-        a, tot = leaf_decisions(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0,
-                                nV, st.ll, b.ll_p, b.gc_p, b.h_p, b.Ga, b.Ha, spare, b.keep)
-        for i in range(n):
-            if b.keep[f.leaf_of_row[t, i]] == 1:
-                st.f[i] = b.f_prop[i]
-                st.ll[i] = b.ll_p[i]
-                st.g[i] = b.g_p[i]
-                st.h[i] = b.h_p[i]
-            else:
-                b.f_prop[i] = st.f[i]
+        a, tot = _leaf_update(rng, t, all_fn, pre, f.var, f.n_nodes, f.value, f.leaf_of_row,
+                              prec0, G, H, nV, spare, st, b)
         accepted[4] += a
         proposed[4] += tot
+
+
+@numba.njit(cache=True)
+def _leaf_update(rng, t, all_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G, H, nV, dll,
+                 st, b):
+    """The leaf updates of tree t in :func:`general_sweep`: :func:`leaf_gh`,
+    :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
+    row passes fused (the same sums in the same order, the same random numbers).  Returns
+    (accepted, proposed)."""
+    n = st.f.shape[0]
+    nk = n_nodes[t]
+    for k in range(nk):
+        G[k] = 0.0
+        H[k] = 0.0
+    for i in range(n):
+        k = leaf_of_row[t, i]
+        G[k] += st.g[i] + st.h[i] * value[t, k]
+        H[k] += st.h[i]
+    leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
+    all_fn(b.f_prop.ctypes, b.rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
+    Gp, Hp, keep = b.Ga, b.Ha, b.keep
+    for k in range(nk):
+        dll[k] = 0.0
+        Gp[k] = 0.0
+        Hp[k] = 0.0
+        keep[k] = 0
+    for i in range(n):
+        li, gi, hi = clean_row(b.out[0, i], b.out[1, i], b.out[2, i])
+        b.ll_p[i] = li
+        b.g_p[i] = gi
+        b.h_p[i] = hi
+        k = leaf_of_row[t, i]
+        dll[k] += li - st.ll[i]
+        Gp[k] += gi + hi * (b.f_prop[i] - b.f_minus[i])
+        Hp[k] += hi
+    acc = 0
+    tot = 0
+    for k in range(nk):
+        if var[t, k] != LEAF:
+            continue
+        tot += 1
+        mu0 = value[t, k]
+        mu1 = nV[k]
+        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
+                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
+        u = rng.random()
+        if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
+            value[t, k] = mu1
+            keep[k] = 1
+            acc += 1
+    for i in range(n):
+        if keep[leaf_of_row[t, i]] == 1:
+            st.f[i] = b.f_prop[i]
+            st.ll[i] = b.ll_p[i]
+            st.g[i] = b.g_p[i]
+            st.h[i] = b.h_p[i]
+        else:
+            b.f_prop[i] = st.f[i]
+    return acc, tot
 
 
 @numba.njit(cache=True)
