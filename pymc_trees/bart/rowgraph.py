@@ -296,11 +296,14 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
         off += size
         layout.append(x.shape)
         if isinstance(v.type, pt.TensorType):
-            full = pt.cast(flat.reshape(x.shape), v.type.dtype)
+            shaped = flat.reshape(x.shape)
+            whole[v] = pt.cast(shaped, v.type.dtype)
+            # gathered before the cast, so a move converts its own rows only
+            gathered[v] = (pt.cast(pt.take(shaped, idx, axis=axes[0]), v.type.dtype) if axes
+                           else whole[v])
         else:  # a scalar-typed value: back to the scalar type
-            full = pt.basic.scalar_from_tensor(pt.cast(flat[0], v.type.dtype))
-        whole[v] = full
-        gathered[v] = pt.take(full, idx, axis=axes[0]) if axes else full
+            whole[v] = gathered[v] = pt.basic.scalar_from_tensor(
+                pt.cast(flat[0], v.type.dtype))
     row_outs = _rebuild(outs, gathered)
     all_outs = _rebuild(outs, whole)
     rf = RowFunctions(((f_sub, idx, packed), row_outs, (f_sub, packed), all_outs), pre_fn, source,
