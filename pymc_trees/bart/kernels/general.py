@@ -496,6 +496,30 @@ def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_
 
 
 @numba.njit(cache=True)
+def _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep):
+    """The Metropolis-Hastings decisions of tree t's leaves, in node order: proposal ``nV[k]``
+    from ``q`` built with ``G``, ``H`` (the current state), reverse ``q`` with ``Gp``, ``Hp``
+    (the proposed state), log-likelihood difference ``dll[k]``; an accepted leaf takes its
+    value and ``keep[k] = 1``.  Returns (accepted, proposed)."""
+    acc = 0
+    tot = 0
+    for k in range(nk):
+        if var[t, k] != LEAF:
+            continue
+        tot += 1
+        mu0 = value[t, k]
+        mu1 = nV[k]
+        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
+                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
+        u = rng.random()
+        if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
+            value[t, k] = mu1
+            keep[k] = 1
+            acc += 1
+    return acc, tot
+
+
+@numba.njit(cache=True)
 def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll_cur, ll_prop,
                    gc_prop, h_prop, Gp, Hp, dll, keep):
     """Metropolis-Hastings decision for every leaf of tree t on the values proposed by
@@ -514,22 +538,7 @@ def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll
         dll[k] += ll_prop[i] - ll_cur[i]
         Gp[k] += gc_prop[i]
         Hp[k] += h_prop[i]
-    acc = 0
-    tot = 0
-    for k in range(nk):
-        if var[t, k] != LEAF:
-            continue
-        tot += 1
-        mu0 = value[t, k]
-        mu1 = nV[k]
-        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
-                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
-        u = rng.random()
-        if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
-            value[t, k] = mu1
-            keep[k] = 1
-            acc += 1
-    return acc, tot
+    return _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
 
 
 class RowState(NamedTuple):
@@ -802,21 +811,7 @@ def _leaf_update(rng, t, all_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G
         dll[k] += li - st.ll[i]
         Gp[k] += gi + hi * (b.f_prop[i] - b.f_minus[i])
         Hp[k] += hi
-    acc = 0
-    tot = 0
-    for k in range(nk):
-        if var[t, k] != LEAF:
-            continue
-        tot += 1
-        mu0 = value[t, k]
-        mu1 = nV[k]
-        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
-                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
-        u = rng.random()
-        if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
-            value[t, k] = mu1
-            keep[k] = 1
-            acc += 1
+    acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
     for i in range(n):
         if keep[leaf_of_row[t, i]] == 1:
             st.f[i] = b.f_prop[i]
