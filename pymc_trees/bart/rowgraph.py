@@ -161,6 +161,20 @@ def _c_callback(jf, with_rows: bool):
     return numba.cfunc(ROW_SIGNATURE)(call)
 
 
+def _frontier(pre_fn, roots: list, point: dict) -> list:
+    """``pre_fn`` at ``point``: its inputs are model values (``("point", name)``), shared
+    variables read now (``("shared", var)``) or constants (``("const", value)``)."""
+    args = []
+    for kind, key in roots:
+        if kind == "point":
+            args.append(point[key])
+        elif kind == "shared":
+            args.append(key.get_value(borrow=True))
+        else:
+            args.append(key)
+    return pre_fn(*args)
+
+
 class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
@@ -206,15 +220,7 @@ class RowFunctions:
 
     def frontier(self, point: dict) -> list:
         """The frontier values at ``point``, each as PyTensor computes it."""
-        args = []
-        for kind, key in self._roots:
-            if kind == "point":
-                args.append(point[key])
-            elif kind == "shared":
-                args.append(key.get_value(borrow=True))
-            else:
-                args.append(key)
-        return self._pre_fn(*args)
+        return _frontier(self._pre_fn, self._roots, point)
 
     def pre(self, point: dict) -> np.ndarray:
         """The frontier at ``point`` (a dict of the model's values; for output j of a term of
@@ -278,8 +284,7 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
                                mode=pytensor.compile.mode.Mode(
                                    linker=pytensor.compile.mode.get_default_mode().linker,
                                    optimizer="fast_run"))
-    probe = RowFunctions((), pre_fn, source, [])
-    values = [np.asarray(x) for x in probe.frontier(point)]
+    values = [np.asarray(x) for x in _frontier(pre_fn, source, point)]
     idx = pt.lvector("rows")
     f_sub = pt.dvector("f_sub")
     packed = pt.dvector("pre")

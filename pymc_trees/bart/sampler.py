@@ -89,15 +89,25 @@ def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     the tail) it is ``g_i ** 2``, the row's outer-product estimate of the Fisher information,
     so that a leaf's proposal still has a scale set by its rows.  Any rule that is a fixed
     function of the state keeps the moves exact; this one only affects their acceptance."""
-    ll, g, h = loglik(f, derivatives=True)
-    ll = np.array(ll, dtype=np.float64)
-    ll[np.isnan(ll)] = -np.inf
-    g = np.array(g, dtype=np.float64)
-    g[~np.isfinite(g)] = 0.0
-    h = np.array(h, dtype=np.float64)
-    flat = ~(np.isfinite(h) & (h > 0.0))
-    h[flat] = g[flat] * g[flat]
+    ll, g, h = (np.array(x, dtype=np.float64) for x in loglik(f, derivatives=True))
+    gk.clean_rows(ll, g, h)
     return ll, g, h
+
+
+def _rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[str, float]:
+    """Acceptance rate per move type (NaN when never proposed)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = accepted / proposed
+    return {f"accept_{name}": float(rates[i]) for i, name in enumerate(names)}
+
+
+def _check_start(ll: np.ndarray) -> None:
+    """A general sweep needs a state of positive density at every row."""
+    if not np.all(np.isfinite(ll)):
+        bad = int(np.flatnonzero(~np.isfinite(ll))[0])
+        raise ValueError(f"The log-likelihood of row {bad} is {ll[bad]} at the current "
+                         "value of the term; the tree moves need a state of positive "
+                         "density (check the initial point and the observed data).")
 
 
 def move_cumulative_probs(move_probs: dict[str, float]) -> np.ndarray:
@@ -250,15 +260,20 @@ class ForestSampler:
             f = self.forest
             forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
 
-    def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
-                  move_cumprobs: np.ndarray) -> dict[str, float]:
-        """One CGM backfitting sweep over all trees against pseudo-data ``z`` (offset
-        removed) with row precisions ``omega``; returns acceptance rates per move type."""
+    def _forest_with_room(self):
+        """The forest, with room for the two nodes a sweep may add to its largest tree."""
         f = self.forest
         needed = int(f.n_nodes.max()) + 2
         if needed > f.capacity:
             f.ensure_capacity(needed)
             self._alloc_scratch()
+        return f
+
+    def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
+                  move_cumprobs: np.ndarray) -> dict[str, float]:
+        """One CGM backfitting sweep over all trees against pseudo-data ``z`` (offset
+        removed) with row precisions ``omega``; returns acceptance rates per move type."""
+        f = self._forest_with_room()
         self._load_tree_sums()
         proposed = np.zeros(4, np.int64)
         accepted = np.zeros(4, np.int64)
@@ -270,9 +285,7 @@ class ForestSampler:
         cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
                   self._scratch, proposed, accepted)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = accepted / proposed
-        return {f"accept_{name}": float(rates[i]) for i, name in enumerate(MOVES)}
+        return _rates(accepted, proposed, MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None) -> dict[str, float]:
@@ -307,11 +320,7 @@ class ForestSampler:
         """
         if compiled is not None:
             return self._general_kernel_sweep(rng, compiled, move_cumprobs)
-        f = self.forest
-        needed = int(f.n_nodes.max()) + 2
-        if needed > f.capacity:
-            f.ensure_capacity(needed)
-            self._alloc_scratch()
+        f = self._forest_with_room()
         n, m = self.n, f.m
         sc = self._scratch
         idx, hist, lo, hi, tmp, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.tmp, sc.nmask
@@ -329,11 +338,7 @@ class ForestSampler:
         pg, pp = float(cp[0]), float(cp[1] - cp[0])
         f_cur = self.values()
         ll_cur, g_cur, h_cur = _row_derivatives(loglik, f_cur)
-        if not np.all(np.isfinite(ll_cur)):
-            bad = int(np.flatnonzero(~np.isfinite(ll_cur))[0])
-            raise ValueError(f"The log-likelihood of row {bad} is {ll_cur[bad]} at the current "
-                             "value of the term; the tree moves need a state of positive "
-                             "density (check the initial point and the observed data).")
+        _check_start(ll_cur)
         f_prop = f_cur.copy()
         tv = np.empty(n)
         proposed = np.zeros(5, np.int64)
@@ -447,18 +452,12 @@ class ForestSampler:
             f_prop[:] = f_cur
             accepted[4] += a
             proposed[4] += tot
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = accepted / proposed
-        return {f"accept_{name}": float(rates[i]) for i, name in enumerate((*MOVES, "leaf"))}
+        return _rates(accepted, proposed, (*MOVES, "leaf"))
 
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
                               move_cumprobs: np.ndarray) -> dict[str, float]:
         rows_fn, all_fn, pre = compiled
-        f = self.forest
-        needed = int(f.n_nodes.max()) + 2
-        if needed > f.capacity:
-            f.ensure_capacity(needed)
-            self._alloc_scratch()
+        f = self._forest_with_room()
         n = self.n
         bufs = getattr(self, "_row_bufs", None)
         if bufs is None or bufs.Ga.size != f.capacity or bufs.f_prop.size != n:
@@ -466,11 +465,7 @@ class ForestSampler:
         fv = np.ascontiguousarray(self.values(), dtype=np.float64)
         ll, g, h = gk.call_all(all_fn, fv, pre)
         gk.clean_rows(ll, g, h)
-        if not np.all(np.isfinite(ll)):
-            bad = int(np.flatnonzero(~np.isfinite(ll))[0])
-            raise ValueError(f"The log-likelihood of row {bad} is {ll[bad]} at the current "
-                             "value of the term; the tree moves need a state of positive "
-                             "density (check the initial point and the observed data).")
+        _check_start(ll)
         st = gk.RowState(fv, ll, g, h)
         pr = self.prior
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
@@ -480,9 +475,7 @@ class ForestSampler:
         gk.general_sweep(rng, rows_fn, all_fn, pre, data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), self._scratch,
                          st, bufs, proposed, accepted)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = accepted / proposed
-        return {f"accept_{name}": float(rates[i]) for i, name in enumerate((*MOVES, "leaf"))}
+        return _rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                  num_particles: int) -> dict[str, float]:
