@@ -4,8 +4,9 @@ One model per row of the table, n = 1,500 rows, p = 6, m = 50 trees per term, si
 ``benchmarks/general.py``: the step is built (compile time of its row graph), swept once
 (compile time of the sweep kernel for this model), then timed over 20 sweeps at the model's
 initial point in the kernel and in the Python loop that calls the likelihood through
-PyTensor (``CGMTreeStep.python_sweep = True``: the same moves and random numbers).  No NUTS:
-the tree step alone.
+PyTensor (``CGMTreeStep.python_sweep = True``: the same moves and random numbers), and one
+evaluation of the row graph (log density and both derivatives) at all n rows.  No NUTS: the
+tree step alone.
 
 Run: ``python benchmarks/general_sweep.py`` (about 3 minutes).
 """
@@ -20,6 +21,7 @@ import pymc as pm
 
 import pymc_trees as pmt
 from pymc_trees.bart import steps as tree_steps
+from pymc_trees.bart.kernels.general import call_all
 
 N, P, M = 1500, 6, 50
 
@@ -66,6 +68,29 @@ def three_quantiles():
     return [mu]
 
 
+def negative_binomial():
+    rng, X, eta = _data()
+    y = rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(1.0 + eta)))
+    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    a = pm.Gamma("a", 2.0, 0.5)
+    pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=y)
+    return [f]
+
+
+def _row_graph_us(step, point) -> float:
+    """Microseconds per evaluation of the (first) row graph at all n rows."""
+    lik = (step._liks or [step.likelihood])[0]
+    _, all_fn, pre = lik.compiled({**point, lik.f_name: step.sampler.values()}
+                                  if step._liks else point)
+    f = np.ascontiguousarray(step.sampler.parts[0].values() if step._liks
+                             else step.sampler.values())
+    call_all(all_fn, f, pre)
+    t = time.perf_counter()
+    for _ in range(200):
+        call_all(all_fn, f, pre)
+    return (time.perf_counter() - t) / 200 * 1e6
+
+
 def _time(step, point, python: bool, sweeps: int) -> float:
     tree_steps.CGMTreeStep.python_sweep = python
     step.rng = np.random.default_rng(1)
@@ -78,9 +103,10 @@ def _time(step, point, python: bool, sweeps: int) -> float:
 def main():
     print(f"n = {N}, p = {P}, m = {M} per term; ms per sweep of the tree step (20 sweeps)")
     print()
-    print("| model | build (s) | first sweep (s) | kernel (ms/sweep) | Python loop (ms/sweep) |")
-    print("|---|---|---|---|---|")
-    for build in (poisson, gamma_shape, normal_log_scale, three_quantiles):
+    print("| model | build (s) | first sweep (s) | kernel (ms/sweep) | Python loop (ms/sweep) | "
+          "row graph at all rows (us) |")
+    print("|---|---|---|---|---|---|")
+    for build in (poisson, gamma_shape, normal_log_scale, three_quantiles, negative_binomial):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with pm.Model() as model:
@@ -96,8 +122,9 @@ def main():
             kernel = _time(step, point, False, 20)
             python = _time(step, point, True, 20)
             tree_steps.CGMTreeStep.python_sweep = False
+            row_us = _row_graph_us(step, point)
         print(f"| {build.__name__} | {t_build:.1f} | {t_first:.1f} | {kernel * 1e3:.2f} | "
-              f"{python * 1e3:.2f} |", flush=True)
+              f"{python * 1e3:.2f} | {row_us:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
