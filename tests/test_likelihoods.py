@@ -1,8 +1,9 @@
-"""Tree terms under Bernoulli (probit, logit), Binomial, negative binomial and Student-t
-likelihoods (bart-math section 8).
+"""Tree terms under Bernoulli (probit, logit), Binomial, negative binomial, Student-t and
+asymmetric Laplace likelihoods (bart-math section 8).
 
 * The augmentation draws against their analytic conditionals: Polya-Gamma mean, variance and
-  distribution function (series density), truncated Normals, Gamma scale-mixture weights.
+  distribution function (series density), truncated Normals, Gamma scale-mixture weights,
+  the asymmetric Laplace's normal-exponential mixture and its inverse-Gaussian conditional.
 * Exact enumeration for every likelihood with m = 1 on 6 rows: the posterior over the 32 row
   partitions is the tree prior times, per leaf, a one-dimensional quadrature of the likelihood
   against the leaf prior (tests/enumeration.py), compared with the partitions sampled by
@@ -120,6 +121,36 @@ def test_student_t_latents_are_gamma():
     assert stats.kstest(lam, stats.gamma((nu + 1) / 2, scale=1 / rate).cdf).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("u", [-1.3, 0.0, 0.4])
+def test_asymmetric_laplace_latents_are_gig(u):
+    """The mixture behind the quantile augmentation: with v ~ Exp(1) and
+    u | v ~ Normal(theta v, tau^2 v), u is asymmetric Laplace (KS against its CDF), and the
+    drawn v given u follows the density v^(-1/2) exp(-(u - theta v)^2 / (2 tau^2 v) - v)
+    (KS against its quadrature CDF; u = 0 takes the Gamma branch); z = y - theta v."""
+    rng = np.random.default_rng(8)
+    b, kappa = 1.7, np.sqrt(0.2 / 0.8)
+    theta, tau2 = (1 / kappa - kappa) / b, 2 / b**2
+    v = rng.exponential(size=100_000)
+    x = theta * v + np.sqrt(tau2 * v) * rng.standard_normal(v.size)
+    lp, lm = b * kappa, b / kappa
+    c = 1 / (1 / lp + 1 / lm)
+    cdf = lambda t: np.where(t < 0, c / lm * np.exp(lm * np.minimum(t, 0)),  # noqa: E731
+                             1 - c / lp * np.exp(-lp * np.maximum(t, 0)))
+    assert stats.kstest(x, cdf).pvalue > 1e-3
+    y, eta = 0.5, 0.5 - u
+    z, w = augment.asymmetric_laplace_latents(rng, np.full(20_000, y), np.full(20_000, eta),
+                                              b, kappa)
+    vs = 1 / (tau2 * w)
+    np.testing.assert_allclose(z, y - theta * vs)
+    dens = lambda t: t**-0.5 * np.exp(-(u - theta * t) ** 2 / (2 * tau2 * t) - t)  # noqa: E731
+    norm = integrate.quad(dens, 0, np.inf)[0]
+    grid = np.quantile(vs, np.linspace(0.02, 0.98, 25))
+    cdf_v = np.array([integrate.quad(dens, 0, g)[0] for g in grid]) / norm
+    emp = np.array([(vs <= g).mean() for g in grid])
+    # 20,000 independent draws: sd of an empirical CDF value <= 0.5 / sqrt(20,000) = 0.0035
+    assert np.max(np.abs(cdf_v - emp)) < 0.015, np.max(np.abs(cdf_v - emp))
+
+
 def test_logit_latents_give_the_binomial_likelihood():
     """The identity the logit augmentation rests on (Polson, Scott and Windle 2013):
     e^(y eta) / (1 + e^eta)^n = 2^-n e^(kappa eta) E[exp(-omega eta^2 / 2)], omega ~ PG(n, 0),
@@ -150,6 +181,13 @@ Y_BINOM = np.array([1, 0, 2, 2, 5, 3])
 Y_COUNT = np.array([0, 2, 1, 6, 9, 4])
 Y_REAL = np.array([-1.2, -0.8, 3.5, 1.0, 1.3, 0.9])
 
+def _ald_logpdf(u, b, kappa):
+    """Asymmetric Laplace log density at ``u = y - mu`` (rates ``b kappa`` above the
+    location, ``b / kappa`` below), written out independently of PyMC."""
+    rate = b * kappa if u > 0 else b / kappa
+    return math.log(b / (kappa + 1 / kappa)) - rate * abs(u)
+
+
 # name: (leaf sd, link, model builder given f, row log-likelihood at leaf value mu)
 CASES = {
     "probit": (2.0, "probit",
@@ -170,6 +208,11 @@ CASES = {
     "student_t": (1.5, "identity",
                   lambda f: pm.StudentT("y", nu=3.0, mu=f, sigma=0.5, observed=Y_REAL),
                   lambda i, mu: stats.t.logpdf(Y_REAL[i], 3.0, loc=mu, scale=0.5)),
+    # quantile 0.25; Y_REAL[3] - 1.0 = 0 puts a row on the kink at the leaf value 1
+    "asymmetric_laplace": (1.5, "identity",
+                           lambda f: pm.AsymmetricLaplace("y", mu=f, b=1.4, q=0.25,
+                                                          observed=Y_REAL),
+                           lambda i, mu: _ald_logpdf(Y_REAL[i] - mu, 1.4, np.sqrt(0.25 / 0.75))),
 }
 # draws per chain (2 chains), sized to each sampler's mixing on these problems
 DRAWS = {"cgm": 18000, "pg": 8000}
@@ -197,6 +240,57 @@ def test_likelihood_matches_enumeration(case, sampler):
     assert np.all(np.abs(got - f_mean) < 4 * se), (got, f_mean, se)
 
 
+def test_quantiles_of_one_y_are_augmented_output_by_output():
+    """A term of shape (2, n) in an asymmetric Laplace broadcast over its outputs (two
+    quantiles, 0.25 and 0.75, of one y): each output takes the conjugate update against its own
+    augmentation, and its tree follows its own one-output posterior (quadrature, partitions of
+    both chains and mean of f per output).  Reading output 0's pieces for both outputs puts
+    output 1 on the 0.25 posterior and fails."""
+    from pymc_trees.bart.steps import CGMTreeStep
+
+    leaf_sd, n, b = 1.5, len(X6), 1.4
+    qs = np.array([[0.25], [0.75]])
+    with pm.Model() as model:
+        w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+                         shape=(2, n))
+        pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
+        assert [lk.family for lk in CGMTreeStep([w])._liks] == ["asymmetric_laplace"] * 2
+        idata = pm.sample(draws=DRAWS["cgm"], tune=300, chains=2, cores=1, random_seed=41,
+                          progressbar=False, compute_convergence_checks=False)
+    fr = pmt.forests(idata, "w").values  # (chain, draw, output)
+    ws = idata.posterior["w"].values  # (chain, draw, output, row)
+    prior = _prior()
+    for j, q in enumerate(qs.ravel()):
+        kappa = math.sqrt(q / (1 - q))
+        post, f_mean = quadrature_posterior(
+            prior, n, lambda i, mu: _ald_logpdf(Y_REAL[i] - mu, b, kappa), leaf_sd)
+        parts = [[forest_row_partitions(fr[c, d, j], X6)[0] for d in range(fr.shape[1])]
+                 for c in range(fr.shape[0])]
+        check_cells(parts, post, {k: prior[k] for k in post})
+        got = ws[:, :, j].mean(axis=(0, 1))
+        se = np.asarray(az.mcse(ws[:, :, j])).ravel()
+        assert np.all(np.abs(got - f_mean) < 4 * se), (j, got, f_mean, se)
+
+
+@pytest.mark.parametrize("location", ["cross_output", "transposed"])
+def test_outputs_that_are_not_elementwise_take_the_general_step(location):
+    """An output's linear predictor that reads another output of the same row, or a
+    likelihood whose shape is not the term's, is not augmented output by output: the general
+    step takes the term (one output given the others; row i may read column i of every
+    output)."""
+    from pymc_trees.bart.steps import CGMTreeStep
+
+    n = len(X6)
+    with pm.Model():
+        w = pmt.BARTTree("w", X6, m=1, leaf_sd=1.0, min_leaf=1, shape=(2, n))
+        if location == "cross_output":
+            mu, obs = pm.math.stack([w[0] + 0.5 * w[1], w[1]]), np.broadcast_to(Y_REAL, (2, n))
+        else:
+            mu, obs = w.T, np.broadcast_to(Y_REAL[:, None], (n, 2))
+        pm.AsymmetricLaplace("y", mu=mu, b=1.0, q=0.5, observed=obs)
+        assert {lk.family for lk in CGMTreeStep([w])._liks} == {"general"}
+
+
 # --- reading the form from the graph ------------------------------------------------------
 
 Y01 = np.array([0, 1, 0, 1, 1, 0])
@@ -216,6 +310,9 @@ FORMS = {
         "negative_binomial", np.log(4.0) - 0.5, -1),
     "student_t": (lambda f: pm.StudentT("y", nu=3, mu=3 * f, sigma=1, observed=Y01),
                   "student_t", 0, 3),
+    "asymmetric_laplace": (lambda f: pm.AsymmetricLaplace("y", mu=1 - f, b=2.0, q=0.9,
+                                                          observed=Y01),
+                           "asymmetric_laplace", 1, -1),
 }
 
 

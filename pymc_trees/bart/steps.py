@@ -287,8 +287,9 @@ class _TreeStep(BlockedStep):
             if self.sampler_kind != "cgm":
                 raise ModelStructureError(
                     f"{rv.name!r} has {outputs} outputs (shape ({outputs}, n)); they are "
-                    "sampled by the general tree step of CGMTreeStep, one output at a time "
-                    "given the others. Use CGMTreeStep (the default).")
+                    "sampled by CGMTreeStep, one output at a time (the conjugate update per "
+                    "output when the likelihood is augmentable output by output, else the "
+                    "general tree step given the others). Use CGMTreeStep (the default).")
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
                                           sd0, outputs, categorical_columns(rv.owner.op))
 
@@ -333,9 +334,14 @@ class _TreeStep(BlockedStep):
         self._liks = None
         try:
             if outputs is not None:
-                # one output given the others: the general step, whatever the likelihood
-                self._liks = [general_likelihood(model, rv, self.sampler.n, output=j)
-                              for j in range(outputs)]
+                # outputs whose likelihoods are augmentable one by one take the conjugate
+                # update each; otherwise the general step, one output given the others
+                try:
+                    self._liks = [tree_likelihood(model, rv, self.sampler.n, output=j)
+                                  for j in range(outputs)]
+                except NotAugmentable:
+                    self._liks = [general_likelihood(model, rv, self.sampler.n, output=j)
+                                  for j in range(outputs)]
                 self.likelihood = self._liks[0]
             else:
                 self.likelihood = tree_likelihood(model, rv, self.sampler.n)
@@ -353,7 +359,8 @@ class _TreeStep(BlockedStep):
             self.level_shifts = []
         else:
             _check_link(rv, self.likelihood)
-            self.level_shifts = level_shifts(model, rv, self.likelihood)
+            self.level_shifts = ([] if self._liks is not None
+                                 else level_shifts(model, rv, self.likelihood))
 
     @property
     def forest(self):
@@ -377,7 +384,8 @@ class _TreeStep(BlockedStep):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()
-        self.likelihood.reset()
+        for lik in self._liks or [self.likelihood]:
+            lik.reset()
         self.tune = tune > 0
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact
         self._warm_left = min(self.warm_start, tune // 2)
@@ -385,28 +393,39 @@ class _TreeStep(BlockedStep):
     def _warm_stats(self) -> dict:
         raise NotImplementedError
 
-    def _sweep(self, z: np.ndarray, omega: np.ndarray) -> dict:
+    def _sweep(self, z: np.ndarray, omega: np.ndarray, smp) -> dict:
+        """One exact sweep of the forest sampler ``smp`` against pseudo-data ``z`` with row
+        precisions ``omega``."""
         raise NotImplementedError
 
     def step(self, point):
         lik = self.likelihood
         if lik.family == "general":
             return self._general_step(point)
-        if lik.family == "normal":
-            z, omega = lik.pseudo_data(point, self.sampler.offset)
-        else:
-            # latent variables of bart-math 8, drawn given the current forest
-            z, omega = lik.pseudo_data(point, self.sampler.offset, self.sampler.values(),
-                                       self.rng)
         self._load_hyperparameters(point)
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
-            self.sampler.gfr_sweep(self.rng, z, omega)
-            stats = self._warm_stats()
+        if self._liks is None:
+            stats = self._augmented_update(self.sampler, lik, point, warm)
         else:
-            stats = self._sweep(z, omega)
+            # the outputs' likelihoods are independent given the other variables
+            per = [self._augmented_update(smp, lk, point, warm)
+                   for smp, lk in zip(self.sampler.parts, self._liks)]
+            stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
         return self._finish(point, stats, warm)
+
+    def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
+        """The conjugate tree update of one forest against its (augmented) pseudo-data."""
+        if lik.family == "normal":
+            z, omega = lik.pseudo_data(point, smp.offset)
+        else:
+            # latent variables of bart-math 8, drawn given the current forest
+            z, omega = lik.pseudo_data(point, smp.offset, smp.values(), self.rng)
+        if warm:
+            smp.gfr_sweep(self.rng, z, omega)
+            return self._warm_stats()
+        return self._sweep(z, omega, smp)
 
     def _load_hyperparameters(self, point) -> None:
         """The learned leaf scale and split probabilities at the point, into the sampler."""
@@ -598,8 +617,8 @@ class CGMTreeStep(_TreeStep):
         self._move_cp = move_cumulative_probs(self.move_probs)
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
-    def _sweep(self, z, omega):
-        stats = self.sampler.cgm_sweep(self.rng, z, omega, self._move_cp)
+    def _sweep(self, z, omega, smp):
+        stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp)
         stats["accept_leaf"] = np.nan  # leaves are drawn exactly
         return stats
 
@@ -646,8 +665,8 @@ class PGTreeStep(_TreeStep):
         self.num_particles = int(num_particles)
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
 
-    def _sweep(self, z, omega):
-        return self.sampler.pg_sweep(self.rng, z, omega, self.num_particles)
+    def _sweep(self, z, omega, smp):
+        return smp.pg_sweep(self.rng, z, omega, self.num_particles)
 
     def _warm_stats(self):
         return {"tree_changed": np.nan}

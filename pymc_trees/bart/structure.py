@@ -41,6 +41,8 @@ LIKELIHOOD_FORMS = (
     ("Binomial", "logit", "y ~ Binomial(n, logit_p=eta), or p=pm.math.invlogit(eta) or "
                           "pm.math.sigmoid(eta)"),
     ("NegativeBinomial", "log", "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha)"),
+    ("AsymmetricLaplace", "identity", "y ~ AsymmetricLaplace(mu=eta, b, kappa or q) "
+                                      "(quantile regression)"),
 )
 
 TREE_SUPPORTED = (
@@ -48,8 +50,9 @@ TREE_SUPPORTED = (
     "of these forms:\n"
     + "".join(f"  - {form}\n" for _, _, form in LIKELIHOOD_FORMS)
     + "where eta = a + b * f is affine in f (a and b do not depend on f; b may be a vector or a "
-    "sampled variable) and no other parameter of the likelihood (sigma, nu, n, alpha) depends "
-    "on f. No other variable or potential may depend on f."
+    "sampled variable) and no other parameter of the likelihood (sigma, nu, n, alpha, the "
+    "asymmetric Laplace's b and kappa) depends on f. No other variable or potential may "
+    "depend on f."
 )
 
 
@@ -191,6 +194,8 @@ class TreeLikelihood:
                 z, w = augment.logit_latents(rng, alpha, y + alpha, eta)
             elif self.family == "student_t":
                 z, w = augment.student_t_latents(rng, y, eta, params[0], params[1])
+            elif self.family == "asymmetric_laplace":
+                z, w = augment.asymmetric_laplace_latents(rng, y, eta, params[0], params[1])
             else:  # pragma: no cover - families are fixed in tree_likelihood
                 raise AssertionError(self.family)
         if np.all(b != 0):
@@ -278,6 +283,9 @@ def _read_form(obs, f):
         return None, None, None, None, (
             f"the probability p of {obs.name!r} is not invprobit(eta) (Bernoulli only), "
             "invlogit(eta) or sigmoid(eta)")
+    if kind == "AsymmetricLaplaceRV":
+        b, kappa, mu = inputs
+        return "asymmetric_laplace", "identity", mu, [("b", b), ("kappa", kappa)], None
     if kind == "NegBinomialRV":
         alpha, p = inputs
         p = _unwrap(p)
@@ -293,13 +301,21 @@ def _read_form(obs, f):
         "augmentation here")
 
 
-def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
-    """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise.
+def tree_likelihood(model, f_rv, n: int, output: int | None = None) -> TreeLikelihood:
+    """Find and compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of
+    shape (k, n)); raise a clear error otherwise.
 
     Recognised forms (``LIKELIHOOD_FORMS``): Normal and Student-t with mean eta, Bernoulli
     with a probit or logit link, Binomial with a logit link, negative binomial with
-    ``mu = exp(eta)``, where ``eta = a + b * f``.  Anything else raises
-    :class:`ModelStructureError` listing every supported form.
+    ``mu = exp(eta)``, asymmetric Laplace with location eta, where ``eta = a + b * f``.
+    Anything else raises :class:`ModelStructureError` listing every supported form.
+
+    For an output of a (k, n) term, eta (with the observed values and parameters broadcast to
+    it) must have shape (k, n) with element (j, i) affine in ``f[j, i]`` alone (checked at a
+    random point: ``eta(F) = a + b * F`` elementwise), and the pieces are row j of each:
+    several quantiles of one y, ``AsymmetricLaplace(mu=w, b, q=qs[:, None],
+    observed=broadcast(y))``, are k augmented likelihoods.  Otherwise
+    :class:`NotAugmentable` (the general step takes the term).
     """
     deps = _dependents(model, f_rv)
     name = f_rv.name
@@ -341,6 +357,8 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     y = model.rvs_to_values[obs]
     outs = [y, a, b, *(par for _, par in params)]
     fn = _compile(model, outs)
+    if output is not None:
+        fn = _output_pieces(model, fn, eta, f_rv, n, output, obs.name, name)
     # f itself only reaches a and b through its shape (zeros_like), never through its value
     values = set(model.value_vars) - {model.rvs_to_values[f_rv]}
     static = family == "normal" and not any(
@@ -349,7 +367,7 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
                          eta=eta, pieces=fn, n=n, static=static)
     point = model.initial_point()
     labels = ("observed", "a", "b", *(label for label, _ in params))
-    for label, x in zip(labels, fn(point)):
+    for label, x in zip(labels, lik.pieces(point)):
         shp = np.shape(x)
         if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
             raise ModelStructureError(
@@ -357,6 +375,46 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
                 f"({n},); every row of the likelihood must match one row of X.\n"
                 f"{TREE_SUPPORTED}")
     return lik
+
+
+class _OutputPieces:
+    """Row ``output`` of the pieces ``(y, a, b, *params)`` broadcast to (k, n) (picklable)."""
+
+    def __init__(self, fn, output: int):
+        self.fn, self.output = fn, output
+
+    def __call__(self, point):
+        parts = [np.asarray(x, dtype=np.float64) for x in self.fn(point)]
+        shape = np.broadcast_shapes(*(x.shape for x in parts))
+        return tuple(np.broadcast_to(x, shape)[self.output] for x in parts)
+
+
+def _output_pieces(model, fn, eta, f_rv, n: int, output: int, obs_name: str, name: str):
+    """The pieces of output ``output`` of a (k, n) term, after checking that eta is
+    elementwise in the term (see :func:`tree_likelihood`)."""
+    point = model.initial_point()
+    k = int(f_rv.owner.op.outputs)
+    parts = [np.asarray(x, dtype=np.float64) for x in fn(point)]
+    try:
+        shape = np.broadcast_shapes(*(x.shape for x in parts))
+    except ValueError:
+        shape = tuple(x.shape for x in parts)
+    if shape != (k, n):
+        raise NotAugmentable(
+            f"{obs_name!r} has shape {shape}, not the ({k}, {n}) of {name!r}, so its rows and "
+            f"outputs cannot be matched one to one for an exact augmentation.")
+    F = np.random.default_rng(0).normal(size=(k, n))
+    f_value = model.rvs_to_values[f_rv]
+    eta_v = model.replace_rvs_by_values([eta])[0]
+    inputs = [v for v in model.value_vars if v is not f_value]
+    got = pytensor.function([f_value, *inputs], eta_v, on_unused_input="ignore")(
+        F, *(point[v.name] for v in inputs))
+    _, a, b = (np.broadcast_to(x, shape) for x in parts[:3])
+    if not np.allclose(np.broadcast_to(got, shape), a + b * F, rtol=1e-9, atol=1e-9):
+        raise NotAugmentable(
+            f"In {obs_name!r} an element of the linear predictor depends on other outputs or "
+            f"rows of {name!r}, so the outputs cannot be augmented one by one.")
+    return _OutputPieces(fn, output)
 
 
 @dataclass

@@ -13,8 +13,8 @@ from numba import njit
 from polyagamma import random_polyagamma
 from scipy.special import log_ndtr, ndtri_exp
 
-__all__ = ["probit_latents", "logit_latents", "student_t_latents", "polya_gamma",
-           "pg_mean", "pg_var"]
+__all__ = ["probit_latents", "logit_latents", "student_t_latents",
+           "asymmetric_laplace_latents", "polya_gamma", "pg_mean", "pg_var"]
 
 
 def probit_latents(rng: np.random.Generator, y: np.ndarray,
@@ -155,6 +155,37 @@ def student_t_latents(rng: np.random.Generator, y: np.ndarray, eta: np.ndarray, 
     rate = 0.5 * (nu + ((y - eta) / sigma) ** 2)
     lam = rng.gamma(0.5 * (nu + 1.0), 1.0 / rate)
     return np.array(y), lam / sigma**2
+
+
+def asymmetric_laplace_latents(rng: np.random.Generator, y: np.ndarray, eta: np.ndarray, b,
+                               kappa) -> tuple[np.ndarray, np.ndarray]:
+    """Normal-exponential mixture for ``y_i ~ AsymmetricLaplace(b, kappa, mu=eta_i)`` (PyMC's
+    parametrisation: density ``b / (kappa + 1/kappa) exp(-u b kappa)`` for ``u = y - eta > 0``
+    and ``exp(u b / kappa)`` for u < 0; quantile ``q`` when ``kappa = sqrt(q / (1 - q))``).
+
+    With ``v_i ~ Exp(1)`` and ``u_i | v_i ~ Normal(theta v_i, tau^2 v_i)``,
+    ``theta = (1/kappa - kappa) / b`` and ``tau^2 = 2 / b^2``, u has that density (Kozumi and
+    Kobayashi 2011, with the exponential's scale fixed to one).  Given u,
+    ``v_i ~ GIG(1/2, chi = u_i^2 / tau^2, psi = theta^2 / tau^2 + 2)``, i.e. ``1 / v_i`` is
+    inverse Gaussian with mean ``sqrt(psi / chi)`` and shape psi (``v_i ~ Gamma(1/2, rate
+    psi / 2)`` at u = 0).  Then ``z_i = y_i - theta v_i`` and ``omega_i = 1 / (tau^2 v_i)``.
+    """
+    eta = np.asarray(eta, dtype=np.float64)
+    b = np.broadcast_to(np.asarray(b, dtype=np.float64), eta.shape)
+    kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), eta.shape)
+    y = np.broadcast_to(np.asarray(y, dtype=np.float64), eta.shape)
+    theta = (1.0 / kappa - kappa) / b
+    tau2 = 2.0 / (b * b)
+    psi = theta * theta / tau2 + 2.0
+    absu = np.abs(y - eta)
+    pos = absu > 0
+    with np.errstate(divide="ignore"):
+        mean = np.sqrt(psi * tau2) / np.where(pos, absu, 1.0)
+    inv_v = rng.wald(mean, psi)
+    v = np.where(pos, 1.0 / inv_v, 0.0)
+    if not np.all(pos):
+        v[~pos] = rng.gamma(0.5, 2.0 / psi[~pos])
+    return y - theta * v, 1.0 / (tau2 * v)
 
 
 def pg_mean(h, c):
