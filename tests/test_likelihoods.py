@@ -250,7 +250,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
 
     leaf_sd, n, b = 1.5, len(X6), 1.4
     qs = np.array([[0.25], [0.75]])
-    with pm.Model() as model:
+    with pm.Model():
         w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n))
         pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
