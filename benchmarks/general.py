@@ -36,7 +36,8 @@ held-out rows, p = 6, m = 50 trees per term, 2 chains x (500 + 500), simulated: 
 ``exp(f)`` and a shape ``k`` sampled by NUTS; a Normal with noise growing in x4 written with two
 terms (``sigma = exp(g)``) and as pymc-bart's example writes it (one term of shape (2, n),
 ``sigma = abs(w[1])``; pymc-bart: two terms, its (2, n) predictions fail as below); three
-quantiles (0.1, 0.5, 0.9) with an asymmetric Laplace of shape (3, n); three classes by softmax;
+quantiles (0.1, 0.5, 0.9) with an asymmetric Laplace of shape (3, n), its b fixed at 0.3 and
+learned (``b ~ HalfNormal(5)``, NUTS); three classes by softmax;
 a negative binomial written with ``n = a``, ``p = a / (a + exp(f))`` (no augmentation reads that
 form, so the general step runs) with ``a`` sampled by NUTS.  Both samplers get the same model;
 ESS is of f at 8 fixed training rows and of every free scalar.
@@ -419,6 +420,20 @@ def _quant_theirs(pmb, Xd, X, y, m):
     return {f"mu{j}": f"mu{j}" for j in range(3)}
 
 
+def _quant_b_ours(X, y, m):
+    mu = pmt.BARTTree("mu", X, y, m=m, shape=(3, len(y)))
+    b = pm.HalfNormal("b", 5.0)
+    pm.AsymmetricLaplace("y", mu=mu, b=b, q=QS, observed=np.stack([y] * 3))
+
+
+def _quant_b_theirs(pmb, Xd, X, y, m):
+    mus = [pmb.BART(f"mu{j}", Xd, y, m=m) for j in range(3)]
+    b = pm.HalfNormal("b", 5.0)
+    pm.AsymmetricLaplace("y", mu=pt.stack(mus), b=b, q=QS, observed=np.stack([y] * 3),
+                         shape=(3, Xd.shape[0]))
+    return {f"mu{j}": f"mu{j}" for j in range(3)}
+
+
 def _softmax_ours(X, y, m):
     f = pmt.BARTTree("f", X, m=m, leaf_sd=3.0 / (2 * np.sqrt(m)), shape=(3, len(y)))
     pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=y)
@@ -467,7 +482,8 @@ def lpd_hetero(pred, yt):
 def lpd_quantiles(pred, yt):
     mu = pred["mu"] if "mu" in pred else np.stack([pred[f"mu{j}"] for j in range(3)], axis=1)
     q = QS[None]
-    b, kappa = 0.3, np.sqrt(q / (1 - q))
+    b = np.asarray(pred.get("b", 0.3)).reshape(-1, 1, 1)  # per draw when learned
+    kappa = np.sqrt(q / (1 - q))
     z = yt[None, None] - mu
     logp = (np.log(b) - np.log(kappa + 1 / kappa)
             - np.where(z >= 0, b * kappa * z, -b * z / kappa))
@@ -506,6 +522,8 @@ FAMILIES = {
     "normal_abs": _family(sim_hetero, _abs_ours, _abs_theirs, ["w"], [], lpd_hetero),
     "three_quantiles": _family(sim_hetero, _quant_ours, _quant_theirs, ["mu"], [],
                                lpd_quantiles),
+    "three_quantiles_b": _family(sim_hetero, _quant_b_ours, _quant_b_theirs, ["mu"], ["b"],
+                                 lpd_quantiles),
     "softmax": _family(sim_classes, _softmax_ours, _softmax_theirs, ["f"], [], lpd_softmax),
     "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb),
 }

@@ -27,7 +27,8 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.sampler import MOVES, ForestSampler, OutputSamplers, move_cumulative_probs
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
-                                       level_shifts, noise_likelihood, tree_likelihood)
+                                       level_shifts, noise_likelihood, output_tree_likelihood,
+                                       tree_likelihood)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
            "split_prior_rvs", "split_concentration_rvs"]
@@ -334,14 +335,15 @@ class _TreeStep(BlockedStep):
         self._liks = None
         try:
             if outputs is not None:
-                # outputs whose likelihoods are augmentable one by one take the conjugate
-                # update each; otherwise the general step, one output given the others
-                try:
-                    self._liks = [tree_likelihood(model, rv, self.sampler.n, output=j)
-                                  for j in range(outputs)]
-                except NotAugmentable:
-                    self._liks = [general_likelihood(model, rv, self.sampler.n, output=j)
-                                  for j in range(outputs)]
+                # one output given the others: the conjugate update where the output is a
+                # linear predictor of an augmentable likelihood, else the general step
+                self._liks = []
+                for j in range(outputs):
+                    try:
+                        lik = output_tree_likelihood(model, rv, self.sampler.n, j)
+                    except NotAugmentable:
+                        lik = general_likelihood(model, rv, self.sampler.n, output=j)
+                    self._liks.append(lik)
                 self.likelihood = self._liks[0]
             else:
                 self.likelihood = tree_likelihood(model, rv, self.sampler.n)
@@ -353,14 +355,17 @@ class _TreeStep(BlockedStep):
                     f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
                     f"likelihood, bart-math section 9).") from None
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
-        if self.likelihood.family == "general":
-            _check_general_link(rv, self.likelihood)
-            _check_general_start(rv, self._liks or [self.likelihood], start())
-            self.level_shifts = []
-        else:
-            _check_link(rv, self.likelihood)
-            self.level_shifts = ([] if self._liks is not None
-                                 else level_shifts(model, rv, self.likelihood))
+        liks = self._liks or [self.likelihood]
+        general = [lik for lik in liks if lik.family == "general"]
+        for lik in liks:
+            if lik.family == "general":
+                _check_general_link(rv, lik)
+            else:
+                _check_link(rv, lik)
+        if general:
+            _check_general_start(rv, general, start())
+        self.level_shifts = ([] if self._liks is not None or general
+                             else level_shifts(model, rv, self.likelihood))
 
     @property
     def forest(self):
@@ -399,21 +404,27 @@ class _TreeStep(BlockedStep):
         raise NotImplementedError
 
     def step(self, point):
-        lik = self.likelihood
-        if lik.family == "general":
-            return self._general_step(point)
         self._load_hyperparameters(point)
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
         if self._liks is None:
-            stats = self._augmented_update(self.sampler, lik, point, warm)
+            stats = self._update(self.sampler, self.likelihood, point, warm)
         else:
-            # the outputs' likelihoods are independent given the other variables
-            per = [self._augmented_update(smp, lk, point, warm)
-                   for smp, lk in zip(self.sampler.parts, self._liks)]
+            # output after output, each given the others' current values
+            name = self.vars[0].name
+            F = self.sampler.values()
+            per = []
+            for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
+                per.append(self._update(smp, lik, {**point, name: F}, warm))
+                F[j] = smp.values()
             stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
         return self._finish(point, stats, warm)
+
+    def _update(self, smp, lik, point: dict, warm: bool) -> dict:
+        if lik.family == "general":
+            return self._general_update(smp, lik, point, warm)
+        return self._augmented_update(smp, lik, point, warm)
 
     def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""
@@ -433,25 +444,6 @@ class _TreeStep(BlockedStep):
             self.sampler.leaf_sd = self._leaf_sd_at(point)
         if self._split_name is not None:
             self.sampler.set_split_weights(self._split_fn(point))
-
-    def _general_step(self, point):
-        """The tree update for a likelihood without an exact augmentation (bart-math 9); for
-        a term with k outputs, output after output, each given the others' current values."""
-        self._load_hyperparameters(point)
-        warm = self.tune and self._warm_left > 0
-        if warm:
-            self._warm_left -= 1
-        if self._liks is None:
-            stats = self._general_update(self.sampler, self.likelihood, point, warm)
-        else:
-            name = self.vars[0].name
-            F = self.sampler.values()
-            per = []
-            for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
-                per.append(self._general_update(smp, lik, {**point, name: F}, warm))
-                F[j] = smp.values()
-            stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
-        return self._finish(point, stats, warm)
 
     def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
         loglik = lik.bind(point)

@@ -301,21 +301,13 @@ def _read_form(obs, f):
         "augmentation here")
 
 
-def tree_likelihood(model, f_rv, n: int, output: int | None = None) -> TreeLikelihood:
-    """Find and compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of
-    shape (k, n)); raise a clear error otherwise.
+def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
+    """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise.
 
     Recognised forms (``LIKELIHOOD_FORMS``): Normal and Student-t with mean eta, Bernoulli
     with a probit or logit link, Binomial with a logit link, negative binomial with
     ``mu = exp(eta)``, asymmetric Laplace with location eta, where ``eta = a + b * f``.
     Anything else raises :class:`ModelStructureError` listing every supported form.
-
-    For an output of a (k, n) term, eta (with the observed values and parameters broadcast to
-    it) must have shape (k, n) with element (j, i) affine in ``f[j, i]`` alone (checked at a
-    random point: ``eta(F) = a + b * F`` elementwise), and the pieces are row j of each:
-    several quantiles of one y, ``AsymmetricLaplace(mu=w, b, q=qs[:, None],
-    observed=broadcast(y))``, are k augmented likelihoods.  Otherwise
-    :class:`NotAugmentable` (the general step takes the term).
     """
     deps = _dependents(model, f_rv)
     name = f_rv.name
@@ -357,8 +349,6 @@ def tree_likelihood(model, f_rv, n: int, output: int | None = None) -> TreeLikel
     y = model.rvs_to_values[obs]
     outs = [y, a, b, *(par for _, par in params)]
     fn = _compile(model, outs)
-    if output is not None:
-        fn = _output_pieces(model, fn, eta, f_rv, n, output, obs.name, name)
     # f itself only reaches a and b through its shape (zeros_like), never through its value
     values = set(model.value_vars) - {model.rvs_to_values[f_rv]}
     static = family == "normal" and not any(
@@ -367,7 +357,7 @@ def tree_likelihood(model, f_rv, n: int, output: int | None = None) -> TreeLikel
                          eta=eta, pieces=fn, n=n, static=static)
     point = model.initial_point()
     labels = ("observed", "a", "b", *(label for label, _ in params))
-    for label, x in zip(labels, lik.pieces(point)):
+    for label, x in zip(labels, fn(point)):
         shp = np.shape(x)
         if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
             raise ModelStructureError(
@@ -378,43 +368,81 @@ def tree_likelihood(model, f_rv, n: int, output: int | None = None) -> TreeLikel
 
 
 class _OutputPieces:
-    """Row ``output`` of the pieces ``(y, a, b, *params)`` broadcast to (k, n) (picklable)."""
+    """The pieces ``(y, a, b, *params)`` of output ``output`` of a (k, n) term at a point:
+    rows of (k, n) arrays are the output's, (n,) arrays and scalars are kept (picklable)."""
 
     def __init__(self, fn, output: int):
         self.fn, self.output = fn, output
 
     def __call__(self, point):
-        parts = [np.asarray(x, dtype=np.float64) for x in self.fn(point)]
-        shape = np.broadcast_shapes(*(x.shape for x in parts))
-        return tuple(np.broadcast_to(x, shape)[self.output] for x in parts)
+        return tuple(x[self.output] if x.ndim == 2 else x
+                     for x in (np.asarray(v, dtype=np.float64) for v in self.fn(point)))
 
 
-def _output_pieces(model, fn, eta, f_rv, n: int, output: int, obs_name: str, name: str):
-    """The pieces of output ``output`` of a (k, n) term, after checking that eta is
-    elementwise in the term (see :func:`tree_likelihood`)."""
-    point = model.initial_point()
+def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
+    """The augmented likelihood of output ``output`` of a tree term of shape (k, n), given the
+    other outputs; :class:`NotAugmentable` when that output is not in one.
+
+    The term enters one observed variable of a form of ``LIKELIHOOD_FORMS`` whose linear
+    predictor eta, broadcast with the observed values and parameters, has shape (n,) or
+    (k, n), and:
+
+    * the output's row i enters eta affinely and elementwise: moving ``f[output]`` by d moves
+      eta by ``b * d`` (row ``output`` of eta for shape (k, n), nothing else), with b free of
+      ``f[output]``; a and b may depend on the other outputs (``Normal(w[0], abs(w[1]))``:
+      output 0 is a Normal mean given output 1);
+    * no other parameter of the likelihood depends on ``f[output]``.
+
+    Checked at the initial point with the term at random values (an affine map passes at
+    every point; anything else fails at almost every one).  The pieces are evaluated with the
+    output's values zeroed, so ``a`` holds the other outputs' current contribution.
+    """
+    deps = _dependents(model, f_rv)
+    name = f"{f_rv.name}[{output}]"
+    if len(deps) != 1 or deps[0] not in model.observed_RVs:
+        raise NotAugmentable(f"{name!r} does not enter exactly one observed likelihood.")
+    obs = deps[0]
+    family, link, eta, params, problem = _read_form(obs, f_rv)
+    if problem is not None:
+        raise NotAugmentable(f"{name!r} enters {obs.name!r}, but {problem}.")
+    zeroed = pt.set_subtensor(f_rv[output], 0.0)
+    a = graph_replace(eta, {f_rv: zeroed}, strict=False)
+    b = graph_replace(pytensor.grad(pt.sum(eta), f_rv)[output], {f_rv: zeroed}, strict=False)
+    y = model.rvs_to_values[obs]
+    fn = _compile(model, [y, a, b, *(par for _, par in params)])
+    probe = _compile(model, [eta, *(par for _, par in params)])
+    point = dict(model.initial_point())
+    f_name = model.rvs_to_values[f_rv].name
     k = int(f_rv.owner.op.outputs)
-    parts = [np.asarray(x, dtype=np.float64) for x in fn(point)]
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(k, n))
     try:
+        parts = [np.asarray(x, dtype=np.float64) for x in fn({**point, f_name: W})]
         shape = np.broadcast_shapes(*(x.shape for x in parts))
     except ValueError:
-        shape = tuple(x.shape for x in parts)
-    if shape != (k, n):
-        raise NotAugmentable(
-            f"{obs_name!r} has shape {shape}, not the ({k}, {n}) of {name!r}, so its rows and "
-            f"outputs cannot be matched one to one for an exact augmentation.")
-    F = np.random.default_rng(0).normal(size=(k, n))
-    f_value = model.rvs_to_values[f_rv]
-    eta_v = model.replace_rvs_by_values([eta])[0]
-    inputs = [v for v in model.value_vars if v is not f_value]
-    got = pytensor.function([f_value, *inputs], eta_v, on_unused_input="ignore")(
-        F, *(point[v.name] for v in inputs))
-    _, a, b = (np.broadcast_to(x, shape) for x in parts[:3])
-    if not np.allclose(np.broadcast_to(got, shape), a + b * F, rtol=1e-9, atol=1e-9):
-        raise NotAugmentable(
-            f"In {obs_name!r} an element of the linear predictor depends on other outputs or "
-            f"rows of {name!r}, so the outputs cannot be augmented one by one.")
-    return _OutputPieces(fn, output)
+        shape = None
+    if shape not in ((n,), (k, n)):
+        raise NotAugmentable(f"The likelihood of {name!r} has shape {shape}, neither ({n},) nor "
+                             f"({k}, {n}).")
+    moved = W.copy()
+    delta = rng.normal(size=n)
+    moved[output] += delta
+    before, after = (probe({**point, f_name: w}) for w in (W, moved))
+    slope = np.broadcast_to(parts[2], (n,))
+    step = np.zeros(shape)
+    if len(shape) == 2:
+        step[output] = slope * delta
+    else:
+        step[:] = slope * delta
+    moved_eta = np.broadcast_to(after[0], shape) - np.broadcast_to(before[0], shape)
+    same_params = all(np.array_equal(np.asarray(p0), np.asarray(p1))
+                      for p0, p1 in zip(before[1:], after[1:]))
+    if not (np.any(slope != 0) and same_params
+            and np.allclose(moved_eta, step, rtol=1e-9, atol=1e-9)):
+        raise NotAugmentable(f"{name!r} is not a linear predictor of {obs.name!r} on its own "
+                             "(row by row, affine) with the other parameters free of it.")
+    return TreeLikelihood(observed_name=obs.name, observed=obs, family=family, link=link,
+                          eta=eta, pieces=_OutputPieces(fn, output), n=n)
 
 
 @dataclass
