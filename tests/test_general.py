@@ -311,19 +311,32 @@ def softmax_exact(K: int = 30):
     return post, prior, f_mean, f_cross
 
 
-def test_softmax_three_outputs_match_enumeration():
+@pytest.mark.parametrize("path", ["augmented", "general"])
+def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     """BARTTree(shape=(3, n)) as the logits of a Categorical, m = 1 per class, through
     pm.sample: the joint posterior of the three trees' splits, the posterior mean of every
-    output and of the product of every two outputs at every row against quadrature (the general step updates each output given the
-    others).  6,000 draws per chain: N_eff 1,607 of the cells (tolerance 0.061 against
-    TV(prior, posterior) / 3 = 0.20); enough for the products to catch updating each output
-    given the others' values from before the sweep (z = -4.9; -3.1 at 2,500 draws)."""
+    output and of the product of every two outputs at every row against quadrature.  Each
+    output is updated given the others: by default as one class's Bernoulli-logit with the
+    Polya-Gamma augmentation; with that turned off here, by the general step.  6,000 draws
+    per chain: N_eff 1,607 of the cells (tolerance 0.061 against TV(prior, posterior) / 3 =
+    0.20); enough for the products to catch updating each output given the others' values
+    from before the sweep (general step: z = -4.9; -3.1 at 2,500 draws; augmented:
+    z = -12.2)."""
+    from pymc_trees.bart import steps as tree_steps
+    from pymc_trees.bart.structure import NotAugmentable
+
+    if path == "general":
+        def refuse(*args, **kwargs):
+            raise NotAugmentable("off for this test")
+        monkeypatch.setattr(tree_steps, "output_tree_likelihood", refuse)
     post, prior, f_mean, f_cross = softmax_exact()
     n = len(Y_SOFT)
     with pm.Model():
         f = pmt.BARTTree("f", X_SOFT, m=1, alpha=ALPHA_SOFT, leaf_sd=1.0, min_leaf=1,
                          shape=(3, n))
         pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=Y_SOFT)
+        families = {lik.family for lik in tree_steps.CGMTreeStep([f])._liks}
+        assert families == {"logit" if path == "augmented" else "general"}
         idata = pm.sample(draws=6000, tune=300, chains=2, cores=1, random_seed=31,
                           progressbar=False, compute_convergence_checks=False)
     fr = pmt.forests(idata, "f").values  # (chain, draw, output)

@@ -360,7 +360,7 @@ class _TreeStep(BlockedStep):
         for lik in liks:
             if lik.family == "general":
                 _check_general_link(rv, lik)
-            else:
+            elif self._liks is None:  # outputs carry no link of their own (one calibration)
                 _check_link(rv, lik)
         if general:
             _check_general_start(rv, general, start())

@@ -402,6 +402,8 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     if len(deps) != 1 or deps[0] not in model.observed_RVs:
         raise NotAugmentable(f"{name!r} does not enter exactly one observed likelihood.")
     obs = deps[0]
+    if type(obs.owner.op).__name__ == "CategoricalRV":
+        return _softmax_output(model, obs, f_rv, n, output, name)
     family, link, eta, params, problem = _read_form(obs, f_rv)
     if problem is not None:
         raise NotAugmentable(f"{name!r} enters {obs.name!r}, but {problem}.")
@@ -443,6 +445,67 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
                              "(row by row, affine) with the other parameters free of it.")
     return TreeLikelihood(observed_name=obs.name, observed=obs, family=family, link=link,
                           eta=eta, pieces=_OutputPieces(fn, output), n=n)
+
+
+def _class_logits(p):
+    """The logits (k, n) of ``p`` (n, k) = a softmax over the classes, written
+    ``softmax(X, axis=0).T`` or ``softmax(X, axis=-1)``; None for any other form."""
+    p = _unwrap(p)
+    transposed = False
+    op = p.owner.op if p.owner is not None else None
+    if op is not None and (type(op).__name__ == "MatrixTranspose" or (
+            isinstance(op, DimShuffle) and tuple(op.new_order) == (1, 0))):
+        p, transposed = _unwrap(p.owner.inputs[0]), True
+    if p.owner is None or type(p.owner.op).__name__ != "Softmax" or p.ndim != 2:
+        return None
+    axis = p.owner.op.axis
+    axis = tuple(a % 2 for a in (axis if isinstance(axis, tuple) else (axis,))) \
+        if axis is not None else None
+    X = p.owner.inputs[0]
+    if transposed and axis == (0,):
+        return X
+    if not transposed and axis == (1,):
+        return X.T
+    return None
+
+
+def _softmax_output(model, obs, f_rv, n: int, output: int, name: str) -> TreeLikelihood:
+    """Output ``output`` of a (k, n) term in the logits of a Categorical: given the other
+    classes' logits, ``p(y_i | f) = exp(x_{y_i i}) / (exp(x_{j i}) + C_i)`` with
+    ``C_i = sum_{c != j} exp(x_{c i})`` is, as a function of ``x_j``, the Bernoulli
+    likelihood of ``[y_i = j]`` with logit ``x_{j i} - log C_i`` (Holmes and Held 2006;
+    Polson, Scott and Windle 2013, section 5): the logit augmentation, ``a = x_j(f_j = 0) -
+    log C``.  Checked end to end at a random point: moving ``f[j]`` changes the model's row
+    log densities as that Bernoulli's do."""
+    X = _class_logits(obs.owner.inputs[2])
+    if X is None or not _depends_on(X, f_rv):
+        raise NotAugmentable(f"The probabilities of {obs.name!r} are not a softmax of logits "
+                             f"that hold {name!r}.")
+    zeroed = pt.set_subtensor(f_rv[output], 0.0)
+    Xz = graph_replace(X, {f_rv: zeroed}, strict=False)
+    others = pt.concatenate([Xz[:output], Xz[output + 1:]], axis=0)
+    a = Xz[output] - pt.logsumexp(others, axis=0)
+    b = graph_replace(pytensor.grad(pt.sum(X), f_rv)[output], {f_rv: zeroed}, strict=False)
+    y = pt.cast(pt.eq(model.rvs_to_values[obs], output), "float64")
+    fn = _compile(model, [y, a, b, pt.constant(1.0)])
+    rows = _compile(model, [model.logp(vars=[obs], sum=False)[0]])
+    point = dict(model.initial_point())
+    f_name = model.rvs_to_values[f_rv].name
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(int(f_rv.owner.op.outputs), n))
+    moved = W.copy()
+    moved[output] += rng.normal(size=n)
+    got, want = [], []
+    for w in (W, moved):
+        at = {**point, f_name: w}
+        yb, a0, b0, _ = (np.broadcast_to(np.asarray(x, float), (n,)) for x in fn(at))
+        eta = a0 + b0 * w[output]
+        got.append(yb * eta - np.logaddexp(0.0, eta))
+        want.append(np.broadcast_to(np.asarray(rows(at)[0], float), (n,)))
+    if not np.allclose(got[1] - got[0], want[1] - want[0], rtol=1e-9, atol=1e-9):
+        raise NotAugmentable(f"{name!r} is not one class's logit of {obs.name!r} row by row.")
+    return TreeLikelihood(observed_name=obs.name, observed=obs, family="logit", link="logit",
+                          eta=X[output], pieces=_OutputPieces(fn, output), n=n)
 
 
 @dataclass
