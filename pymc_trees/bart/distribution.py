@@ -227,9 +227,12 @@ class BARTTree(Distribution):
         and leaf scale; ``Y`` calibrates every output alike, so give ``leaf_sd`` when the
         outputs live on different scales), for example the logits of
         ``pm.Categorical(p=pm.math.softmax(f, axis=0).T)`` or the mean and log scale of one
-        likelihood (``f[0]``, ``f[1]``).  Such a term is sampled by the general tree step
-        of :class:`~pymc_trees.CGMTreeStep`, one output at a time given the others, whatever
-        the likelihood (``sampler="pg"`` and learned split probabilities are refused).
+        likelihood (``f[0]``, ``f[1]``).  Such a term is sampled one output at a time given
+        the others: an output that is a linear predictor of an augmentable likelihood given
+        the others (a Normal mean, a quantile, a softmax class) by the conjugate update,
+        any other by the general tree step of :class:`~pymc_trees.CGMTreeStep`
+        (``sampler="pg"`` is refused for those when the step is built; learned split
+        probabilities are refused).
         ``initval`` is refused (every tree starts as a single leaf).
 
     Notes
@@ -349,10 +352,6 @@ class BARTTree(Distribution):
             raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
                              f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
         keep = None if keep_values is None else bool(keep_values)
-        if outputs is not None and sampler != "cgm":
-            raise ValueError(f"A BARTTree with several outputs (shape ({outputs}, n)) is "
-                             f"sampled by the general tree step, sampler='cgm'; got "
-                             f"sampler={sampler!r}. Drop sampler= or pass 'cgm'.")
         if outputs is not None and weights is not None and isinstance(weights, Variable) \
                 and not isinstance(weights, Constant):
             raise ValueError("Learned split probabilities (a Dirichlet split_prior) are not "

@@ -285,12 +285,6 @@ class _TreeStep(BlockedStep):
             self.sampler = ForestSampler(X_value, rv.owner.op.prior, offset, sd0,
                                          categorical_columns(rv.owner.op))
         else:
-            if self.sampler_kind != "cgm":
-                raise ModelStructureError(
-                    f"{rv.name!r} has {outputs} outputs (shape ({outputs}, n)); they are "
-                    "sampled by CGMTreeStep, one output at a time (the conjugate update per "
-                    "output when the likelihood is augmentable output by output, else the "
-                    "general tree step given the others). Use CGMTreeStep (the default).")
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
                                           sd0, outputs, categorical_columns(rv.owner.op))
 
@@ -357,6 +351,13 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         liks = self._liks or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
+        if general and self.sampler_kind != "cgm":
+            outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
+            raise ModelStructureError(
+                f"Output(s) {outs} of {rv.name!r} (shape ({outputs}, n)) are not a linear "
+                "predictor of an augmentable likelihood given the other outputs, so they need "
+                "the general tree step; Particle Gibbs integrates the leaf values out and "
+                f"cannot sample them. Use BARTTree(..., sampler='cgm') (the default).")
         for lik in liks:
             if lik.family == "general":
                 _check_general_link(rv, lik)
