@@ -6,7 +6,8 @@ One model per row of the table, n = 1,500 rows, p = 6, m = 50 trees per term, si
 initial point in the kernel and in the Python loop that calls the likelihood through
 PyTensor (``CGMTreeStep.python_sweep = True``: the same moves and random numbers), and one
 evaluation of the row graph (log density and both derivatives) at all n rows.  No NUTS: the
-tree step alone.
+tree step alone.  The Python loop's whole-graph functions are compiled on its first call
+(untimed: only that loop uses them).
 
 Run: ``python benchmarks/general_sweep.py`` (about 3 minutes).
 """
@@ -122,6 +123,7 @@ def main():
             for _ in range(10):  # grow the trees a little before timing
                 step.step(point)
             kernel = _time(step, point, False, 20)
+            _time(step, point, True, 1)  # compiles the whole-graph functions it calls
             python = _time(step, point, True, 20)
             tree_steps.CGMTreeStep.python_sweep = False
             row_us = _row_graph_us(step, point)

@@ -10,10 +10,9 @@ and of their first and negated second derivatives in the term is split in two:
   ``gammaln`` of a shape...), computed once per sweep by a compiled PyTensor function of the
   model's point (:meth:`RowFunctions.pre`);
 * the **row graph**: everything that depends on the term, compiled by PyTensor's numba backend
-  into two functions the kernel calls, ``rows_fn(f_sub, rows, pre)`` at the rows ``rows``
+  into one function the kernel calls, ``rows_fn(f_sub, rows, pre)`` at the rows ``rows``
   (each frontier array with a row axis is gathered there inside the function, so a move costs
-  work proportional to the rows it changes) and ``all_fn(f, pre)`` at all n rows (the leaf
-  updates).
+  work proportional to the rows it changes); the leaf updates call it at rows 0 .. n-1.
 
 The row axis of a frontier array is its one axis of length n.  Everything is checked at
 construction against the whole-graph function (values at all rows, and at a subset of rows
@@ -137,27 +136,19 @@ ROW_SIGNATURE = numba.types.void(
     numba.types.CPointer(numba.types.float64))
 
 
-def _c_callback(jf, with_rows: bool):
+def _c_callback(jf):
     """The compiled row graph ``jf`` behind a C signature (:data:`ROW_SIGNATURE`:
     ``(f, rows, r, pre, n_pre, out)``, ``out`` of shape (3, r) row-major): every model's row
     functions have the same type, so the sweep kernel is compiled once and cached on disk."""
     carray = numba.carray
-    if with_rows:
-        def call(fp, rp, r, pp, npre, outp):
-            ll, g, h = jf(carray(fp, (r,)), carray(rp, (r,)), carray(pp, (npre,)))
-            out = carray(outp, (3, r))
-            for i in range(r):
-                out[0, i] = ll[i]
-                out[1, i] = g[i]
-                out[2, i] = h[i]
-    else:
-        def call(fp, rp, r, pp, npre, outp):
-            ll, g, h = jf(carray(fp, (r,)), carray(pp, (npre,)))
-            out = carray(outp, (3, r))
-            for i in range(r):
-                out[0, i] = ll[i]
-                out[1, i] = g[i]
-                out[2, i] = h[i]
+
+    def call(fp, rp, r, pp, npre, outp):
+        ll, g, h = jf(carray(fp, (r,)), carray(rp, (r,)), carray(pp, (npre,)))
+        out = carray(outp, (3, r))
+        for i in range(r):
+            out[0, i] = ll[i]
+            out[1, i] = g[i]
+            out[2, i] = h[i]
     return numba.cfunc(ROW_SIGNATURE)(call)
 
 
@@ -178,15 +169,16 @@ def _frontier(pre_fn, roots: list, point: dict) -> list:
 class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
-    ``rows_fn`` and ``all_fn`` are C callbacks of :data:`ROW_SIGNATURE` that write ``(ll, g,
-    h)`` of the rows ``rows`` (int64, shape (r,)) at the term's values there, or of all n rows
-    (``rows`` unused), into ``out`` (3, r); ``pre`` is :meth:`pre` at the model's point, every
-    frontier value as float64 in one vector (the row graph casts each back to its type).
+    ``rows_fn`` is a C callback of :data:`ROW_SIGNATURE` that writes ``(ll, g, h)`` of the
+    rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r);
+    ``all_fn`` is the same callback, called at rows 0 .. n-1; ``pre`` is :meth:`pre` at the
+    model's point, every frontier value as float64 in one vector (the row graph casts each
+    back to its type).
     Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
     process that unpickles it, e.g. a chain's worker)."""
 
     def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None):
-        self._graphs = graphs  # (rows inputs, rows outputs, all-rows inputs, outputs)
+        self._graphs = graphs  # (inputs, outputs) of the row graph
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
         self._layout = layout  # per frontier output: its shape in the packed vector
@@ -197,26 +189,28 @@ class RowFunctions:
         return {**self.__dict__, "_compiled": None, "_callbacks": None}
 
     def compiled_functions(self) -> tuple:
-        """The PyTensor functions (numba backend) of the row graph at some rows and at all."""
+        """The PyTensor function (numba backend) of the row graph at given rows, in a tuple."""
         if self._compiled is None:
-            ri, ro, ai, ao = self._graphs
-            self._compiled = (pytensor.function(ri, ro, mode="NUMBA", on_unused_input="ignore"),
-                              pytensor.function(ai, ao, mode="NUMBA", on_unused_input="ignore"))
+            ri, ro = self._graphs
+            self._compiled = (pytensor.function(ri, ro, mode="NUMBA", on_unused_input="ignore"),)
         return self._compiled
 
     def _build(self):
         if self._callbacks is None:
-            fr, fa = self.compiled_functions()
-            self._callbacks = (_c_callback(fr.vm.jit_fn, True), _c_callback(fa.vm.jit_fn, False))
+            (fr,) = self.compiled_functions()
+            self._callbacks = _c_callback(fr.vm.jit_fn)
         return self._callbacks
 
     @property
     def rows_fn(self):
-        return self._build()[0]
+        return self._build()
 
     @property
     def all_fn(self):
-        return self._build()[1]
+        """The same callback, called at rows 0 .. n-1 (one compiled graph, not two: a second
+        one for all rows without the gathers doubled the step's build time, 1.5 s of 5 on
+        a two-term Gamma model, for a few microseconds per call)."""
+        return self._build()
 
     def frontier(self, point: dict) -> list:
         """The frontier values at ``point``, each as PyTensor computes it."""
@@ -280,15 +274,17 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     source = [("point", value_names[v]) if v in value_names
               else ("shared", v) if isinstance(v, SharedVariable) else ("const", v.data)
               for v, _ in roots_ph]
+    # once per sweep: PyTensor's C backend compiles it several times faster than numba
+    # (its compiled ops are cached on disk), and calls it as fast
+    linker = "cvm" if pytensor.config.cxx else pytensor.compile.mode.get_default_mode().linker
     pre_fn = pytensor.function(phs, frontier, on_unused_input="ignore",
-                               mode=pytensor.compile.mode.Mode(
-                                   linker=pytensor.compile.mode.get_default_mode().linker,
-                                   optimizer="fast_run"))
+                               mode=pytensor.compile.mode.Mode(linker=linker,
+                                                               optimizer="fast_run"))
     values = [np.asarray(x) for x in _frontier(pre_fn, source, point)]
     idx = pt.lvector("rows")
     f_sub = pt.dvector("f_sub")
     packed = pt.dvector("pre")
-    gathered, whole = {fin: f_sub}, {fin: f_sub}
+    gathered = {fin: f_sub}
     layout = []
     off = 0
     for v, x in zip(frontier, values):
@@ -302,21 +298,17 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
         layout.append(x.shape)
         if isinstance(v.type, pt.TensorType):
             shaped = flat.reshape(x.shape)
-            whole[v] = pt.cast(shaped, v.type.dtype)
             # gathered before the cast, so a move converts its own rows only
-            gathered[v] = (pt.cast(pt.take(shaped, idx, axis=axes[0]), v.type.dtype) if axes
-                           else whole[v])
+            gathered[v] = pt.cast(pt.take(shaped, idx, axis=axes[0]) if axes else shaped,
+                                  v.type.dtype)
         else:  # a scalar-typed value: back to the scalar type
-            whole[v] = gathered[v] = pt.basic.scalar_from_tensor(
-                pt.cast(flat[0], v.type.dtype))
+            gathered[v] = pt.basic.scalar_from_tensor(pt.cast(flat[0], v.type.dtype))
     row_outs = _rebuild(outs, gathered)
-    all_outs = _rebuild(outs, whole)
-    rf = RowFunctions(((f_sub, idx, packed), row_outs, (f_sub, packed), all_outs), pre_fn, source,
-                      layout)
+    rf = RowFunctions(((f_sub, idx, packed), row_outs), pre_fn, source, layout)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fr, fa = rf.compiled_functions()
-    if numba_object_mode(fr) or numba_object_mode(fa) or any(
+        (fr,) = rf.compiled_functions()
+    if numba_object_mode(fr) or any(
             "object mode" in str(w.message) for w in caught):
         return "numba would run an operation of the likelihood in object mode"
     return rf

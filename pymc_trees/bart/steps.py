@@ -447,23 +447,22 @@ class _TreeStep(BlockedStep):
             self.sampler.set_split_weights(self._split_fn(point))
 
     def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
-        loglik = lik.bind(point)
         if warm:
             # a grow-from-root sweep against the Newton pseudo-data at the current values:
             # z = f + g / h with precisions h (rows without curvature carry no weight)
             f = smp.values()
-            _, g, h = loglik(f, derivatives=True)
+            _, g, h = lik.evaluate(point, f)
             ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
             omega = np.where(ok, h, 0.0)
             z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - smp.offset
             before = smp.forest.copy()
             smp.gfr_sweep(self.rng, z, omega)
-            if not np.all(np.isfinite(loglik(smp.values()))):
+            if not np.all(np.isfinite(lik.evaluate(point, smp.values())[0])):
                 # the Gaussian pseudo-data know nothing of the likelihood's support: a sweep
                 # that leaves it (a scale of zero or below) is undone
                 smp.forest = before
             return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
-        return smp.general_sweep(self.rng, loglik, self._move_cp,
+        return smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
                                  None if self.python_sweep else lik.compiled(point))
 
     def _finish(self, point, stats, warm):
@@ -767,7 +766,7 @@ def _check_general_start(rv, liks, point: dict) -> None:
     fix."""
     lik = liks[0]  # for several outputs: the whole term is at its starting value in the point
     f0 = np.asarray(point[lik.f_name], dtype=np.float64)
-    ll = lik.bind(point)(f0 if lik.output is None else f0[lik.output])
+    ll = lik.evaluate(point, f0 if lik.output is None else f0[lik.output])[0]
     bad = np.flatnonzero(~np.isfinite(ll))
     if not bad.size:
         return

@@ -543,9 +543,20 @@ class GeneralLikelihood:
             return None
         return self.rows.rows_fn, self.rows.all_fn, self.rows.pre(point)
 
-    def bind(self, point: dict) -> Callable:
+    def evaluate(self, point: dict, f: np.ndarray) -> tuple:
+        """``(ll, g, h)`` per row at the term's values ``f`` (shape (n,)) with every other
+        variable at ``point``: through the kernel's row graph when there is one (checked
+        against the whole graph when the step was built), else as ``bind``."""
+        f = np.ascontiguousarray(f, dtype=np.float64)
+        if self.rows is not None:
+            return call_all(self.rows.all_fn, f, self.rows.pre(point))
+        return self.bind(point)(f, derivatives=True)
+
+    def bind(self, point: dict, check=None) -> Callable:
         """``loglik`` at ``point``; for output j of a term of shape (k, n), ``f`` is that
-        output's row and the other outputs keep their values at ``point``."""
+        output's row and the other outputs keep their values at ``point``.  ``check``, a
+        function of the values returning ``(ll, g, h)``, replaces the compiled ones (the
+        construction's checks)."""
         values = {**point}
         name = self.f_name
         j = self.output
@@ -557,6 +568,9 @@ class GeneralLikelihood:
             else:
                 full[j] = f
                 values[name] = full
+            if check is not None:
+                out = tuple(_rows(x, self.n) for x in check(values))
+                return out if derivatives else out[0]
             if derivatives:
                 return tuple(_rows(x, self.n) for x in self._dfn(values))
             return _rows(self._fn(values), self.n)
@@ -685,15 +699,19 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
         g = pytensor.grad(pt.sum(lp), f_value)[output]
         h = -pytensor.grad(pt.sum(g), f_value)[output]
         link, parameter = None, None
+    # the whole-graph functions are compiled when first called (the Python sweep, a graph the
+    # kernel cannot run); the checks below use a function PyTensor compiles in a tenth of
+    # the time (FAST_COMPILE), the kernel's row graph otherwise
     lik = GeneralLikelihood(observed_name=observed_name, observed=obs, n=n, f_name=f_value.name,
-                            _fn=_compile_values(model, [lp]),
-                            _dfn=_compile_fast(model, [lp, g, h], point), output=output,
-                            link=link, parameter=parameter)
+                            _fn=_LazyValues(list(model.value_vars), [lp], fast=False),
+                            _dfn=_LazyValues(list(model.value_vars), [lp, g, h], fast=True),
+                            output=output, link=link, parameter=parameter)
+    check = _compile_values(model, [lp, g, h], mode="FAST_COMPILE")
     f0 = np.asarray(point[f_value.name], dtype=np.float64)
     if output is not None:
         f0 = f0[output]
         name = f"{name}[{output}]"
-    loglik = lik.bind(point)
+    loglik = lik.bind(point, check)
     base = loglik(f0)
     if base.shape != (n,):
         raise ModelStructureError(f"The log density of {observed_name!r} has shape {base.shape}; "
@@ -707,11 +725,11 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
             "rows; the tree step needs each row to depend on its own value f_i only (an "
             "elementwise link such as pm.math.exp(f) is fine, a sum or a softmax over rows "
             "is not).")
-    _attach_rows(model, lik, lp, f_value, point, f0)
+    _attach_rows(model, lik, lp, f_value, point, f0, check)
     return lik
 
 
-def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0) -> None:
+def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, check) -> None:
     """Compile the row graph for the sweep kernel (:mod:`pymc_trees.bart.rowgraph`) and check
     it against the whole-graph function at a perturbed point: at all rows, and at a third of
     the rows (in random order) against all rows.  Any failure leaves ``lik.rows`` None with
@@ -734,7 +752,7 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0) ->
         full = np.array(point[lik.f_name], dtype=np.float64)
         full[lik.output] = f
         values[lik.f_name] = full
-    ref = [_rows(x, n) for x in lik._dfn(values)]
+    ref = [_rows(x, n) for x in check(values)]
     rows = rng.permutation(n)[:max(1, n // 3)].astype(np.int64)
     try:
         pre = rf.pre(values)
@@ -844,6 +862,32 @@ def _compile_values(model, outs, mode=None):
     fn = pytensor.function(list(model.value_vars), outs, on_unused_input="ignore", mode=mode)
     fn.trust_input = False
     return _Bound(fn, names, len(outs))
+
+
+class _LazyValues:
+    """``_compile_values`` (``fast``: ``_compile_fast``) of ``outs``, compiled on the first
+    call; picklable before and after (it keeps the graphs)."""
+
+    def __init__(self, value_vars: list, outs: list, fast: bool):
+        self.value_vars, self.outs, self.fast = value_vars, outs, fast
+        self._fn = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_fn": None}
+
+    def __call__(self, values):
+        if self._fn is None:
+            holder = _ValueVars(self.value_vars)
+            self._fn = (_compile_fast(holder, self.outs, None) if self.fast
+                        else _compile_values(holder, self.outs))
+        return self._fn(values)
+
+
+class _ValueVars:
+    """What ``_compile_values`` reads of a model: its value variables."""
+
+    def __init__(self, value_vars):
+        self.value_vars = value_vars
 
 
 class _Bound:

@@ -556,7 +556,8 @@ class RowBuffers(NamedTuple):
     """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
     ``rows``, ``fs`` (the proposal at the changed rows), and the proposal's ``ll_p``, ``g_p``,
     ``h_p``, ``gc_p``; ``out`` (3, n) for the row functions; per node slot ``Ga``, ``Ha``,
-    ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals."""
+    ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals; ``all_rows``
+    = 0 .. n-1."""
 
     f_prop: np.ndarray
     f_minus: np.ndarray
@@ -574,6 +575,7 @@ class RowBuffers(NamedTuple):
     keep: np.ndarray
     out_i: np.ndarray
     out_f: np.ndarray
+    all_rows: np.ndarray
 
 
 def new_row_buffers(n: int, capacity: int) -> RowBuffers:
@@ -582,7 +584,8 @@ def new_row_buffers(n: int, capacity: int) -> RowBuffers:
                       np.zeros(n, np.int64), np.zeros(n), np.zeros((3, n)), np.zeros(n),
                       np.zeros(n), np.zeros(n), np.zeros(n),
                       np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
-                      np.zeros(capacity, np.int64), np.zeros(8, np.int64), np.zeros(5))
+                      np.zeros(capacity, np.int64), np.zeros(8, np.int64), np.zeros(5),
+                      np.arange(n, dtype=np.int64))
 
 
 @numba.njit(cache=True, inline="always")
@@ -665,7 +668,8 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
         changes.  Every model's callbacks have this one type, so this kernel is compiled
         once and cached.
     all_fn : C callback of the same type
-        The same at all n rows (``rows`` unused; the leaf updates).
+        Called at all n rows (``rows`` = 0 .. n-1; the leaf updates): the row callback
+        itself, or one compiled for all rows.
     pre : ndarray of shape (n_pre,)
         The likelihood's inputs that do not depend on the term, packed as float64.
     data, rules, forest, sc :
@@ -795,7 +799,7 @@ def _leaf_update(rng, t, all_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G
         G[k] += st.g[i] + st.h[i] * value[t, k]
         H[k] += st.h[i]
     leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
-    all_fn(b.f_prop.ctypes, b.rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
+    all_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     Gp, Hp, keep = b.Ga, b.Ha, b.keep
     for k in range(nk):
         dll[k] = 0.0
@@ -840,9 +844,9 @@ def call_rows(rows_fn, f_sub, rows, pre):
 
 @numba.njit(cache=True)
 def call_all(all_fn, f, pre):
-    """``(ll, g, h)`` from an all-rows callback at every row."""
+    """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1)."""
     n = f.shape[0]
     out = np.empty((3, n))
-    rows = np.empty(1, np.int64)
+    rows = np.arange(n)
     all_fn(f.ctypes, rows.ctypes, n, pre.ctypes, pre.shape[0], out.ctypes)
     return out[0].copy(), out[1].copy(), out[2].copy()
