@@ -32,16 +32,10 @@ from pymc_trees.bart import steps as tree_steps
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.sampler import move_cumulative_probs
 
-N, P, M = 1500, 6, 50
+from general_sweep import M, N, P, _data  # the same design (this folder is on the path)
+
 ROWS = np.linspace(0, N - 1, 48).astype(int)
 BURN, SWEEPS = 300, 3000
-
-
-def _data(seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(N, P))
-    eta = np.sin(np.pi * X[:, 0] * X[:, 1]) + (X[:, 2] - 0.5) ** 2 + 0.5 * X[:, 0]
-    return rng, X, eta
 
 
 def _poisson():
