@@ -14,7 +14,9 @@ acceptance rates of the moves.  Variants, each for several seeds:
 * ``gaussian``: the same design and size with a Normal likelihood (sd 0.3, known), the exact
   conjugate CGM path with the leaves integrated out: the reference for what CGM moves give.
 
-Run: ``python benchmarks/general_mixing.py`` (about 4 minutes; ``--seeds 1`` for a quick run).
+Run: ``python benchmarks/general_mixing.py`` (about 4 minutes; ``--seeds 1`` for a quick run;
+``--family gamma`` or ``negative_binomial`` for another likelihood, ``--variants default
+"grow 0.40, prune 0.40, change 0.10, swap 0.10"`` for some variants).
 """
 
 from __future__ import annotations
@@ -45,17 +47,35 @@ def _poisson():
         "y", mu=pm.math.exp(f), observed=y)
 
 
+def _gamma():
+    rng, X, eta = _data()
+    y = rng.gamma(4.0, np.exp(1.0 + eta) / 4.0)
+    return pmt.BARTTree("f", X, y, m=M, link="log"), lambda f: pm.Gamma(
+        "y", alpha=4.0, beta=4.0 / pm.math.exp(f), observed=y)
+
+
+def _negative_binomial():
+    rng, X, eta = _data()
+    y = rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(1.0 + eta)))
+    return pmt.BARTTree("f", X, y, m=M, link="log"), lambda f: pm.NegativeBinomial(
+        "y", n=3.0, p=3.0 / (3.0 + pm.math.exp(f)), observed=y)
+
+
+FAMILIES = {"poisson": _poisson, "gamma": _gamma, "negative_binomial": _negative_binomial}
+
+
 def _gaussian():
     rng, X, eta = _data()
     y = eta + 0.3 * rng.normal(size=N)
     return pmt.BARTTree("f", X, y, m=M), lambda f: pm.Normal("y", f, 0.3, observed=y)
 
 
-def run(variant: str, seed: int) -> tuple[float, float, float, np.ndarray]:
+def run(variant: str, seed: int, family: str = "poisson") -> tuple[float, float, float,
+                                                                  np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pm.Model() as model:
-            f, lik = (_gaussian if variant == "gaussian" else _poisson)()
+            f, lik = (_gaussian if variant == "gaussian" else FAMILIES[family])()
             lik(f)
             step = tree_steps.CGMTreeStep([f])
     moves = {"grow 0.40, prune 0.40, change 0.10, swap 0.10": (0.4, 0.4, 0.1, 0.1),
@@ -97,18 +117,24 @@ def run(variant: str, seed: int) -> tuple[float, float, float, np.ndarray]:
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--family", choices=list(FAMILIES), default="poisson",
+                    help="the general step's likelihood (Gamma with shape 4, negative "
+                         "binomial with n = 3 in the (n, p) form)")
+    ap.add_argument("--variants", nargs="*", default=None, help="a subset, by name")
     args = ap.parse_args(argv)
     variants = ["default", "fixed structure", "grow 0.40, prune 0.40, change 0.10, swap 0.10",
                 "grow 0.45, prune 0.45, swap 0.10", "gaussian"]
-    print(f"n = {N}, p = {P}, m = {M}; ESS of f at {len(ROWS)} rows per 1,000 sweeps "
-          f"({SWEEPS} sweeps after {BURN})")
+    if args.variants:
+        variants = [v for v in variants if v in args.variants]
+    print(f"{args.family}: n = {N}, p = {P}, m = {M}; ESS of f at {len(ROWS)} rows per 1,000 "
+          f"sweeps ({SWEEPS} sweeps after {BURN})")
     print("| variant | seed | ESS median | ESS lower quartile | ms per sweep | "
           "acceptance grow / prune / change / swap |")
     print("|---|---|---|---|---|---|")
     for v in variants:
         meds = []
         for seed in range(1, args.seeds + 1):
-            med, q25, ms, rates = run(v, seed)
+            med, q25, ms, rates = run(v, seed, args.family)
             meds.append(med)
             rs = " / ".join("-" if np.isnan(r) else f"{r:.2f}" for r in rates)
             print(f"| {v} | {seed} | {med:.1f} | {q25:.1f} | {ms:.2f} | {rs} |", flush=True)
