@@ -83,14 +83,14 @@ def negative_binomial():
 def _row_graph_us(step, point) -> float:
     """Microseconds per evaluation of the (first) row graph at all n rows."""
     lik = (step._liks or [step.likelihood])[0]
-    _, all_fn, pre = lik.compiled({**point, lik.f_name: step.sampler.values()}
-                                  if step._liks else point)
+    rows_fn, pre = lik.compiled({**point, lik.f_name: step.sampler.values()}
+                            if step._liks else point)
     f = np.ascontiguousarray(step.sampler.parts[0].values() if step._liks
                              else step.sampler.values())
-    call_all(all_fn, f, pre)
+    call_all(rows_fn, f, pre)
     t = time.perf_counter()
     for _ in range(200):
-        call_all(all_fn, f, pre)
+        call_all(rows_fn, f, pre)
     return (time.perf_counter() - t) / 200 * 1e6
 
 

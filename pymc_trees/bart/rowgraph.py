@@ -170,9 +170,10 @@ class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
     ``rows_fn`` is a C callback of :data:`ROW_SIGNATURE` that writes ``(ll, g, h)`` of the
-    rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r);
-    ``all_fn`` is the same callback, called at rows 0 .. n-1; ``pre`` is :meth:`pre` at the
-    model's point, every frontier value as float64 in one vector (the row graph casts each
+    rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r); the
+    leaf updates call it at rows 0 .. n-1 (one compiled graph, not a second one for all rows
+    without the gathers: that doubled the step's build time, 1.5 s of 5 on a two-term Gamma
+    model, for a few microseconds per call); ``pre`` is :meth:`pre` at the model's point, every frontier value as float64 in one vector (the row graph casts each
     back to its type).
     Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
     process that unpickles it, e.g. a chain's worker)."""
@@ -182,7 +183,7 @@ class RowFunctions:
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
         self._layout = layout  # per frontier output: its shape in the packed vector
-        self._compiled = compiled  # the two PyTensor functions (numba backend)
+        self._compiled = compiled  # the PyTensor function (numba backend), in a tuple
         self._callbacks = None
 
     def __getstate__(self):
@@ -203,13 +204,6 @@ class RowFunctions:
 
     @property
     def rows_fn(self):
-        return self._build()
-
-    @property
-    def all_fn(self):
-        """The same callback, called at rows 0 .. n-1 (one compiled graph, not two: a second
-        one for all rows without the gathers doubled the step's build time, 1.5 s of 5 on
-        a two-term Gamma model, for a few microseconds per call)."""
         return self._build()
 
     def frontier(self, point: dict) -> list:

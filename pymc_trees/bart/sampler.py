@@ -307,7 +307,7 @@ class ForestSampler:
         move_cumprobs : ndarray of shape (4,)
             Cumulative probabilities of grow, prune, change, swap.
         compiled : tuple, optional
-            ``(rows_fn, all_fn, pre)``, the likelihood compiled for the sweep kernel
+            ``(rows_fn, pre)``, the likelihood compiled for the sweep kernel
             (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`): the whole sweep
             then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
             moves and random numbers as the Python loop below, which runs otherwise.
@@ -456,14 +456,14 @@ class ForestSampler:
 
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
                               move_cumprobs: np.ndarray) -> dict[str, float]:
-        rows_fn, all_fn, pre = compiled
+        rows_fn, pre = compiled
         f = self._forest_with_room()
         n = self.n
         bufs = getattr(self, "_row_bufs", None)
         if bufs is None or bufs.Ga.size != f.capacity or bufs.f_prop.size != n:
             bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity)
         fv = np.ascontiguousarray(self.values(), dtype=np.float64)
-        ll, g, h = gk.call_all(all_fn, fv, pre)
+        ll, g, h = gk.call_all(rows_fn, fv, pre)
         gk.clean_rows(ll, g, h)
         _check_start(ll)
         st = gk.RowState(fv, ll, g, h)
@@ -472,7 +472,7 @@ class ForestSampler:
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        gk.general_sweep(rng, rows_fn, all_fn, pre, data, rules,
+        gk.general_sweep(rng, rows_fn, pre, data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), self._scratch,
                          st, bufs, proposed, accepted)
         return _rates(accepted, proposed, (*MOVES, "leaf"))

@@ -535,13 +535,13 @@ class GeneralLikelihood:
         """Nothing is cached between draws (kept for the tree step's chain set-up)."""
 
     def compiled(self, point: dict):
-        """``(rows_fn, all_fn, pre)`` for :func:`pymc_trees.bart.kernels.general.general_sweep`
+        """``(rows_fn, pre)`` for :func:`pymc_trees.bart.kernels.general.general_sweep`
         at ``point`` (for output j of a term of shape (k, n), the term's entry holds its
         current values at all outputs), or None when the row graph could not be compiled
         (``rows_reason`` says why)."""
         if self.rows is None:
             return None
-        return self.rows.rows_fn, self.rows.all_fn, self.rows.pre(point)
+        return self.rows.rows_fn, self.rows.pre(point)
 
     def evaluate(self, point: dict, f: np.ndarray) -> tuple:
         """``(ll, g, h)`` per row at the term's values ``f`` (shape (n,)) with every other
@@ -549,7 +549,7 @@ class GeneralLikelihood:
         against the whole graph when the step was built), else as ``bind``."""
         f = np.ascontiguousarray(f, dtype=np.float64)
         if self.rows is not None:
-            return call_all(self.rows.all_fn, f, self.rows.pre(point))
+            return call_all(self.rows.rows_fn, f, self.rows.pre(point))
         return self.bind(point)(f, derivatives=True)
 
     def bind(self, point: dict, check=None) -> Callable:
@@ -756,7 +756,7 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
     rows = rng.permutation(n)[:max(1, n // 3)].astype(np.int64)
     try:
         pre = rf.pre(values)
-        got = call_all(rf.all_fn, f, pre)
+        got = call_all(rf.rows_fn, f, pre)
         part = call_rows(rf.rows_fn, np.ascontiguousarray(f[rows]), rows, pre)
     except Exception as err:  # noqa: BLE001 - a shape the row graph still fixes, say
         lik.rows_reason = f"the row graph failed at the check: {type(err).__name__}: {err}"

@@ -650,7 +650,7 @@ def _reset_rows(rows, cnt, st, b):
 
 
 @numba.njit(cache=True)
-def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, st, b, proposed,
+def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, sc, st, b, proposed,
                   accepted):
     """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
@@ -667,9 +667,6 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
         once per sweep by the caller).  A move costs work proportional to the rows it
         changes.  Every model's callbacks have this one type, so this kernel is compiled
         once and cached.
-    all_fn : C callback of the same type
-        Called at all n rows (``rows`` = 0 .. n-1; the leaf updates): the row callback
-        itself, or one compiled for all rows.
     pre : ndarray of shape (n_pre,)
         The likelihood's inputs that do not depend on the term, packed as float64.
     data, rules, forest, sc :
@@ -776,14 +773,14 @@ def general_sweep(rng, rows_fn, all_fn, pre, data, rules, move_cp, forest, sc, s
         if cnt > 0:
             _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
-        a, tot = _leaf_update(rng, t, all_fn, pre, f.var, f.n_nodes, f.value, f.leaf_of_row,
+        a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, f.value, f.leaf_of_row,
                               prec0, G, H, nV, spare, st, b)
         accepted[4] += a
         proposed[4] += tot
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, all_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G, H, nV, dll,
+def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G, H, nV, dll,
                  st, b):
     """The leaf updates of tree t in :func:`general_sweep`: :func:`leaf_gh`,
     :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
@@ -799,7 +796,7 @@ def _leaf_update(rng, t, all_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G
         G[k] += st.g[i] + st.h[i] * value[t, k]
         H[k] += st.h[i]
     leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
-    all_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
+    rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     Gp, Hp, keep = b.Ga, b.Ha, b.keep
     for k in range(nk):
         dll[k] = 0.0
@@ -843,10 +840,10 @@ def call_rows(rows_fn, f_sub, rows, pre):
 
 
 @numba.njit(cache=True)
-def call_all(all_fn, f, pre):
+def call_all(rows_fn, f, pre):
     """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1)."""
     n = f.shape[0]
     out = np.empty((3, n))
     rows = np.arange(n)
-    all_fn(f.ctypes, rows.ctypes, n, pre.ctypes, pre.shape[0], out.ctypes)
+    rows_fn(f.ctypes, rows.ctypes, n, pre.ctypes, pre.shape[0], out.ctypes)
     return out[0].copy(), out[1].copy(), out[2].copy()
