@@ -653,7 +653,7 @@ def _row_log_density(model, obs, name: str, n: int, point: dict):
             "likelihood broadcast over the k outputs of a term.")
     shape = tuple(lp.type.shape)
     if any(d is None for d in shape):
-        shape = tuple(int(d) for d in _compile_values(model, [lp.shape])(point))
+        shape = tuple(int(d) for d in _compile_values(model.value_vars, [lp.shape])(point))
     if lp.ndim == 2:
         if shape[1] != n and shape[0] == n:  # rows along the first axis
             lp, rows = lp.sum(axis=1), n
@@ -706,7 +706,7 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
                             _fn=_LazyValues(list(model.value_vars), [lp], fast=False),
                             _dfn=_LazyValues(list(model.value_vars), [lp, g, h], fast=True),
                             output=output, link=link, parameter=parameter)
-    check = _compile_values(model, [lp, g, h], mode="FAST_COMPILE")
+    check = _compile_values(model.value_vars, [lp, g, h], mode="FAST_COMPILE")
     f0 = np.asarray(point[f_value.name], dtype=np.float64)
     if output is not None:
         f0 = f0[output]
@@ -833,33 +833,33 @@ def _parameter_names(obs) -> list[str] | None:
             and k not in ("cls", "size", "rng")]
 
 
-def _compile_fast(model, outs, point):
+def _compile_fast(value_vars, outs):
     """``_compile_values``, with PyTensor's C backend instead when the default (numba) backend
     would run some operation in object mode, one Python call per element: the trigamma
     function in the curvature of a Gamma or negative binomial log density takes 8 ms at 200
-    rows there and 0.1 ms in C.  Decided once, at compile time, from the graph's nodes.
-    ``point`` is unused (kept for the callers)."""
-    fn = _compile_values(model, outs)
+    rows there and 0.1 ms in C.  Decided once, at compile time, from the graph's nodes."""
+    fn = _compile_values(value_vars, outs)
     if numba_object_mode(fn.fn) and pytensor.config.cxx:
-        return _compile_values(model, outs, mode="FAST_RUN_C")
+        return _compile_values(value_vars, outs, mode="FAST_RUN_C")
     return fn
 
 
-def _compile_values(model, outs, mode=None):
-    """A compiled function of a dict of value variables (the model's point).
+def _compile_values(value_vars, outs, mode=None):
+    """A compiled function of a dict of the values of ``value_vars`` (the model's value
+    variables; the model's point).
 
     As in :func:`pymc.pytensorf.compile`, a parameter outside its support (a scale of zero or
     below, a negative rate) makes the log density ``-inf`` (PyMC's rewrite
     ``local_check_parameter_to_ninf_switch``) instead of raising ``ParameterValueError``: a
     tree proposal that reaches such values is then rejected."""
-    names = [v.name for v in model.value_vars]
+    names = [v.name for v in value_vars]
     if mode == "FAST_RUN_C":
         mode = pytensor.compile.mode.Mode(linker="cvm", optimizer="fast_run")
     mode = pytensor.compile.mode.get_mode(mode)
     mode = pytensor.compile.mode.Mode(
         linker=mode.linker,
         optimizer=mode.provided_optimizer.including("local_check_parameter_to_ninf_switch"))
-    fn = pytensor.function(list(model.value_vars), outs, on_unused_input="ignore", mode=mode)
+    fn = pytensor.function(list(value_vars), outs, on_unused_input="ignore", mode=mode)
     fn.trust_input = False
     return _Bound(fn, names, len(outs))
 
@@ -877,17 +877,9 @@ class _LazyValues:
 
     def __call__(self, values):
         if self._fn is None:
-            holder = _ValueVars(self.value_vars)
-            self._fn = (_compile_fast(holder, self.outs, None) if self.fast
-                        else _compile_values(holder, self.outs))
+            self._fn = (_compile_fast(self.value_vars, self.outs) if self.fast
+                        else _compile_values(self.value_vars, self.outs))
         return self._fn(values)
-
-
-class _ValueVars:
-    """What ``_compile_values`` reads of a model: its value variables."""
-
-    def __init__(self, value_vars):
-        self.value_vars = value_vars
 
 
 class _Bound:
