@@ -246,6 +246,9 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     else:
         replace[f_value] = pt.set_subtensor(ph[f_value][output], f_in)
     [lp_in] = _rebuild([lp], replace)
+    pre_fg = FunctionGraph([f_in, *ph.values()], [lp_in], clone=False)
+    _rewrite_mode().rewrite(pre_fg)
+    [lp_in] = pre_fg.outputs
     g = pytensor.grad(pt.sum(lp_in), f_in)
     h = -pytensor.grad(pt.sum(g), f_in)
     fg = FunctionGraph([f_in, *ph.values()], [lp_in, g, h], clone=True)
