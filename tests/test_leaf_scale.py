@@ -135,3 +135,52 @@ def test_leaf_scale_must_belong_to_one_term():
         pm.Potential("pull", -((v - 1.0) ** 2))
         with pytest.raises(ModelStructureError, match="Potential 'pull'"):
             pmt.CGMTreeStep([f, v])
+
+
+# -- leaf_sd="learned": the leaf scale learned inside the tree step, without a model variable
+
+def test_internal_scale_draw_matches_conjugate_conditional():
+    """``learned_scale_draw`` against ``IG(3 + L/2, 2 sd0^2 + S/2)`` on the variance, with
+    independent draws (no chain), so the KS bound is the plain one."""
+    from pymc_trees.bart.sampler import learned_scale_draw
+
+    rng = np.random.default_rng(44)
+    sd0, L, S = 0.3, 17.0, 2.4
+    v = np.array([learned_scale_draw(rng, sd0, L, S) for _ in range(20_000)]) ** 2
+    exact = stats.invgamma(3.0 + L / 2, scale=2 * sd0**2 + S / 2)
+    d = stats.kstest(v, exact.cdf).statistic
+    assert d < 1.95 / np.sqrt(v.size), d
+
+
+def test_internal_scale_prior_recovered_through_pm_sample():
+    """Uninformative data: the leaf variance recorded in the ``leaf_sd`` stat must follow its
+    prior ``IG(3, 2 sd0^2)`` with sd0 the calibration from Y; and a chain must start from
+    the calibrated scale whatever ran before it with the same step (a seed reproduces)."""
+    from pymc_trees.bart.calibration import leaf_calibration
+
+    _, sd0 = leaf_calibration(Y, m=3)
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X, Y, m=3, leaf_sd="learned")
+        pm.Normal("y", f, 1e4, observed=Y)
+        idata = pm.sample(draws=3000, tune=200, chains=2, cores=2, random_seed=45,
+                          progressbar=False, compute_convergence_checks=False)
+    assert "leaf_sd" not in idata.posterior  # no model variable was created
+    vs = idata.sample_stats["leaf_sd"].values ** 2
+    ess = float(az.ess(vs))
+    d = stats.kstest(vs.ravel(), stats.invgamma(3.0, scale=2 * sd0**2).cdf).statistic
+    assert d < 1.95 / np.sqrt(ess), (d, ess)
+    with model:
+        step = pmt.CGMTreeStep([f])
+        a, b = (pm.sample(draws=20, tune=20, chains=1, step=step, random_seed=46,
+                          progressbar=False, compute_convergence_checks=False)
+                for _ in range(2))
+    np.testing.assert_array_equal(a.sample_stats["leaf_sd"].values,
+                                  b.sample_stats["leaf_sd"].values)
+
+
+def test_internal_scale_needs_Y():
+    with pm.Model():
+        with pytest.raises(ValueError, match="pass Y"):
+            pmt.BARTTree("f", X, m=3, leaf_sd="learned")
+        with pytest.raises(ValueError, match="\"learned\""):
+            pmt.BARTTree("g", X, Y, m=3, leaf_sd="learnt")

@@ -18,7 +18,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pymc_trees.bart.pymc_calls import pymc_frame
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler, TreePrior, learned_scale_prior
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -105,8 +105,12 @@ class BARTTreeRV(RandomVariable):
         from pymc_trees.bart.kernels.forest import forest_values
 
         out = np.empty((1 if self.outputs is None else self.outputs, n))
+        sd = float(leaf_sd)
+        if self.prior.learned_scale:  # one leaf scale for every output, from its prior
+            a, b = learned_scale_prior(sd)
+            sd = float(np.sqrt(b / rng.gamma(a)))
         for j in range(out.shape[0]):
-            fs = ForestSampler(np.asarray(X), self.prior, float(offset), float(leaf_sd),
+            fs = ForestSampler(np.asarray(X), self.prior, float(offset), sd,
                                categorical_columns(self))
             if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
@@ -155,13 +159,17 @@ class BARTTree(Distribution):
         Tree-depth prior.
     k : float, default 2.0
         With ``Y``, the prior of f(x) has sd ``(max Y - min Y) / (2 k)``.
-    leaf_sd : float or scalar PyMC variable, optional
+    leaf_sd : float, scalar PyMC variable or "learned", optional
         Prior sd of every leaf value; overrides the calibration from ``Y``.  With ``leaf_sd``
         and no ``Y`` the offset is 0 and every leaf is ``Normal(0, leaf_sd**2)``.  A scalar
         expression of one free PyMC variable (for example ``pt.sqrt(v)`` with
         ``v = pm.InverseGamma(...)``, or ``s = pm.HalfNormal(...)`` itself) makes the leaf
         scale learned: the tree step samples that variable too, exactly, by slice sampling
         its full conditional given the forest's leaves (``Y`` then sets only the offset).
+        ``"learned"`` learns it without a model variable: ``leaf_sd**2 ~ InverseGamma(3,
+        2 sd0**2)`` with ``sd0`` the calibration from ``Y`` (required), drawn by the tree
+        step from its conjugate conditional after every sweep and recorded in the sample
+        stat ``leaf_sd`` (the same prior as that model variable).
     numcut : int, default 100
         Maximum number of cutpoints per feature (midpoints between distinct values, thinned
         to evenly spaced empirical quantiles when there are more).
@@ -247,7 +255,7 @@ class BARTTree(Distribution):
     rv_type = BARTTreeRV
 
     def __new__(cls, name: str, X, Y=None, m: int = 200, alpha: float = 0.95,
-                beta: float = 2.0, k: float = 2.0, leaf_sd: float | None = None,
+                beta: float = 2.0, k: float = 2.0, leaf_sd: float | str | Variable | None = None,
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
@@ -268,7 +276,7 @@ class BARTTree(Distribution):
 
     @classmethod
     def dist(cls, X, Y=None, m: int = 200, alpha: float = 0.95, beta: float = 2.0,
-             k: float = 2.0, leaf_sd: float | None = None, numcut: int = 100,
+             k: float = 2.0, leaf_sd: float | str | Variable | None = None, numcut: int = 100,
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
@@ -300,6 +308,18 @@ class BARTTree(Distribution):
         _check_Y(Y, X_value.shape[0], link)
         if link is None and Y is not None:
             link = "identity"
+        internal = isinstance(leaf_sd, str)
+        if internal:
+            if leaf_sd != "learned":
+                raise ValueError(f"leaf_sd must be a positive number, a scalar PyMC variable or "
+                                 f"\"learned\"; got {leaf_sd!r}.")
+            if Y is None:
+                raise ValueError(
+                    "leaf_sd=\"learned\" centres the learned leaf scale's prior on the "
+                    "calibration from Y; pass Y (the response on the data scale), or give "
+                    "the leaf scale as a PyMC variable (leaf_sd=pt.sqrt(v) with "
+                    "v = pm.InverseGamma(...)).")
+            leaf_sd = None
         learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
         if learned:
             # a leaf scale that is a model variable: sampled with the trees by the tree step
@@ -344,7 +364,7 @@ class BARTTree(Distribution):
             weights = None
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
-                          missing_split=bool(missing_split))
+                          missing_split=bool(missing_split), learned_scale=internal)
         if weights is None:
             weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler

@@ -25,7 +25,8 @@ from pymc_trees.bart.pymc_calls import pymc_frame
 from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
-from pymc_trees.bart.sampler import MOVES, ForestSampler, OutputSamplers, move_cumulative_probs
+from pymc_trees.bart.sampler import (MOVES, ForestSampler, OutputSamplers, learned_scale_draw,
+                                    move_cumulative_probs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        level_shifts, noise_likelihood, output_tree_likelihood,
                                        tree_likelihood)
@@ -205,6 +206,8 @@ class _TreeStep(BlockedStep):
         X_value = mark_missing(X.get_value() if hasattr(X, "get_value") else X.eval(),
                                getattr(rv.owner.op, "missing", None))
         sd0 = self._setup_leaf_scale(model, rv, scale, leaf_sd, start)
+        # leaf_sd="learned": the leaf scale lives in the sampler, its prior centred on sd0
+        self._internal_sd0 = sd0 if rv.owner.op.prior.learned_scale else None
         self._make_sampler(rv, X_value, float(offset.eval()), sd0)
         self._setup_split_prior(model, rv, split, conc, start)
         self._read_likelihood(model, rv, start)
@@ -390,6 +393,8 @@ class _TreeStep(BlockedStep):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()
+        if self._internal_sd0 is not None:  # every chain starts from the same state
+            self.sampler.leaf_sd = self._internal_sd0
         for lik in self._liks or [self.likelihood]:
             lik.reset()
         self.tune = tune > 0
@@ -478,6 +483,9 @@ class _TreeStep(BlockedStep):
         if self._scale_name is not None:
             new_point[self._scale_name] = self._draw_leaf_scale(new_point)
             self.sampler.leaf_sd = self._leaf_sd_at(new_point)
+        elif self._internal_sd0 is not None:
+            self.sampler.leaf_sd = learned_scale_draw(self.rng, self._internal_sd0,
+                                                      *self.sampler.leaf_stats())
         if self._split_name is not None:
             new_point[self._split_name] = self._draw_split_prior(new_point)
         if self._conc_name is not None:
