@@ -193,6 +193,7 @@ class ForestSampler:
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
+        self._leaf_sd0 = float(self.leaf_sd)  # where reset() puts it back (a learned scale)
         n, p = self.X.shape
         lay = self.layout = build_layout(self.X, self.categorical, self.prior.numcut,
                                          self.prior.missing_split)
@@ -253,7 +254,10 @@ class ForestSampler:
         reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
 
     def reset(self) -> None:
-        """Every tree back to a single leaf with value 0."""
+        """Every tree back to a single leaf with value 0, and the leaf sd back to the one the
+        sampler was built with (a scale learned inside the tree step starts every chain
+        there, so a seed reproduces a chain whatever ran before it)."""
+        self.leaf_sd = self._leaf_sd0
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()

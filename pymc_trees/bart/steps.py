@@ -392,9 +392,7 @@ class _TreeStep(BlockedStep):
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
-        self.sampler.reset()
-        if self._internal_sd0 is not None:  # every chain starts from the same state
-            self.sampler.leaf_sd = self._internal_sd0
+        self.sampler.reset()  # the forest and a learned leaf scale back to their start
         for lik in self._liks or [self.likelihood]:
             lik.reset()
         self.tune = tune > 0
