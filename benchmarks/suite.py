@@ -31,14 +31,13 @@ binary classification (event; rows)
 Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``; one core):
 
 * **ours, default**: ``pmt.BARTTree("f", X, y)`` as the README writes it (the DataFrame as it
-  is: categories split by level sets, NaN routed by every rule), ``sigma2 ~
-  InverseGamma(*pmt.noise_prior(X, y))``; classification ``link="probit"`` and
-  ``y ~ Bernoulli(p=invprobit(f))``.
-* **ours, learned leaf scale** and **ours, learned + DART**: ``leaf_sd="learned"`` (the leaf
-  variance learned inside the tree step, ``InverseGamma(3, 2 sd0^2)``: the prior of
-  ``benchmarks/accuracy.py``'s learned variant without a model variable); also Linero's DART
-  split probabilities (``u ~ Beta(0.5, 1)``, ``s ~ Dirichlet(u / (1 - u))``; not for tables
-  with gaps in a numeric column, which DART does not take).
+  is: categories split by level sets, NaN routed by every rule; the leaf scale learned,
+  ``leaf_sd="learned"``), ``sigma2 ~ InverseGamma(*pmt.noise_prior(X, y))``;
+  classification ``link="probit"`` and ``y ~ Bernoulli(p=invprobit(f))``.
+* **ours, fixed leaf scale**: ``leaf_sd="fixed"``, the default before issue 26.
+* **ours, learned + DART**: also Linero's DART split probabilities (``u ~ Beta(0.5, 1)``,
+  ``s ~ Dirichlet(u / (1 - u))``; not for tables with gaps in a numeric column, which DART
+  does not take).
 * **ours, default at stochtree default's wall time** (``--equal-wall``): tuning and draws scaled
   so that its expected wall time equals stochtree default's on that fold (never scaled up).
 * **stochtree default** (10 grow-from-root sweeps, then 1,000 draws per chain) and **stochtree
@@ -209,8 +208,8 @@ def ours(task, X, y, Xt, cfg, variant="default"):
     t = time.perf_counter()
     with pm.Model():
         kw = {}
-        if variant in ("learned", "dart"):
-            kw["leaf_sd"] = "learned"  # v ~ InverseGamma(3, 2 sd0^2) inside the tree step
+        if variant == "fixed":
+            kw["leaf_sd"] = "fixed"  # the calibration from y, held fixed (before issue 26)
         if variant == "dart":
             gaps = [c for c in X.columns
                     if not isinstance(X[c].dtype, pd.CategoricalDtype) and X[c].isna().any()]
@@ -302,8 +301,8 @@ ST_DEFAULT = "stochtree default"
 PEERS = (ST_DEFAULT, "stochtree MCMC", "bartz", "pymc-bart")
 BAYES = {
     DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
-    "ours, learned leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
-        ours(task, X, y, Xt, cfg, "learned"),
+    "ours, fixed leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        ours(task, X, y, Xt, cfg, "fixed"),
     "ours, learned + DART": lambda task, X, y, Xt, Xn, Xtn, cfg:
         ours(task, X, y, Xt, cfg, "dart"),
     ST_DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: stochtree_fit(task, Xn, y, Xtn, cfg, True),
@@ -435,7 +434,7 @@ def report(tab: Table, res: dict, k: int) -> list[str]:
     return lines + [""]
 
 
-OURS = (DEFAULT, "ours, learned leaf scale", "ours, learned + DART", EQUAL)
+OURS = (DEFAULT, "ours, fixed leaf scale", "ours, learned + DART", EQUAL)
 
 
 def summary(all_res: dict, tabs: dict) -> list[str]:

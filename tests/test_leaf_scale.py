@@ -184,3 +184,23 @@ def test_internal_scale_needs_Y():
             pmt.BARTTree("f", X, m=3, leaf_sd="learned")
         with pytest.raises(ValueError, match="\"learned\""):
             pmt.BARTTree("g", X, Y, m=3, leaf_sd="learnt")
+
+
+def test_default_learns_the_scale_and_fixed_turns_it_off():
+    """The README's term learns its leaf scale (issue 26); ``leaf_sd="fixed"`` or a number
+    keeps it at one value in every draw."""
+    from pymc_trees.bart.calibration import leaf_calibration
+
+    def leaf_sds(**kw):
+        with pm.Model():
+            f = pmt.BARTTree("f", X, Y, m=3, **kw)
+            pm.Normal("y", f, 0.5, observed=Y)
+            assert f.owner.op.prior.learned_scale == (kw.get("leaf_sd") is None)
+            idata = pm.sample(draws=30, tune=10, chains=1, random_seed=47, progressbar=False,
+                              compute_convergence_checks=False)
+        return idata.sample_stats["leaf_sd"].values.ravel()
+
+    assert np.unique(leaf_sds()).size == 30
+    _, sd0 = leaf_calibration(Y, m=3)
+    np.testing.assert_allclose(leaf_sds(leaf_sd="fixed"), sd0)
+    np.testing.assert_allclose(leaf_sds(leaf_sd=0.7), 0.7)

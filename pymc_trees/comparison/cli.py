@@ -51,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="BART's fewest training rows in a leaf (default 5); every fold needs "
                         "at least 2 N training rows, so lower it for a small table")
     c.add_argument("--leaf-sd", type=float, default=None, metavar="SD",
-                   help="prior sd of every leaf value of BART (default: calibrated from the "
-                        "target)")
+                   help="prior sd of every leaf value of BART, held fixed (default: learned, its "
+                        "prior centred on the calibration from the target)")
     c.add_argument("--drop", default="", metavar="COL,...",
                    help="comma-separated columns left out of the covariates")
     c.add_argument("--max-rows", type=int, default=None, metavar="N",

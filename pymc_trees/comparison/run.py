@@ -848,8 +848,9 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         BART's fewest training rows in a leaf (``BARTTree(min_leaf=...)``, default 5).  Every
         fold needs at least ``2 * min_leaf`` training rows; lower it for a small table.
     leaf_sd : float, optional
-        The prior sd of every leaf value of BART (``BARTTree(leaf_sd=...)``); default: the
-        calibration of Chipman, George and McCulloch (2010) from each fold's training target.
+        The prior sd of every leaf value of BART, held fixed (``BARTTree(leaf_sd=...)``);
+        default: ``BARTTree``'s, a leaf scale learned around the calibration of Chipman,
+        George and McCulloch (2010) from each fold's training target.
     levels : sequence of float
         Nominal levels of the central intervals whose coverage is the calibration of a
         regression or count model (the table reports 0.9, which must be among them).
@@ -907,7 +908,8 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         notes.append(f"{info['dropped_rows']} row(s) without a target value dropped.")
     if min_leaf != 5 or leaf_sd is not None:
         notes.append(f"BART's trees: min_leaf = {min_leaf} (default 5), leaf_sd = "
-                     + ("calibrated from the target" if leaf_sd is None else f"{leaf_sd:g}")
+                     + ("learned around the calibration from the target" if leaf_sd is None
+                        else f"{leaf_sd:g}")
                      + ".")
 
     folds_run = _run_folds(task, X, y, splits, fold_seeds, levels, stage, notes,
