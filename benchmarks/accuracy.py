@@ -68,8 +68,8 @@ def ours(X, y, Xt, tune, draws, seed, learned, dart=False):
             _, sd0 = leaf_calibration(y, m=M)
             v = pm.InverseGamma("leaf_var", alpha=3.0, beta=2.0 * sd0**2)
             f = pmt.BARTTree("f", Xd, y, m=M, leaf_sd=pt.sqrt(v), split_prior=split)
-        else:
-            f = pmt.BARTTree("f", Xd, y, m=M, split_prior=split)
+        else:  # the calibration held fixed (the default before issue 26)
+            f = pmt.BARTTree("f", Xd, y, m=M, split_prior=split, leaf_sd="fixed")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
         t = time.perf_counter()
