@@ -1,7 +1,7 @@
 """Accuracy and calibration against stochtree: Friedman #1 and Boston housing, in one run.
 
 Learners (200 trees, 2 chains of ``--tune`` + ``--draws`` iterations each, 1 thread):
-  * ours, fixed leaf scale: ``pm.sample`` on ``BARTTree("f", X, y)`` (the CGM calibration)
+  * ours, fixed leaf scale: ``pm.sample`` on ``BARTTree("f", X, y, leaf_sd="fixed")`` (the CGM calibration)
     with ``sigma2 ~ InverseGamma(noise_prior)``;
   * ours, learned leaf scale: the same with ``leaf_sd = sqrt(v)``,
     ``v ~ InverseGamma(3, 2 sd0^2)`` (prior mean sd0^2, the fixed calibration's variance);
