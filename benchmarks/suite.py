@@ -38,8 +38,9 @@ Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``;
 * **ours, learned + DART**: also Linero's DART split probabilities (``u ~ Beta(0.5, 1)``,
   ``s ~ Dirichlet(u / (1 - u))``; not for tables with gaps in a numeric column, which DART
   does not take).
-* **ours, default at stochtree default's wall time** (``--equal-wall``): tuning and draws scaled
-  so that its expected wall time equals stochtree default's on that fold (never scaled up).
+* **<learner> at stochtree default's wall time** (``--equal-wall``, for every BART learner
+  but stochtree default): tuning and draws scaled so that its expected wall time equals
+  stochtree default's on that fold (never scaled up).
 * **stochtree default** (10 grow-from-root sweeps, then 1,000 draws per chain) and **stochtree
   MCMC** (``num_gfr = 0``), 0.4.5; regression with its learned leaf variance, classification
   with its probit outcome model.
@@ -315,19 +316,21 @@ POINT = {
     "xgboost": lambda task, X, y, Xt, seed: tables.xgb(task, X, y, Xt, seed),
     "our boosting": lambda task, X, y, Xt, seed: tables.boosting(task, X, y, Xt, seed),
 }
-EQUAL = DEFAULT + " at stochtree default's wall time"
-LEARNERS = [*BAYES, EQUAL, *POINT]
+AT_ST = " at stochtree default's wall time"
+EQUAL = DEFAULT + AT_ST
+LEARNERS = [*BAYES, *POINT, *(b + AT_ST for b in BAYES if b != ST_DEFAULT)]
 
 
-def equal_wall(task, X, y, Xt, cfg, walls):
-    """Our default with its iterations scaled so that its expected wall time (fixed cost from
-    a 2 x 10 iteration fit, then the cost per iteration of its full fit on this fold) equals
-    stochtree default's on the fold; never scaled up."""
-    c0 = ours(task, X, y, Xt, Config(cfg.m, 5, 5, cfg.seed))[2]
-    scale = min(1.0, max(0.0, walls[ST_DEFAULT] - c0) / max(walls[DEFAULT] - c0, 1e-9))
+def equal_wall(base, task, X, y, Xt, Xn, Xtn, cfg, walls):
+    """Learner ``base`` with its iterations scaled so that its expected wall time (fixed cost
+    from a 2 x (5 + 5) iteration fit, then the cost per iteration of its full fit on this
+    fold) equals stochtree default's on the fold; never scaled up."""
+    fit = BAYES[base]
+    c0 = fit(task, X, y, Xt, Xn, Xtn, Config(cfg.m, 5, 5, cfg.seed))[2]
+    scale = min(1.0, max(0.0, walls[ST_DEFAULT] - c0) / max(walls[base] - c0, 1e-9))
     c = Config(cfg.m, max(20, round(cfg.tune * scale)), max(20, round(cfg.draws * scale)),
                cfg.seed)
-    return ours(task, X, y, Xt, c)
+    return fit(task, X, y, Xt, Xn, Xtn, c)
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -378,8 +381,9 @@ def run_table(tab: Table, learners: list[str], k: int, cfg: Config, max_rows: in
                         pred, _, secs = POINT[name](tab.task, Xa, ya, Xb, cfg.seed)
                         out = point_metrics(tab.task, pred, yb)
                     else:
-                        if name == EQUAL:
-                            draws, sigma, secs = equal_wall(tab.task, Xa, ya, Xb, cfg, walls)
+                        if name.endswith(AT_ST):
+                            draws, sigma, secs = equal_wall(name[:-len(AT_ST)], tab.task, Xa,
+                                                            ya, Xb, Xn, Xtn, cfg, walls)
                         else:
                             draws, sigma, secs = BAYES[name](tab.task, Xa, ya, Xb, Xn, Xtn,
                                                              cfg)
@@ -498,7 +502,7 @@ def main(argv=None):
     ap.add_argument("--tables", nargs="*", default=None)
     ap.add_argument("--learners", nargs="*", default=None)
     ap.add_argument("--equal-wall", action="store_true",
-                    help="also our default at stochtree default's wall time")
+                    help="also every BART learner at stochtree default's wall time")
     ap.add_argument("--out", default=None, help="JSON of every fold's figures")
     ap.add_argument("--figure", default=None, help="PNG of the ratios to the best peer")
     ap.add_argument("--report", default=None,
@@ -518,7 +522,7 @@ def main(argv=None):
     logging.getLogger("pymc").setLevel(logging.ERROR)
     cfg = Config(50, 100, 100) if a.quick else Config()
     k = a.folds or (2 if a.quick else 5)
-    learners = a.learners or [n for n in LEARNERS if a.equal_wall or n != EQUAL]
+    learners = a.learners or [n for n in LEARNERS if a.equal_wall or not n.endswith(AT_ST)]
     unknown = set(learners) - set(LEARNERS)
     if unknown:
         ap.error(f"unknown learners {sorted(unknown)}; the learners are {LEARNERS}")
