@@ -172,7 +172,8 @@ class BARTTree(Distribution):
         scale learned: the tree step samples that variable too, exactly, by slice sampling
         its full conditional given the forest's leaves (``Y`` then sets only the offset).
         ``"learned"`` learns it without a model variable: ``leaf_sd**2 ~ InverseGamma(3,
-        2 sd0**2)`` with ``sd0`` the calibration from ``Y`` (required), drawn by the tree
+        2 sd0**2)`` with ``sd0`` the calibration (from ``Y``, which the identity and log
+        links then require; the probit and logit links have one without it), drawn by the tree
         step from its conjugate conditional after every sweep and recorded in the sample
         stat ``leaf_sd`` (the same prior as that model variable).  Chosen as the default by
         Friedman #1 and the real-table suite (``docs/suite.md``): lower held-out error and,
