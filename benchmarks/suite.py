@@ -396,8 +396,12 @@ def run_table(tab: Table, learners: list[str], k: int, cfg: Config, max_rows: in
                         out = point_metrics(tab.task, pred, yb)
                     else:
                         if name.endswith(AT_ST):
-                            draws, sigma, secs = equal_wall(name[:-len(AT_ST)], tab.task, Xa,
-                                                            ya, Xb, Xn, Xtn, cfg, walls)
+                            base = name[:-len(AT_ST)]
+                            missing = [r for r in (base, ST_DEFAULT) if r not in walls]
+                            if missing:
+                                raise NotApplicable(f"needs {missing} in the same run")
+                            draws, sigma, secs = equal_wall(base, tab.task, Xa, ya, Xb, Xn,
+                                                            Xtn, cfg, walls)
                         else:
                             draws, sigma, secs = BAYES[name](tab.task, Xa, ya, Xb, Xn, Xtn,
                                                              cfg)
@@ -405,10 +409,6 @@ def run_table(tab: Table, learners: list[str], k: int, cfg: Config, max_rows: in
                         out = bayes_metrics(tab.task, draws, sigma, yb)
             except (ImportError, NotApplicable) as err:
                 log(f"  {name}: skipped ({err})")
-                res.pop(name, None)
-                continue
-            except KeyError as err:  # the equal-wall learner without its two references
-                log(f"  {name}: skipped (needs {err} in the same run)")
                 res.pop(name, None)
                 continue
             out["wall"] = secs

@@ -318,20 +318,19 @@ class BARTTree(Distribution):
             link = "identity"
         if leaf_sd is None and (Y is not None or link in ("probit", "logit")):
             leaf_sd = DEFAULT_LEAF_SD
-        internal = isinstance(leaf_sd, str) and leaf_sd == "learned"
-        if isinstance(leaf_sd, str) and leaf_sd not in ("learned", "fixed"):
-            raise ValueError(f"leaf_sd must be a positive number, a scalar PyMC variable, "
-                             f"\"learned\" or \"fixed\"; got {leaf_sd!r}.")
-        if isinstance(leaf_sd, str) and leaf_sd == "fixed":
-            leaf_sd = None  # the calibration from Y (or the link), held fixed
-        if internal:
-            if Y is None and link not in ("probit", "logit"):
+        internal = False
+        if isinstance(leaf_sd, str):
+            if leaf_sd not in ("learned", "fixed"):
+                raise ValueError(f"leaf_sd must be a positive number, a scalar PyMC variable, "
+                                 f"\"learned\" or \"fixed\"; got {leaf_sd!r}.")
+            internal = leaf_sd == "learned"
+            if internal and Y is None and link not in ("probit", "logit"):
                 raise ValueError(
                     "leaf_sd=\"learned\" centres the learned leaf scale's prior on the "
                     "calibration from Y; pass Y (the response on the data scale), or give "
                     "the leaf scale as a PyMC variable (leaf_sd=pt.sqrt(v) with "
                     "v = pm.InverseGamma(...)).")
-            leaf_sd = None
+            leaf_sd = None  # the calibration: held fixed, or the learned scale's centre
         learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
         if learned:
             # a leaf scale that is a model variable: sampled with the trees by the tree step
