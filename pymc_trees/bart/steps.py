@@ -14,11 +14,12 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from scipy.special import gammaln, logsumexp
 from pymc.model import Model, modelcontext
 from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pymc.logprob.transforms import LogTransform
+from pymc.logprob.transforms import LogTransform, SimplexTransform
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.pymc_calls import pymc_frame
@@ -313,17 +314,20 @@ class _TreeStep(BlockedStep):
                 pt.broadcast_to(a_expr, (self.sampler.X.shape[1],)), inputs=model.value_vars,
                 on_unused_input="ignore")
             transform = model.rvs_to_transforms.get(s_rv)
+            # PyMC's simplex transform is read and written on the log scale (log s is
+            # finite where s underflows); another transform goes through s itself
+            self._split_simplex = isinstance(transform, SimplexTransform)
             x = pt.dvector("s")
-            self._split_forward = (None if transform is None else
+            self._split_forward = (None if transform is None or self._split_simplex else
                                    pytensor.function([x], transform.forward(x)))
             self.sampler.set_split_weights(self._split_fn(start()))
         self._conc_name = None
         if conc:
             cval = model.rvs_to_values[conc[0]]
             self._conc_name = cval.name
-            lp = model.logp(vars=[conc[0], split[0]], jacobian=True)
-            self._conc_logp = model.compile_fn(lp, inputs=[cval, model.rvs_to_values[split[0]]],
-                                               on_unused_input="ignore", point_fn=False)
+            lp = model.logp(vars=[conc[0]], jacobian=True)
+            self._conc_logp = model.compile_fn(lp, inputs=[cval], on_unused_input="ignore",
+                                               point_fn=False)
 
     def _read_likelihood(self, model, rv, start) -> None:
         """Read the likelihood around the term: conjugate, augmented or general (then check
@@ -525,29 +529,58 @@ class _TreeStep(BlockedStep):
         x0 = float(np.asarray(point[name]))
         return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
 
+    def _log_split(self, point) -> np.ndarray:
+        """``log s``, the log split probabilities at the point, shape (p,)."""
+        y = np.asarray(point[self._split_name], dtype=np.float64)
+        if self._split_simplex:
+            z = np.append(y, -y.sum())
+            return z - logsumexp(z)
+        s = np.asarray(self._split_fn(point), dtype=np.float64)
+        return np.log(np.maximum(s / s.sum(), np.finfo(np.float64).tiny))
+
+    def _split_value(self, log_s: np.ndarray, dtype) -> np.ndarray:
+        """The split probabilities' value (transformed when the variable is) from ``log s``."""
+        if self._split_simplex:
+            value = log_s[:-1] - log_s.mean()
+        else:
+            s = np.exp(log_s - log_s.max())
+            s /= s.sum()
+            value = s if self._split_forward is None else self._split_forward(s)
+        return np.asarray(value, dtype=dtype)
+
     def _draw_split_prior(self, point) -> np.ndarray:
         """Exact update of the split probabilities s (DART) given the forest: the Gibbs step
-        of :func:`pymc_trees.bart.kernels.forest.split_prior_gibbs`, with the Dirichlet's
-        concentration evaluated at the point.  Returns the transformed value."""
+        of :func:`pymc_trees.bart.kernels.forest.split_prior_gibbs` on the log scale, with the
+        Dirichlet's concentration evaluated at the point.  The sampler gets the weights
+        ``s / max(s)`` (those below the smallest normal float raised to it); returns the
+        (transformed) value."""
         f = self.sampler.forest
         a = np.asarray(self._split_conc(point), dtype=np.float64)
-        s = self.sampler.split_prior / self.sampler.split_prior.sum()
-        s = split_prior_gibbs(self.rng, f.var, f.n_nodes, f.amask, a, s)
-        self.sampler.set_split_weights(s)
-        s = self.sampler.split_prior / self.sampler.split_prior.sum()
-        value = s if self._split_forward is None else self._split_forward(s)
-        return np.asarray(value, dtype=point[self._split_name].dtype)
+        log_s = split_prior_gibbs(self.rng, f.var, f.n_nodes, f.amask, a,
+                                  self._log_split(point))
+        self.sampler.set_split_weights(np.exp(log_s - log_s.max()))
+        return self._split_value(log_s, point[self._split_name].dtype)
 
     def _draw_concentration(self, point) -> np.ndarray:
         """Slice-sampling update (as for the leaf scale) of the DART concentration variable on
         its transformed scale, from its full conditional: its prior (with the Jacobian) times
-        the Dirichlet density of the current split probabilities."""
+        the Dirichlet density of the current split probabilities, computed from ``log s`` so
+        that probabilities below the smallest float keep their density."""
         name = self._conc_name
-        s_value = point[self._split_name]
+        log_s = self._log_split(point)
         dtype = point[name].dtype
+        trial = dict(point)
 
         def logf(x):
-            lp = float(self._conc_logp(np.asarray(x, dtype=dtype), s_value))
+            x = np.asarray(x, dtype=dtype)
+            lp = float(self._conc_logp(x))
+            if not np.isfinite(lp):
+                return -np.inf
+            trial[name] = x
+            a = np.asarray(self._split_conc(trial), dtype=np.float64)
+            if not np.all(np.isfinite(a) & (a > 0)):
+                return -np.inf
+            lp += gammaln(a.sum()) - gammaln(a).sum() + float(np.dot(a - 1.0, log_s))
             return lp if np.isfinite(lp) else -np.inf
 
         x0 = float(np.asarray(point[name]))

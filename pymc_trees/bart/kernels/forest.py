@@ -15,7 +15,8 @@ import numba
 import numpy as np
 
 __all__ = ["LEAF", "FREE", "Forest", "ForestArrays", "pack_forest", "new_forest", "forest_values", "mask_width",
-           "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs"]
+           "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs",
+           "log_gamma_draw"]
 
 LEAF = -1
 FREE = -2
@@ -220,37 +221,75 @@ def forest_values(value, leaf_of_row, offset, out):
 
 
 @numba.njit(cache=True)
-def split_prior_gibbs(rng, var, n_nodes, amask, a, s):
+def log_gamma_draw(rng, a):
+    """``log G`` of one draw ``G ~ Gamma(a, 1)``, finite for any shape ``a > 0``.  Below shape
+    1 it uses ``G = G1 * U^(1/a)`` with ``G1 ~ Gamma(a + 1)`` and ``U ~ Uniform(0, 1]``
+    (Marsaglia and Tsang 2000, section 3): ``G`` itself underflows for shapes of about 1e-3
+    and below, its logarithm does not."""
+    if a >= 1.0:
+        return np.log(rng.gamma(a, 1.0))
+    return np.log(rng.gamma(a + 1.0, 1.0)) + np.log(1.0 - rng.uniform()) / a
+
+
+@numba.njit(cache=True, inline="always")
+def _log1p_exp(x):
+    """``log(1 + exp(x))`` without overflow."""
+    if x > 0.0:
+        return x + np.log1p(np.exp(-x))
+    return np.log1p(np.exp(x))
+
+
+@numba.njit(cache=True)
+def split_prior_gibbs(rng, var, n_nodes, amask, a, log_s):
     """One exact update of the split probabilities ``s`` (shape (p,), on the simplex) with
-    prior Dirichlet(a), given the internal nodes of the forest (DART).
+    prior Dirichlet(a), given the internal nodes of the forest (DART).  ``s`` comes and goes
+    as ``log s``: with concentrations below about 1e-3 (Linero's prior gives them real mass)
+    the probabilities of unused features are far below the smallest float.
 
     Node eta chooses its feature v with probability ``s_v / A_eta(s)``, A summing s over the
     features available at eta.  Write ``s = g / sum(g)`` with independent ``g_v ~ Gamma(a_v)``
     (the node factors do not depend on the scale of g, so ``sum(g) | s ~ Gamma(sum a)``), and
     ``1 / A_eta(g) = integral exp(-zeta A_eta(g)) d zeta`` with a latent ``zeta_eta``.  Then
     ``zeta_eta | g ~ Exponential(rate A_eta(g))`` and
-    ``g_v | zeta ~ Gamma(a_v + c_v, rate 1 + sum of zeta_eta over the nodes where v is
-    available)``, c_v the number of splits on v.  Returns the new s.  When every feature is
-    available at every node all rates are equal and this is the draw from Dirichlet(a + c).
+    ``g_v | zeta ~ Gamma(a_v + c_v, rate 1 + Z_v)``, ``Z_v`` the sum of zeta over the nodes
+    where v is available and c_v the number of splits on v.  Every quantity is held on the
+    log scale (``log g``, ``log zeta``, ``log Z``).  Returns the new ``log s``.  When every
+    feature is available at every node all rates are equal and this is the draw from
+    Dirichlet(a + c).
     """
     p = a.shape[0]
-    g = rng.gamma(a.sum(), 1.0) * s
+    log_total = log_gamma_draw(rng, a.sum())
     counts = np.zeros(p)
-    Z = np.zeros(p)
+    log_z = np.full(p, -np.inf)
     for t in range(var.shape[0]):
         for k in range(n_nodes[t]):
             v = var[t, k]
             if v < 0:
                 continue
             counts[v] += 1.0
-            zeta = rng.standard_exponential() / mask_weight(amask, t, k, g)
+            top = -np.inf
+            for u in range(p):
+                if mask_has(amask, t, k, u) and log_s[u] > top:
+                    top = log_s[u]
+            tot = 0.0
             for u in range(p):
                 if mask_has(amask, t, k, u):
-                    Z[u] += zeta
+                    tot += np.exp(log_s[u] - top)
+            # log zeta = log E - log A_eta(g), log A_eta(g) = log_total + log A_eta(s)
+            lz = np.log(rng.standard_exponential()) - log_total - top - np.log(tot)
+            for u in range(p):
+                if mask_has(amask, t, k, u):
+                    hi, lo = (log_z[u], lz) if log_z[u] > lz else (lz, log_z[u])
+                    log_z[u] = hi + np.log1p(np.exp(lo - hi)) if lo > -np.inf else hi
     out = np.empty(p)
+    top = -np.inf
     for v in range(p):
-        out[v] = rng.gamma(a[v] + counts[v], 1.0) / (1.0 + Z[v])
-    return out / out.sum()
+        out[v] = log_gamma_draw(rng, a[v] + counts[v]) - _log1p_exp(log_z[v])
+        top = max(top, out[v])
+    tot = 0.0
+    for v in range(p):
+        tot += np.exp(out[v] - top)
+    return out - (top + np.log(tot))
 
 
 @numba.njit(cache=True)
