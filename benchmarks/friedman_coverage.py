@@ -13,7 +13,12 @@ Friedman #1 (p = 10, noise sd 1), n training rows, 1,000 test rows (the next see
 * the posterior mean of the noise sd and of the leaf sd (the ``leaf_sd`` stat).
 
 Variants: ``fixed`` (``leaf_sd="fixed"``: the calibration from y, held fixed; the default
-before issue 26) and ``learned`` (the default: ``leaf_sd="learned"``).
+before issue 26), ``learned`` (the default: ``leaf_sd="learned"``), ``dart`` (learned and
+Linero's DART split probabilities, ``u ~ Beta(0.5, 1)``, ``s ~ Dirichlet(u / (1 - u))``) and
+``stochtree``
+(stochtree's default in the same run: 10 grow-from-root sweeps, then 1,000 MCMC draws per
+chain, two chains, its learned leaf variance, one thread). ``--tune`` gives the tuning
+iterations of our runs (several: one row each); the default is PyMC's 1,000.
 
 Run: ``python benchmarks/friedman_coverage.py --n 1000 10000 --seeds 5151 6262`` (about 6 minutes).
 """
@@ -27,6 +32,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 import pymc_trees as pmt
 from pymc_trees.comparison.datasets import friedman1
@@ -34,19 +40,45 @@ from pymc_trees.comparison.datasets import friedman1
 M = 200
 
 
-def run(n: int, variant: str, seed: int) -> dict:
+def run(n: int, variant: str, seed: int, tune: int = 1000) -> dict:
     X, y, _ = friedman1(n, rng=seed)
     Xt, _, ft = friedman1(1000, rng=seed + 1)
+    if variant == "stochtree":
+        return _stochtree(X, y, Xt, ft, seed)
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=M, leaf_sd=variant)
+        kw = {"leaf_sd": "learned" if variant == "dart" else variant}
+        if variant == "dart":
+            # Linero's DART prior on the split probabilities, as docs/design.md writes it
+            u = pm.Beta("u", 0.5, 1.0)
+            kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
+        f = pmt.BARTTree("f", X, y, m=M, **kw)
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         t = time.perf_counter()
-        idata = pm.sample(draws=1000, tune=1000, chains=2, cores=1, random_seed=seed,
+        idata = pm.sample(draws=1000, tune=tune, chains=2, cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)
         wall = time.perf_counter() - t
     fd = pmt.predict(idata, Xt, var_name="f").values  # (chain, draw, rows)
+    return _summary(fd, ft, float(np.sqrt(idata.posterior["sigma2"].values).mean()),
+                    float(idata.sample_stats["leaf_sd"].values.mean()), wall)
 
+
+def _stochtree(X, y, Xt, ft, seed: int) -> dict:
+    from stochtree import BARTModel
+
+    t = time.perf_counter()
+    model = BARTModel()
+    model.sample(X_train=X, y_train=y, X_test=Xt, num_gfr=10, num_burnin=0, num_mcmc=1000,
+                 general_params={"random_seed": seed, "num_threads": 1, "num_chains": 2},
+                 mean_forest_params={"num_trees": M})
+    wall = time.perf_counter() - t
+    fd = np.asarray(model.y_hat_test).T.reshape(2, -1, len(ft))  # chains in order
+    leaf = getattr(model, "leaf_scale_samples", None)
+    return _summary(fd, ft, float(np.sqrt(np.asarray(model.global_var_samples)).mean()),
+                    np.nan if leaf is None else float(np.sqrt(np.asarray(leaf)).mean()), wall)
+
+
+def _summary(fd, ft, sigma: float, leaf_sd: float, wall: float) -> dict:
     def cover(d):
         lo, hi = np.quantile(d, [0.025, 0.975], axis=0)
         return float(np.mean((ft >= lo) & (ft <= hi))), float(np.mean(hi - lo))
@@ -56,29 +88,33 @@ def run(n: int, variant: str, seed: int) -> dict:
     return {"rmse": float(np.sqrt(np.mean((pooled.mean(0) - ft) ** 2))),
             "pooled": cover(pooled), "chains": [cover(fd[c]) for c in range(fd.shape[0])],
             "apart": float(np.mean(np.abs(fd[0].mean(0) - fd[1].mean(0)) / sd)),
-            "sigma": float(np.sqrt(idata.posterior["sigma2"].values).mean()),
-            "leaf_sd": float(idata.sample_stats["leaf_sd"].values.mean()), "wall": wall}
+            "sigma": sigma, "leaf_sd": leaf_sd, "wall": wall}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="*", default=[1000, 10000])
     ap.add_argument("--seeds", type=int, nargs="*", default=[5151, 6262])
-    ap.add_argument("--variants", nargs="*", default=["fixed", "learned"])
+    ap.add_argument("--variants", nargs="*", default=["fixed", "learned"],
+                    choices=["fixed", "learned", "dart", "stochtree"])
+    ap.add_argument("--tune", type=int, nargs="*", default=[1000])
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    print("| n | seed | leaf scale | RMSE of f | 95% coverage (width), chains pooled | "
+    print("| n | seed | learner | tune | RMSE of f | 95% coverage (width), chains pooled | "
           "each chain | chains apart (posterior sds) | sigma | leaf sd | wall (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in a.n:
         for seed in a.seeds:
             for v in a.variants:
-                r = run(n, v, seed)
-                chains = ", ".join(f"{c:.3f}" for c, _ in r["chains"])
-                print(f"| {n:,} | {seed} | {v} | {r['rmse']:.3f} | {r['pooled'][0]:.3f} "
-                      f"({r['pooled'][1]:.2f}) | {chains} | {r['apart']:.2f} | "
-                      f"{r['sigma']:.3f} | {r['leaf_sd']:.3f} | {r['wall']:.0f} |", flush=True)
+                for tune in ([None] if v == "stochtree" else a.tune):
+                    r = run(n, v, seed) if tune is None else run(n, v, seed, tune)
+                    chains = ", ".join(f"{c:.3f}" for c, _ in r["chains"])
+                    label = "10 GFR" if tune is None else f"{tune:,}"
+                    print(f"| {n:,} | {seed} | {v} | {label} | {r['rmse']:.3f} | "
+                          f"{r['pooled'][0]:.3f} ({r['pooled'][1]:.2f}) | {chains} | "
+                          f"{r['apart']:.2f} | {r['sigma']:.3f} | {r['leaf_sd']:.3f} | "
+                          f"{r['wall']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

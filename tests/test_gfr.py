@@ -157,3 +157,44 @@ def test_warm_start_runs_at_the_start_of_tuning_only(kind):
                           discard_tuned_samples=False, compute_convergence_checks=False)
     # at most half of the tuning iterations
     assert idata.warmup_sample_stats["warm_start"].values.sum() == 4
+
+
+@pytest.mark.parametrize("kind", ["cgm", "pg"])
+def test_burn_in_holds_the_trees_for_the_rest_of_tuning(kind):
+    """After ``burn_in`` tuning iterations the tree step returns the point unchanged (f, its
+    forest) while NUTS (beta) and the noise step go on; every kept draw updates the trees;
+    ``burn_in=None`` updates them throughout; a bad value is refused."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(150, 3))
+    x2 = rng.normal(size=150)
+    y = 3 * X[:, 0] + 0.5 * x2 + rng.normal(0, 0.3, 150)
+
+    def fit(**opts):
+        with pm.Model():
+            f = BARTTree("f", X, y, m=10, sampler=kind)
+            beta = pm.Normal("beta", 0, 1)
+            s2 = pm.InverseGamma("sigma2", 2.0, 0.2)
+            pm.Normal("y", f + beta * x2, pm.math.sqrt(s2), observed=y)
+            return pm.sample(draws=15, tune=60, chains=1, random_seed=4, progressbar=False,
+                             discard_tuned_samples=False, compute_convergence_checks=False,
+                             **{f"{kind}_tree": opts})
+
+    idata = fit(burn_in=25)
+    held = idata.warmup_sample_stats["trees_held"].values[0]
+    assert not held[:25].any() and held[25:].all()
+    assert not idata.sample_stats["trees_held"].values.any()
+    fw = idata.warmup_posterior["f"].values[0]
+    assert np.all(fw[25:] == fw[24])  # held: the last updated f
+    assert np.ptp(fw[15:25], axis=0).max() > 0  # updated before
+    assert np.ptp(idata.warmup_posterior["beta"].values[0, 25:]) > 0  # NUTS goes on
+    assert np.ptp(idata.warmup_posterior["sigma2"].values[0, 25:]) > 0  # so does the noise
+    fd = idata.posterior["f"].values[0]
+    assert np.ptp(fd, axis=0).max() > 0 and not np.all(fd[0] == fw[-1])
+    depth = idata.warmup_sample_stats["mean_leaves"].values[0]
+    assert np.all(depth[25:] == depth[24])
+    np.testing.assert_array_equal(idata.posterior["f"].values,
+                                  fit(burn_in=25).posterior["f"].values)  # reproducible
+    assert not fit(burn_in=None).warmup_sample_stats["trees_held"].values.any()
+    for bad in (0, 2.5, True, -3):
+        with pytest.raises(ValueError, match="burn_in must be a positive integer"):
+            fit(burn_in=bad)

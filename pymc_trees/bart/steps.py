@@ -150,6 +150,10 @@ class TreeStepState(StepMethodState):
     tune: bool = True
 
 
+# tuning iterations that update the trees (warm start included); the rest of the tuning
+# holds them (docs/suite.md, "Tuning length")
+DEFAULT_BURN_IN = 200
+
 EXTERNAL_NUTS = (
     "A model with a BARTTree term needs nuts_sampler='pymc' (the default): pm.sample then "
     "composes the tree steps (CGMTreeStep / PGTreeStep) with PyMC's NUTS for the continuous "
@@ -175,6 +179,7 @@ class _TreeStep(BlockedStep):
         "mean_leaves": (np.float64, []),
         "leaf_sd": (np.float64, []),
         "warm_start": (bool, []),
+        "trees_held": (bool, []),
         "tune": (bool, []),
     }
 
@@ -193,12 +198,21 @@ class _TreeStep(BlockedStep):
                              for g, r in zip(groups, rngs)])
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
-                 compile_kwargs=None, blocked: bool = True, warm_start: int = 10):
+                 compile_kwargs=None, blocked: bool = True, warm_start: int = 10,
+                 burn_in: int | None = DEFAULT_BURN_IN):
         if int(warm_start) != warm_start or warm_start < 0:
             raise ValueError(f"warm_start must be a non-negative integer number of tuning "
                              f"iterations; got {warm_start!r}.")
+        if burn_in is not None and (isinstance(burn_in, bool) or int(burn_in) != burn_in
+                                    or burn_in < 1):
+            raise ValueError(f"burn_in must be a positive integer number of tuning iterations "
+                             f"or None (every tuning iteration updates the trees); got "
+                             f"{burn_in!r}.")
         self.warm_start = int(warm_start)
+        self.burn_in = None if burn_in is None else int(burn_in)
         self._warm_left = 0
+        self._burn_left = None
+        self._held = None
         model = modelcontext(model)
         # the starting point, computed only when a part below needs it
         start = (lambda: initial_point) if initial_point is not None else model.initial_point
@@ -402,6 +416,9 @@ class _TreeStep(BlockedStep):
         self.tune = tune > 0
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact
         self._warm_left = min(self.warm_start, tune // 2)
+        # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
+        self._burn_left = None if self.burn_in is None else self.burn_in
+        self._held = None
 
     def _warm_stats(self) -> dict:
         raise NotImplementedError
@@ -412,6 +429,11 @@ class _TreeStep(BlockedStep):
         raise NotImplementedError
 
     def step(self, point):
+        if self.tune and self._burn_left is not None:
+            if self._burn_left == 0:
+                return self._hold(point)
+            self._burn_left -= 1
+        self._held = None
         self._load_hyperparameters(point)
         warm = self.tune and self._warm_left > 0
         if warm:
@@ -428,6 +450,19 @@ class _TreeStep(BlockedStep):
                 F[j] = smp.values()
             stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
         return self._finish(point, stats, warm)
+
+    def _hold(self, point):
+        """A tuning iteration after the trees' burn-in: the trees, their leaf scale, split
+        probabilities and level shifts stay as they are (the point is returned unchanged);
+        the rest of the model goes on tuning around them."""
+        if self._held is None:
+            mean_depth, mean_leaves = self.sampler.summary()
+            self._held = {**self._warm_stats(), "mean_depth": mean_depth,
+                          "mean_leaves": mean_leaves, "tune": True,
+                          "leaf_sd": self.sampler.leaf_sd, "warm_start": False,
+                          "trees_held": True,
+                          self.forest_stat: self.sampler.pack(self._coin_rng())}
+        return point, [dict(self._held)]
 
     def _update(self, smp, lik, point: dict, warm: bool) -> dict:
         if lik.family == "general":
@@ -494,7 +529,7 @@ class _TreeStep(BlockedStep):
             new_point[self._conc_name] = self._draw_concentration(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
-                     leaf_sd=self.sampler.leaf_sd, warm_start=warm)
+                     leaf_sd=self.sampler.leaf_sd, warm_start=warm, trees_held=False)
         stats[self.forest_stat] = self.sampler.pack(self._coin_rng())
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
@@ -623,13 +658,23 @@ class CGMTreeStep(_TreeStep):
         start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"warm_start": 0})``.
+    burn_in : int or None, default 200
+        The trees' burn-in: the first ``burn_in`` tuning iterations of each chain update the
+        trees (the warm-start sweeps among them); in the tuning iterations after them the
+        trees, their leaf scale, split probabilities and level shifts are held, while the
+        rest of the model (NUTS, the noise step) goes on tuning around them.  Every kept draw
+        updates the trees.  ``None`` updates the trees in every tuning iteration.  In
+        ``pm.sample``: ``pm.sample(..., cgm_tree={"burn_in": None})``.  The default was
+        chosen by ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py``
+        (``docs/suite.md``, "Tuning length").
     model : pm.Model, optional
 
     Notes
     -----
     Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
-    that were accepted; NaN when none was proposed or in a warm-start iteration),
-    ``warm_start`` (True in the grow-from-root iterations), ``leaf_sd``, ``mean_depth`` and
+    that were accepted; NaN when none was proposed or in a warm-start or held iteration),
+    ``warm_start`` (True in the grow-from-root iterations), ``trees_held`` (True in the
+    tuning iterations after the burn-in), ``leaf_sd``, ``mean_depth`` and
     ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
     :class:`~pymc_trees.PackedForest`).
     """
@@ -643,10 +688,10 @@ class CGMTreeStep(_TreeStep):
 
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10):
+                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN):
         self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
         self._move_cp = move_cumulative_probs(self.move_probs)
-        super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
 
     def _sweep(self, z, omega, smp):
         stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp)
@@ -675,12 +720,22 @@ class PGTreeStep(_TreeStep):
         start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"warm_start": 0})``.
+    burn_in : int or None, default 200
+        The trees' burn-in: the first ``burn_in`` tuning iterations of each chain update the
+        trees (the warm-start sweeps among them); in the tuning iterations after them the
+        trees, their leaf scale, split probabilities and level shifts are held, while the
+        rest of the model (NUTS, the noise step) goes on tuning around them.  Every kept draw
+        updates the trees.  ``None`` updates the trees in every tuning iteration.  In
+        ``pm.sample``: ``pm.sample(..., pg_tree={"burn_in": None})``.  The default was
+        chosen by ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py``
+        (``docs/suite.md``, "Tuning length").
     model : pm.Model, optional
 
     Notes
     -----
     Sampler stats per draw: ``tree_changed`` (fraction of trees whose returned tree differs from
-    the old one; NaN in a warm-start iteration), ``warm_start``, ``leaf_sd``, ``mean_depth``,
+    the old one; NaN in a warm-start or held iteration), ``warm_start``, ``trees_held``,
+    ``leaf_sd``, ``mean_depth``,
     ``mean_leaves`` and ``<name>_forest``.
     """
 
@@ -690,11 +745,11 @@ class PGTreeStep(_TreeStep):
 
     def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
                  initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10):
+                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN):
         if int(num_particles) != num_particles or num_particles < 1:
             raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
         self.num_particles = int(num_particles)
-        super().__init__(vars, model=model, rng=rng, warm_start=warm_start)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
 
     def _sweep(self, z, omega, smp):
         return smp.pg_sweep(self.rng, z, omega, self.num_particles)
