@@ -40,7 +40,7 @@ from pymc_trees.comparison.datasets import friedman1
 M = 200
 
 
-def run(n: int, variant: str, seed: int, tune: int = 1000) -> dict:
+def run(n: int, variant: str, seed: int, tune: int = 1000, m: int = M) -> dict:
     X, y, _ = friedman1(n, rng=seed)
     Xt, _, ft = friedman1(1000, rng=seed + 1)
     if variant == "stochtree":
@@ -51,7 +51,7 @@ def run(n: int, variant: str, seed: int, tune: int = 1000) -> dict:
             # Linero's DART prior on the split probabilities, as docs/design.md writes it
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
-        f = pmt.BARTTree("f", X, y, m=M, **kw)
+        f = pmt.BARTTree("f", X, y, m=m, **kw)
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         t = time.perf_counter()
@@ -98,6 +98,7 @@ def main(argv=None):
     ap.add_argument("--variants", nargs="*", default=["fixed", "learned"],
                     choices=["fixed", "learned", "dart", "stochtree"])
     ap.add_argument("--tune", type=int, nargs="*", default=[1000])
+    ap.add_argument("--m", type=int, default=M, help="trees in our runs (stochtree: 200)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
@@ -108,9 +109,9 @@ def main(argv=None):
         for seed in a.seeds:
             for v in a.variants:
                 for tune in ([None] if v == "stochtree" else a.tune):
-                    r = run(n, v, seed) if tune is None else run(n, v, seed, tune)
+                    r = run(n, v, seed) if tune is None else run(n, v, seed, tune, a.m)
                     chains = ", ".join(f"{c:.3f}" for c, _ in r["chains"])
-                    label = "10 GFR" if tune is None else f"{tune:,}"
+                    label = "10 GFR" if tune is None else f"{tune:,}, m = {a.m}"
                     print(f"| {n:,} | {seed} | {v} | {label} | {r['rmse']:.3f} | "
                           f"{r['pooled'][0]:.3f} ({r['pooled'][1]:.2f}) | {chains} | "
                           f"{r['apart']:.2f} | {r['sigma']:.3f} | {r['leaf_sd']:.3f} | "

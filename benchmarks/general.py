@@ -88,9 +88,17 @@ def marketing(n=200, seed=0):
     return X[:n], y[:n], X[n:], y[n:]
 
 
+# options of our tree steps in pm.sample (--burn-in); pymc-bart's PGBART ignores them
+STEP_KW: dict = {}
+
+
 def _sample(draws, tune, seed):
+    model = pm.modelcontext(None)
+    ours = any(type(getattr(v.owner, "op", None)).__name__ == "BARTTreeRV"
+               for v in model.free_RVs)
+    kw = STEP_KW if ours else {}
     return pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,
-                     progressbar=False, compute_convergence_checks=False)
+                     progressbar=False, compute_convergence_checks=False, **kw)
 
 
 def _ess(x) -> tuple[float, float]:
@@ -571,7 +579,13 @@ def main(argv=None):
     ap.add_argument("--trees", type=int, default=20, help="trees per term, pymc-bart's examples")
     ap.add_argument("--family-trees", type=int, default=50, help="trees per term, families")
     ap.add_argument("--only", nargs="*", default=[*PROBLEMS, *FAMILIES])
+    ap.add_argument("--burn-in", default=None,
+                    help="our trees' burn-in in tuning iterations, or 'none' for every tuning "
+                         "iteration (default: the package's)")
     a = ap.parse_args(argv)
+    if a.burn_in is not None:
+        b = None if a.burn_in.lower() == "none" else int(a.burn_in)
+        STEP_KW.update(cgm_tree={"burn_in": b})
     tune = draws = 100 if a.quick else 1000
     ex = [k for k in a.only if k in PROBLEMS]
     fam = [k for k in a.only if k in FAMILIES]

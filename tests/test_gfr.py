@@ -162,19 +162,20 @@ def test_warm_start_runs_at_the_start_of_tuning_only(kind):
 @pytest.mark.parametrize("kind", ["cgm", "pg"])
 def test_burn_in_holds_the_trees_for_the_rest_of_tuning(kind):
     """After ``burn_in`` tuning iterations the tree step returns the point unchanged (f, its
-    forest) while NUTS (beta) and the noise step go on; every kept draw updates the trees;
-    ``burn_in=None`` updates them throughout; a bad value is refused."""
+    forest) while the noise step goes on; every kept draw updates the trees; ``burn_in=None``
+    updates them throughout; with a NUTS variable in the model nothing is held (NUTS adapts
+    around the moving trees); a bad value is refused."""
     rng = np.random.default_rng(3)
     X = rng.uniform(size=(150, 3))
     x2 = rng.normal(size=150)
     y = 3 * X[:, 0] + 0.5 * x2 + rng.normal(0, 0.3, 150)
 
-    def fit(**opts):
+    def fit(nuts=False, **opts):
         with pm.Model():
             f = BARTTree("f", X, y, m=10, sampler=kind)
-            beta = pm.Normal("beta", 0, 1)
+            mu = f + pm.Normal("beta", 0, 1) * x2 if nuts else f
             s2 = pm.InverseGamma("sigma2", 2.0, 0.2)
-            pm.Normal("y", f + beta * x2, pm.math.sqrt(s2), observed=y)
+            pm.Normal("y", mu, pm.math.sqrt(s2), observed=y)
             return pm.sample(draws=15, tune=60, chains=1, random_seed=4, progressbar=False,
                              discard_tuned_samples=False, compute_convergence_checks=False,
                              **{f"{kind}_tree": opts})
@@ -186,15 +187,17 @@ def test_burn_in_holds_the_trees_for_the_rest_of_tuning(kind):
     fw = idata.warmup_posterior["f"].values[0]
     assert np.all(fw[25:] == fw[24])  # held: the last updated f
     assert np.ptp(fw[15:25], axis=0).max() > 0  # updated before
-    assert np.ptp(idata.warmup_posterior["beta"].values[0, 25:]) > 0  # NUTS goes on
-    assert np.ptp(idata.warmup_posterior["sigma2"].values[0, 25:]) > 0  # so does the noise
+    assert np.ptp(idata.warmup_posterior["sigma2"].values[0, 25:]) > 0  # the noise goes on
+    leaves = idata.warmup_sample_stats["mean_leaves"].values[0]
+    assert np.all(leaves[25:] == leaves[24])
     fd = idata.posterior["f"].values[0]
     assert np.ptp(fd, axis=0).max() > 0 and not np.all(fd[0] == fw[-1])
-    depth = idata.warmup_sample_stats["mean_leaves"].values[0]
-    assert np.all(depth[25:] == depth[24])
     np.testing.assert_array_equal(idata.posterior["f"].values,
                                   fit(burn_in=25).posterior["f"].values)  # reproducible
     assert not fit(burn_in=None).warmup_sample_stats["trees_held"].values.any()
+    with_nuts = fit(nuts=True, burn_in=25)
+    assert "step_size" in with_nuts.warmup_sample_stats  # beta went to NUTS
+    assert not with_nuts.warmup_sample_stats["trees_held"].values.any()
     for bad in (0, 2.5, True, -3):
         with pytest.raises(ValueError, match="burn_in must be a positive integer"):
             fit(burn_in=bad)

@@ -232,6 +232,8 @@ class _TreeStep(BlockedStep):
         self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
         self.rng = get_random_generator(rng)
         self.tune = True
+        # the burn-in holds the trees only where no other step adapts during tuning
+        self._hold_ok = self.burn_in is not None and _only_exact_steps(model)
 
     def _select_vars(self, model, vars) -> tuple:
         """The tree term among ``vars`` and the variables sampled with it (its learned leaf
@@ -417,7 +419,7 @@ class _TreeStep(BlockedStep):
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact
         self._warm_left = min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
-        self._burn_left = None if self.burn_in is None else self.burn_in
+        self._burn_left = self.burn_in if self._hold_ok else None
         self._held = None
 
     def _warm_stats(self) -> dict:
@@ -659,14 +661,17 @@ class CGMTreeStep(_TreeStep):
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"warm_start": 0})``.
     burn_in : int or None, default 200
-        The trees' burn-in: the first ``burn_in`` tuning iterations of each chain update the
-        trees (the warm-start sweeps among them); in the tuning iterations after them the
-        trees, their leaf scale, split probabilities and level shifts are held, while the
-        rest of the model (NUTS, the noise step) goes on tuning around them.  Every kept draw
-        updates the trees.  ``None`` updates the trees in every tuning iteration.  In
-        ``pm.sample``: ``pm.sample(..., cgm_tree={"burn_in": None})``.  The default was
-        chosen by ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py``
-        (``docs/suite.md``, "Tuning length").
+        The trees' burn-in, in a model where every free variable has an exact step (tree
+        terms, their hyperparameters, a conjugate noise variance): the first ``burn_in``
+        tuning iterations of each chain update the trees (the warm-start sweeps among them);
+        in the tuning iterations after them the trees, their leaf scale, split probabilities
+        and level shifts are held while the noise step goes on.  With a NUTS variable in the
+        model the trees update in every tuning iteration (NUTS adapted around held trees
+        mixes worse).  Every kept draw updates the trees.  ``None`` updates the trees in
+        every tuning iteration.  In ``pm.sample``:
+        ``pm.sample(..., cgm_tree={"burn_in": None})``.  Chosen by
+        ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py`` (``docs/suite.md``,
+        "Tuning length").
     model : pm.Model, optional
 
     Notes
@@ -721,14 +726,17 @@ class PGTreeStep(_TreeStep):
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"warm_start": 0})``.
     burn_in : int or None, default 200
-        The trees' burn-in: the first ``burn_in`` tuning iterations of each chain update the
-        trees (the warm-start sweeps among them); in the tuning iterations after them the
-        trees, their leaf scale, split probabilities and level shifts are held, while the
-        rest of the model (NUTS, the noise step) goes on tuning around them.  Every kept draw
-        updates the trees.  ``None`` updates the trees in every tuning iteration.  In
-        ``pm.sample``: ``pm.sample(..., pg_tree={"burn_in": None})``.  The default was
-        chosen by ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py``
-        (``docs/suite.md``, "Tuning length").
+        The trees' burn-in, in a model where every free variable has an exact step (tree
+        terms, their hyperparameters, a conjugate noise variance): the first ``burn_in``
+        tuning iterations of each chain update the trees (the warm-start sweeps among them);
+        in the tuning iterations after them the trees, their leaf scale, split probabilities
+        and level shifts are held while the noise step goes on.  With a NUTS variable in the
+        model the trees update in every tuning iteration (NUTS adapted around held trees
+        mixes worse).  Every kept draw updates the trees.  ``None`` updates the trees in
+        every tuning iteration.  In ``pm.sample``:
+        ``pm.sample(..., pg_tree={"burn_in": None})``.  Chosen by
+        ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py`` (``docs/suite.md``,
+        "Tuning length").
     model : pm.Model, optional
 
     Notes
@@ -899,6 +907,22 @@ def _check_general_link(rv, lik) -> None:
         f"transformed: the link transforms it), or, for a term in a scale or shape parameter "
         f"(which Y does not describe), "
         f"drop Y and give leaf_sd (the prior sd of each tree's contribution to eta).")
+
+
+def _only_exact_steps(model) -> bool:
+    """Whether ``pm.sample``'s own assignment gives every free variable of the model an exact
+    step of this package that adapts nothing: a tree term, a hyperparameter sampled with its
+    trees, a conjugate noise variance (:class:`NoiseGibbs`).  Any other variable goes to
+    NUTS (or another adaptive step), and then the trees' burn-in does not hold the trees:
+    NUTS adapted around held trees mixes worse once they move (docs/design.md, "Warm start")."""
+    with model:
+        for rv in model.free_RVs:
+            if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or _trees_owning(model, rv):
+                continue
+            if NoiseGibbs.competence(rv, False) == Competence.IDEAL:
+                continue
+            return False
+    return True
 
 
 class _AtValue:
