@@ -726,17 +726,8 @@ class PGTreeStep(_TreeStep):
         every kept draw comes from the exact update.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"warm_start": 0})``.
     burn_in : int or None, default 200
-        The trees' burn-in, in a model where every free variable has an exact step (tree
-        terms, their hyperparameters, a conjugate noise variance): the first ``burn_in``
-        tuning iterations of each chain update the trees (the warm-start sweeps among them);
-        in the tuning iterations after them the trees, their leaf scale, split probabilities
-        and level shifts are held while the noise step goes on.  With a NUTS variable in the
-        model the trees update in every tuning iteration (NUTS adapted around held trees
-        mixes worse).  Every kept draw updates the trees.  ``None`` updates the trees in
-        every tuning iteration.  In ``pm.sample``:
-        ``pm.sample(..., pg_tree={"burn_in": None})``.  Chosen by
-        ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py`` (``docs/suite.md``,
-        "Tuning length").
+        The trees' burn-in, as for :class:`CGMTreeStep`.  In ``pm.sample``:
+        ``pm.sample(..., pg_tree={"burn_in": None})``.
     model : pm.Model, optional
 
     Notes
