@@ -83,8 +83,8 @@ def _walk_arrays(start, nodes):
     """The trees ``nodes[start[0]:start[-1]]`` as flat arrays for :func:`_predict_block`,
     indexed from ``start[0]``: ``feat``, ``child`` (the left child), ``thr``, ``right_nan`` (a
     NaN goes right), ``val`` and ``cats``, with every leaf made a fixed point (feature 0,
-    threshold +inf, its own child), the depth of the deepest tree and whether any node is a
-    categorical split."""
+    threshold +inf, its own child), the depth of each tree (shape (m,)) and whether any node
+    is a categorical split."""
     base = start[0]
     size = start[start.shape[0] - 1] - base
     feat = np.empty(size, np.int64)
@@ -94,9 +94,13 @@ def _walk_arrays(start, nodes):
     val = np.empty(size)
     cats = np.zeros(size, np.uint64)
     dep = np.zeros(size, np.int64)
-    depth = 0
+    m = start.shape[0] - 1
+    depth = np.zeros(m, np.int64)
+    t = 0
     has_cat = False
     for k in range(size):
+        while start[t + 1] - base <= k:
+            t += 1
         nd = nodes[base + k]
         val[k] = nd.value
         if nd.feature >= 0:
@@ -110,7 +114,7 @@ def _walk_arrays(start, nodes):
             # children come after their parent in the packed order
             dep[c] = dep[k] + 1
             dep[c + 1] = dep[k] + 1
-            depth = max(depth, dep[k] + 1)
+            depth[t] = max(depth[t], dep[k] + 1)
         else:
             feat[k] = 0
             child[k] = k
@@ -125,7 +129,8 @@ def _predict_block(start, walk, offset, X, lo, hi, out):
     all the block's rows, with no branch on the data (a row goes to ``child + right``; leaves
     are fixed points), so the walks of different rows overlap in the processor.  A walk that
     branches on each comparison mispredicts half of them; this runs about 3 times faster.
-    Each row's sum is still ``offset`` plus the trees in order."""
+    Each tree is walked to its own depth.  Each row's sum is still ``offset`` plus the trees
+    in order."""
     feat, child, thr, right_nan, val, depth, cats, has_cat = walk
     nb = hi - lo
     acc = np.full(nb, offset)
@@ -133,7 +138,7 @@ def _predict_block(start, walk, offset, X, lo, hi, out):
     for t in range(start.shape[0] - 1):
         for r in range(nb):
             ks[r] = start[t] - start[0]
-        for d in range(depth):
+        for d in range(depth[t]):
             if not has_cat:
                 for r in range(nb):
                     k = ks[r]
