@@ -232,11 +232,12 @@ def log_gamma_draw(rng, a):
 
 
 @numba.njit(cache=True, inline="always")
-def _log1p_exp(x):
-    """``log(1 + exp(x))`` without overflow."""
-    if x > 0.0:
-        return x + np.log1p(np.exp(-x))
-    return np.log1p(np.exp(x))
+def _logaddexp(x, y):
+    """``log(exp(x) + exp(y))`` without overflow, -inf when both are."""
+    hi, lo = (x, y) if x > y else (y, x)
+    if lo == -np.inf:
+        return hi
+    return hi + np.log1p(np.exp(lo - hi))
 
 
 @numba.njit(cache=True)
@@ -279,12 +280,11 @@ def split_prior_gibbs(rng, var, n_nodes, amask, a, log_s):
             lz = np.log(rng.standard_exponential()) - log_total - top - np.log(tot)
             for u in range(p):
                 if mask_has(amask, t, k, u):
-                    hi, lo = (log_z[u], lz) if log_z[u] > lz else (lz, log_z[u])
-                    log_z[u] = hi + np.log1p(np.exp(lo - hi)) if lo > -np.inf else hi
+                    log_z[u] = _logaddexp(log_z[u], lz)
     out = np.empty(p)
     top = -np.inf
     for v in range(p):
-        out[v] = log_gamma_draw(rng, a[v] + counts[v]) - _log1p_exp(log_z[v])
+        out[v] = log_gamma_draw(rng, a[v] + counts[v]) - _logaddexp(0.0, log_z[v])
         top = max(top, out[v])
     tot = 0.0
     for v in range(p):
