@@ -317,6 +317,34 @@ def test_plots_draw_hand_built_results():
     plt.close("all")
 
 
+def test_importance_plot_draws_an_interval_that_excludes_the_mean():
+    """A column that most draws never split on (as under DART): 96% of the draws give it
+    share 0, so its 94% HDI is [0, 0] and its mean 0.04 lies outside.  The plot draws the
+    mean as a point and the HDI as its own segment (error bars raised here: "xerr must not
+    contain negative values")."""
+    import arviz as az
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    rare = np.where(rng.uniform(size=(2, 50)) < 0.04, 1.0, 0.0)
+    rare[0, 0] = 1.0
+    other = rng.uniform(0.3, 0.7, size=(2, 50))
+    da = xr.DataArray(np.stack([rare, other], -1), dims=("chain", "draw", "column"),
+                      coords={"column": ["rare", "other"]}, attrs={"kind": "inclusion"})
+    h = az.hdi(da, prob=0.94, dim=["chain", "draw"])
+    mean = da.mean(("chain", "draw"))
+    assert float(mean.sel(column="rare")) > float(h.sel(column="rare", ci_bound="upper"))
+    ax = interpret.plot_variable_importance(da)
+    segs = np.concatenate([c.get_segments() for c in ax.collections])
+    # rows sorted by mean importance: "rare" at y = 0, "other" at y = 1
+    got = {round(float(sg[0, 1])): (sg[0, 0], sg[1, 0]) for sg in segs}
+    for y, col in enumerate(["rare", "other"]):
+        np.testing.assert_allclose(got[y], h.sel(column=col).values)
+    pts = ax.lines[0].get_xdata()
+    np.testing.assert_allclose(pts, mean.values[[0, 1]])
+    plt.close("all")
+
+
 # --- a real fit -------------------------------------------------------------------------------
 
 

@@ -748,12 +748,12 @@ def plot_variable_importance(result: xr.DataArray, ax=None, hdi_prob: float = 0.
         shift = 0.0 if len(outputs) == 1 else width * (i / (len(outputs) - 1) - 0.5)
         mv = mean.sel(sel).values[order]
         label = None if out is None else f"output {out}"
+        line = ax.plot(mv, ypos + shift, "o", label=label)[0]
         if lo is not None:
+            # the interval as a line of its own: a skewed posterior (a column most draws
+            # never split on) can have its mean outside its HDI, which error bars cannot draw
             lv, hv = lo.sel(sel).values[order], hi.sel(sel).values[order]
-            ax.errorbar(mv, ypos + shift, xerr=np.vstack([mv - lv, hv - mv]), fmt="o",
-                        capsize=2, label=label)
-        else:
-            ax.plot(mv, ypos + shift, "o", label=label)
+            ax.hlines(ypos + shift, lv, hv, color=line.get_color())
     ax.set_yticks(ypos, [str(c) for c in cols])
     what = {"inclusion": "share of splits", "permutation": "permutation importance"}.get(
         result.attrs.get("kind"), "importance")
