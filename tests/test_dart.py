@@ -136,9 +136,11 @@ def test_split_update_corrects_for_unavailable_features():
 def test_split_probabilities_follow_their_prior_through_pm_sample():
     """No information in the data (noise sd 1e4): the chain of (trees, s) must leave s
     distributed as its Dirichlet prior.  On 30 rows with two few-valued columns, nodes often
-    lose features, and the naive conjugate update would be wrong."""
+    lose features, and the naive conjugate update would be wrong.  Column 0 has missing
+    values: two sampler features that share its weight (refused before issue 26)."""
     rng = np.random.default_rng(2)
     X = np.column_stack([rng.uniform(size=30), rng.integers(0, 3, 30), rng.integers(0, 2, 30)])
+    X[rng.uniform(size=30) < 0.25, 0] = np.nan
     a = np.array([0.8, 1.2, 2.0])
     with pm.Model():
         s = pm.Dirichlet("s", a=a)

@@ -119,9 +119,8 @@ def test_tabular_inputs_are_refused_with_the_fix():
         with pytest.raises(ValueError, match="at most 31"):
             pmt.BARTTree("f", many, y, m=5)
         gaps = np.where(rng.uniform(size=(60, 2)) < 0.2, np.nan, rng.uniform(size=(60, 2)))
-        s = pm.Dirichlet("s", a=np.ones(2))
-        with pytest.raises(ValueError, match="missing values .*fixed split_prior"):
-            pmt.BARTTree("g", gaps, y, m=5, split_prior=s)
+        with pytest.raises(ValueError, match="'uniform', 'dart'"):
+            pmt.BARTTree("g", gaps, y, m=5, split_prior="sparse")
         with pytest.raises(ValueError, match="infinite"):
             pmt.BARTTree("h", np.where(gaps > 0.5, np.inf, 0.0), y, m=5)
 

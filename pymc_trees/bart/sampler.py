@@ -11,8 +11,9 @@ import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest_summary,
                                          new_scratch)
-from pymc_trees.bart.kernels.forest import (LEAF, Forest, pack_forest, forest_values, mask_dtype,
-                                            mask_width, new_forest, reweight, store_mask)
+from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw, pack_forest,
+                                            forest_values, mask_dtype, mask_width, new_forest,
+                                            reweight, split_prior_gibbs, store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
@@ -47,6 +48,12 @@ class TreePrior:
     missing_split : bool
         Whether a numeric column with missing values also offers the "is missing" splits
         (missing rows against all others; :mod:`pymc_trees.core.features`).
+    dart : bool
+        Whether the split probabilities of the columns are learned inside the tree step
+        (``BARTTree(..., split_prior="dart")``, Linero 2018): ``s ~ Dirichlet(alpha / p, ...,
+        alpha / p)`` with ``alpha / (alpha + p) ~ Beta(0.5, 1)``, both drawn from their
+        conditionals after every sweep (:meth:`ForestSampler.dart_update`).  Needs
+        ``split_prior`` None.
     learned_scale : bool
         Whether the leaf variance is learned inside the tree step (``BARTTree(...,
         leaf_sd="learned")``): ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA,
@@ -63,6 +70,7 @@ class TreePrior:
     split_prior: tuple[float, ...] | None = None
     missing_split: bool = True
     learned_scale: bool = False
+    dart: bool = False
 
     def __post_init__(self):
         if int(self.m) != self.m or self.m < 1:
@@ -78,6 +86,9 @@ class TreePrior:
             if sp.ndim != 1 or np.any(sp < 0) or not np.any(sp > 0) or not np.all(np.isfinite(sp)):
                 raise ValueError("split_prior must be a 1-D sequence of non-negative finite "
                                  "weights, one per column of X, with at least one positive.")
+            if self.dart:
+                raise ValueError("dart=True learns the split probabilities from a symmetric "
+                                 "prior; it takes no split_prior weights.")
 
     def split_weights(self, p: int) -> np.ndarray:
         if self.split_prior is None:
@@ -250,14 +261,48 @@ class ForestSampler:
             return
         self.split_prior = w
         self._root_wavail = float(w[self._root_avail].sum())
-        f = self.forest
-        reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
+        f = getattr(self, "forest", None)
+        if f is not None:
+            reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
+
+    def dart_update(self, rng: np.random.Generator) -> None:
+        """DART inside the tree step (``prior.dart``): the split probabilities of the columns
+        from their conditional given the forest's splits
+        (:func:`~pymc_trees.bart.kernels.forest.split_prior_gibbs`, exact with the
+        availability of every node), then the log concentration ``x = log(alpha / p)`` from
+        its conditional given them under Linero's prior (a slice-sampling transition,
+        :func:`~pymc_trees.bart.kernels.forest.dart_concentration_draw`).  The sampler then
+        splits with weights ``s / max(s)``."""
+        f, lay = self.forest, self.layout
+        a = np.full(self.X.shape[1], np.exp(self.dart_x))
+        self.dart_log_s = split_prior_gibbs(rng, f.var, f.n_nodes, f.amask, a, self.dart_log_s,
+                                            lay.fmap, lay.share)
+        self.dart_x = float(dart_concentration_draw(rng, self.dart_log_s, self.dart_x))
+        self.set_split_weights(np.exp(self.dart_log_s - self.dart_log_s.max()))
+
+    @property
+    def dart_probs(self) -> np.ndarray:
+        """The split probabilities of the columns learned inside the tree step, shape (p,)."""
+        s = np.exp(self.dart_log_s - self.dart_log_s.max())
+        return s / s.sum()
+
+    @property
+    def dart_alpha(self) -> float:
+        """Linero's alpha, the Dirichlet concentration summed over the p columns."""
+        return float(self.X.shape[1] * np.exp(self.dart_x))
 
     def reset(self) -> None:
         """Every tree back to a single leaf with value 0, and the leaf sd back to the one the
         sampler was built with (a scale learned inside the tree step starts every chain
-        there, so a seed reproduces a chain whatever ran before it)."""
+        there, so a seed reproduces a chain whatever ran before it).  DART's split
+        probabilities start equal with ``alpha = p`` (``u = 1/2``)."""
         self.leaf_sd = self._leaf_sd0
+        if self.prior.dart:
+            p = self.X.shape[1]
+            self.dart_log_s = np.full(p, -np.log(p))
+            self.dart_x = 0.0
+            self.forest = None
+            self.set_split_weights(np.ones(p))
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
@@ -708,6 +753,21 @@ class OutputSamplers:
     def set_split_weights(self, weights: np.ndarray) -> None:
         for p in self.parts:
             p.set_split_weights(weights)
+
+    def dart_update(self, rng: np.random.Generator) -> None:
+        """DART inside the tree step, each output's split probabilities given its own trees."""
+        for p in self.parts:
+            p.dart_update(rng)
+
+    @property
+    def dart_probs(self) -> np.ndarray:
+        """Shape (k, p)."""
+        return np.stack([p.dart_probs for p in self.parts])
+
+    @property
+    def dart_alpha(self) -> np.ndarray:
+        """Shape (k,)."""
+        return np.array([p.dart_alpha for p in self.parts])
 
     def reset(self) -> None:
         for p in self.parts:

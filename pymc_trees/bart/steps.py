@@ -26,6 +26,7 @@ from pymc_trees.bart.pymc_calls import pymc_frame
 from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
+from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, ForestSampler, OutputSamplers, learned_scale_draw,
                                     move_cumulative_probs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
@@ -228,6 +229,12 @@ class _TreeStep(BlockedStep):
         self._read_likelihood(model, rv, start)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
+        # DART inside the tree step: the split probabilities and Linero's alpha, per output
+        # (object stats, the channel PyMC's backends keep for arrays; made numeric arrays
+        # of sample_stats with the forests, pymc_trees.bart.trace_io)
+        self._dart = bool(rv.owner.op.prior.dart)
+        if self._dart:
+            sds[f"{self.var_name}{DART_SUFFIX}"] = (object, [])
         self.stats_dtypes_shapes = sds
         self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
         self.rng = get_random_generator(rng)
@@ -311,12 +318,6 @@ class _TreeStep(BlockedStep):
     def _setup_split_prior(self, model, rv, split, conc, start) -> None:
         """Compile learned split probabilities and their concentration (when there are)."""
         self._split_name = None
-        if split and getattr(self.sampler, "layout", None) is not None \
-                and self.sampler.layout.virtual:
-            raise ModelStructureError(
-                f"{rv.name!r} has learned split probabilities and a numeric column of X with "
-                "missing values, which the sampler splits as two features; that combination "
-                "is not supported. Pass fixed split_prior weights, or impute the column.")
         if split:
             s_rv = split[0]
             _check_leaf_scale(model, rv, s_rv, role="split probabilities")
@@ -462,7 +463,7 @@ class _TreeStep(BlockedStep):
             self._held = {**self._warm_stats(), "mean_depth": mean_depth,
                           "mean_leaves": mean_leaves, "tune": True,
                           "leaf_sd": self.sampler.leaf_sd, "warm_start": False,
-                          "trees_held": True,
+                          "trees_held": True, **self._dart_stats(),
                           self.forest_stat: self.sampler.pack(self._coin_rng())}
         return point, [dict(self._held)]
 
@@ -525,6 +526,8 @@ class _TreeStep(BlockedStep):
         elif self._internal_sd0 is not None:
             self.sampler.leaf_sd = learned_scale_draw(self.rng, self._internal_sd0,
                                                       *self.sampler.leaf_stats())
+        if self._dart:
+            self.sampler.dart_update(self.rng)
         if self._split_name is not None:
             new_point[self._split_name] = self._draw_split_prior(new_point)
         if self._conc_name is not None:
@@ -532,10 +535,18 @@ class _TreeStep(BlockedStep):
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      leaf_sd=self.sampler.leaf_sd, warm_start=warm, trees_held=False)
+        stats.update(self._dart_stats())
         stats[self.forest_stat] = self.sampler.pack(self._coin_rng())
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
+
+    def _dart_stats(self) -> dict:
+        """``split_probs`` and ``split_alpha`` of DART inside the tree step (none without)."""
+        if not self._dart:
+            return {}
+        return {f"{self.var_name}{DART_SUFFIX}": DartDraw(self.sampler.dart_probs,
+                                                          self.sampler.dart_alpha)}
 
     def _leaf_sd_at(self, point) -> float:
         sd = float(self._leaf_sd_fn(point))
@@ -593,8 +604,9 @@ class _TreeStep(BlockedStep):
         (transformed) value."""
         f = self.sampler.forest
         a = np.asarray(self._split_conc(point), dtype=np.float64)
+        lay = self.sampler.layout
         log_s = split_prior_gibbs(self.rng, f.var, f.n_nodes, f.amask, a,
-                                  self._log_split(point))
+                                  self._log_split(point), lay.fmap, lay.share)
         self.sampler.set_split_weights(np.exp(log_s - log_s.max()))
         return self._split_value(log_s, point[self._split_name].dtype)
 

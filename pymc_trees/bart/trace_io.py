@@ -35,6 +35,7 @@ categorical splits), 4 per tree and 8 per draw, against 32 per node in memory.  
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -47,6 +48,21 @@ __all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "ins
 
 FOREST_GROUP = "forests"
 STAT_SUFFIX = "_forest"
+# DART inside the tree step (BARTTree(..., split_prior="dart")): per draw, the split
+# probabilities of the columns and Linero's alpha travel as one object stat <name>_dart (a
+# DartDraw, which PyMC's backends keep whole) and become the numeric sample_stats
+# <name>_split_probs and <name>_split_alpha
+DART_SUFFIX = "_dart"
+DART_PROBS_SUFFIX = "_split_probs"
+DART_ALPHA_SUFFIX = "_split_alpha"
+
+
+class DartDraw(NamedTuple):
+    """One draw of DART inside the tree step: ``probs`` of shape (p,) or (k, p), ``alpha``
+    a float or shape (k,)."""
+
+    probs: np.ndarray
+    alpha: float | np.ndarray
 
 
 def encode_forests(name: str, forests: np.ndarray, columns, p: int,
@@ -267,12 +283,50 @@ def read_forests(idata, var_name: str) -> TermForests:
                      "variable and the DataTree returned by pm.sample.")
 
 
+def _chain_draw_objects(da) -> np.ndarray:
+    """An object stat as an array of shape (chain, draw) (extra dims PyMC may add dropped)."""
+    extra = [d for d in da.dims if d not in ("chain", "draw")]
+    return np.asarray(da.isel({d: 0 for d in extra}, drop=True)
+                      .transpose("chain", "draw").values)
+
+
+def _numeric_dart_stats(ds, model):
+    """The object stats ``<name>_dart`` (:class:`DartDraw`) as float arrays
+    ``<name>_split_probs``, dims (chain, draw, ``<name>_column``), and ``<name>_split_alpha``,
+    dims (chain, draw), with ``<name>_output`` after draw for a term of shape (k, n)."""
+    names = [str(k) for k in ds.data_vars
+             if str(k).endswith(DART_SUFFIX) and ds[k].dtype == object]
+    if not names:
+        return ds
+    new = {}
+    for stat in names:
+        term = stat[:-len(DART_SUFFIX)]
+        columns, _, outputs, _, _ = _term_columns(model, term)
+        arr = _chain_draw_objects(ds[stat])
+        flat = arr.ravel()
+        probs = np.stack([np.asarray(d.probs, np.float64) for d in flat])
+        alpha = np.stack([np.asarray(d.alpha, np.float64) for d in flat])
+        probs = probs.reshape(arr.shape + probs.shape[1:])
+        alpha = alpha.reshape(arr.shape + alpha.shape[1:])
+        dims = ["chain", "draw"] + ([] if outputs is None else [f"{term}_output"])
+        coords = {d: ds[d].values for d in ("chain", "draw") if d in ds.coords}
+        col = f"{term}_column"
+        cols = ([str(c) for c in columns] if columns is not None
+                else [str(j) for j in range(probs.shape[-1])])
+        new[term + DART_PROBS_SUFFIX] = xr.DataArray(probs, dims=dims + [col],
+                                                     coords={**coords, col: cols})
+        new[term + DART_ALPHA_SUFFIX] = xr.DataArray(alpha, dims=dims, coords=coords)
+    extra = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
+    return ds.drop_vars(names).drop_dims(extra, errors="ignore").assign(new)
+
+
 def _move_forest_stats(result: dict, model) -> dict:
     for stats_group, forest_group in (("sample_stats", FOREST_GROUP),
                                       ("warmup_sample_stats", "warmup_" + FOREST_GROUP)):
         ds = result.get(stats_group)
         if ds is None:
             continue
+        ds = result[stats_group] = _numeric_dart_stats(ds, model)
         names = [str(k) for k in ds.data_vars
                  if str(k).endswith(STAT_SUFFIX) and ds[k].dtype == object]
         if not names:
@@ -280,10 +334,7 @@ def _move_forest_stats(result: dict, model) -> dict:
         parts = []
         for stat in names:
             term = stat[:-len(STAT_SUFFIX)]
-            da = ds[stat]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            arr = np.asarray(da.isel({d: 0 for d in extra}, drop=True)
-                             .transpose("chain", "draw").values)
+            arr = _chain_draw_objects(ds[stat])
             columns, p, outputs, schema, missing = _term_columns(model, term)
             parts.append(encode_forests(term, arr, columns, p, outputs, schema, missing))
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import math
+
 import numba
 import numpy as np
 
 __all__ = ["LEAF", "FREE", "Forest", "ForestArrays", "pack_forest", "new_forest", "forest_values", "mask_width",
            "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs",
-           "log_gamma_draw"]
+           "log_gamma_draw", "dart_concentration_draw", "dart_prior_draw", "DART_A", "DART_B"]
 
 LEAF = -1
 FREE = -2
@@ -241,55 +243,159 @@ def _logaddexp(x, y):
 
 
 @numba.njit(cache=True)
-def split_prior_gibbs(rng, var, n_nodes, amask, a, log_s):
-    """One exact update of the split probabilities ``s`` (shape (p,), on the simplex) with
-    prior Dirichlet(a), given the internal nodes of the forest (DART).  ``s`` comes and goes
-    as ``log s``: with concentrations below about 1e-3 (Linero's prior gives them real mass)
-    the probabilities of unused features are far below the smallest float.
+def split_prior_gibbs(rng, var, n_nodes, amask, a, log_s, fmap, share):
+    """One exact update of the split probabilities ``s`` of the p columns of X (shape (p,),
+    on the simplex) with prior Dirichlet(a), given the internal nodes of the forest (DART).
+    ``s`` comes and goes as ``log s``: with concentrations below about 1e-3 (Linero's prior
+    gives them real mass) the probabilities of unused columns are far below the smallest
+    float.
 
-    Node eta chooses its feature v with probability ``s_v / A_eta(s)``, A summing s over the
-    features available at eta.  Write ``s = g / sum(g)`` with independent ``g_v ~ Gamma(a_v)``
-    (the node factors do not depend on the scale of g, so ``sum(g) | s ~ Gamma(sum a)``), and
+    The forest splits on the sampler's q features: feature f belongs to column ``fmap[f]``
+    and carries the share ``share[f]`` of its weight (:mod:`pymc_trees.core.features`: a
+    numeric column with missing values is two features of share 1/2), so its weight is
+    ``w_f = share_f s_fmap[f]``.  Node eta chooses its feature v with probability
+    ``w_v / A_eta(s)``, A summing w over the features available at eta, which is linear in
+    s: ``A_eta(s) = sum_c e_eta,c s_c`` with ``e_eta,c`` the shares of column c's available
+    features.  Write ``s = g / sum(g)`` with independent ``g_c ~ Gamma(a_c)`` (the node
+    factors do not depend on the scale of g, so ``sum(g) | s ~ Gamma(sum a)``), and
     ``1 / A_eta(g) = integral exp(-zeta A_eta(g)) d zeta`` with a latent ``zeta_eta``.  Then
     ``zeta_eta | g ~ Exponential(rate A_eta(g))`` and
-    ``g_v | zeta ~ Gamma(a_v + c_v, rate 1 + Z_v)``, ``Z_v`` the sum of zeta over the nodes
-    where v is available and c_v the number of splits on v.  Every quantity is held on the
-    log scale (``log g``, ``log zeta``, ``log Z``).  Returns the new ``log s``.  When every
-    feature is available at every node all rates are equal and this is the draw from
-    Dirichlet(a + c).
+    ``g_c | zeta ~ Gamma(a_c + n_c, rate 1 + Z_c)``, ``Z_c = sum_eta zeta_eta e_eta,c`` and
+    ``n_c`` the number of splits on column c's features (the constant ``share_v`` of a
+    split drops out).  Every quantity is held on the log scale (``log g``, ``log zeta``,
+    ``log Z``).  Returns the new ``log s``.  When every feature is available at every node,
+    every ``A_eta(s) = 1``: all rates are equal and this is the draw from Dirichlet(a + n).
     """
     p = a.shape[0]
+    q = fmap.shape[0]
+    log_share = np.log(share)
+    col_share = np.zeros(p)
+    for u in range(q):
+        col_share[fmap[u]] += share[u]
+    # nodes where every feature is available (most of them, with continuous columns): when
+    # every column's shares sum to 1 there A_eta(s) = sum_c s_c = 1 and zeta adds to every
+    # column alike, so their zetas are summed once (``log_z_all``) instead of per feature
+    unit = True
+    for c in range(p):
+        if abs(col_share[c] - 1.0) > 1e-12:
+            unit = False
     log_total = log_gamma_draw(rng, a.sum())
     counts = np.zeros(p)
     log_z = np.full(p, -np.inf)
+    log_z_all = -np.inf
     for t in range(var.shape[0]):
         for k in range(n_nodes[t]):
             v = var[t, k]
             if v < 0:
                 continue
-            counts[v] += 1.0
+            counts[fmap[v]] += 1.0
+            full = unit
+            for u in range(q if unit else 0):
+                if not mask_has(amask, t, k, u):
+                    full = False
+                    break
+            if full:
+                log_z_all = _logaddexp(log_z_all,
+                                       np.log(rng.standard_exponential()) - log_total)
+                continue
             top = -np.inf
-            for u in range(p):
-                if mask_has(amask, t, k, u) and log_s[u] > top:
-                    top = log_s[u]
-            tot = 0.0
-            for u in range(p):
+            for u in range(q):
                 if mask_has(amask, t, k, u):
-                    tot += np.exp(log_s[u] - top)
+                    top = max(top, log_share[u] + log_s[fmap[u]])
+            tot = 0.0
+            for u in range(q):
+                if mask_has(amask, t, k, u):
+                    tot += np.exp(log_share[u] + log_s[fmap[u]] - top)
             # log zeta = log E - log A_eta(g), log A_eta(g) = log_total + log A_eta(s)
             lz = np.log(rng.standard_exponential()) - log_total - top - np.log(tot)
-            for u in range(p):
+            for u in range(q):
                 if mask_has(amask, t, k, u):
-                    log_z[u] = _logaddexp(log_z[u], lz)
+                    c = fmap[u]
+                    log_z[c] = _logaddexp(log_z[c], lz + log_share[u])
     out = np.empty(p)
     top = -np.inf
-    for v in range(p):
-        out[v] = log_gamma_draw(rng, a[v] + counts[v]) - _logaddexp(0.0, log_z[v])
-        top = max(top, out[v])
+    for c in range(p):
+        if log_z_all > -np.inf:
+            log_z[c] = _logaddexp(log_z[c], log_z_all)
+        out[c] = log_gamma_draw(rng, a[c] + counts[c]) - _logaddexp(0.0, log_z[c])
+        top = max(top, out[c])
     tot = 0.0
-    for v in range(p):
-        tot += np.exp(out[v] - top)
+    for c in range(p):
+        tot += np.exp(out[c] - top)
     return out - (top + np.log(tot))
+
+
+# Linero's (2018) prior on the Dirichlet concentration of DART inside the tree step
+# (``BARTTree(..., split_prior="dart")``): s ~ Dirichlet(alpha / p, ..., alpha / p) with
+# alpha / (alpha + rho) ~ Beta(DART_A, DART_B), rho = p.
+DART_A = 0.5
+DART_B = 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def _dart_log_conditional(x, p, sum_log_s):
+    """Log density (up to a constant) of ``x = log(alpha / p)`` given ``log s`` under
+    Linero's prior: with ``u = alpha / (alpha + p) = e^x / (1 + e^x)`` and ``a = e^x`` the
+    concentration of every column, ``Beta(u | DART_A, DART_B) * |du/dx| *
+    Dirichlet(s | a)``, which depends on s through ``sum(log s)`` only."""
+    a = np.exp(x)
+    if not (a > 0.0 and a < np.inf):
+        return -np.inf
+    l1p = np.log1p(a) if x > -30.0 else a  # log(1 + e^x)
+    log_u = x - l1p
+    log_1mu = -l1p
+    return (DART_A * log_u + DART_B * log_1mu + math.lgamma(p * a) - p * math.lgamma(a)
+            + (a - 1.0) * sum_log_s)
+
+
+@numba.njit(cache=True)
+def dart_concentration_draw(rng, log_s, x0):
+    """One slice-sampling transition (Neal 2003: stepping out with width 1 and at most 32
+    steps, then shrinkage) of ``x = log(alpha / p)``, the log of the per-column Dirichlet
+    concentration of DART, from its full conditional given ``log s`` under Linero's prior
+    (:func:`_dart_log_conditional`).  Returns the new x."""
+    p = log_s.shape[0]
+    sls = log_s.sum()
+    logy = _dart_log_conditional(x0, p, sls) - rng.standard_exponential()
+    lo = x0 - rng.uniform()
+    hi = lo + 1.0
+    j = int(np.floor(32 * rng.uniform()))
+    k = 31 - j
+    while j > 0 and _dart_log_conditional(lo, p, sls) > logy:
+        lo -= 1.0
+        j -= 1
+    while k > 0 and _dart_log_conditional(hi, p, sls) > logy:
+        hi += 1.0
+        k -= 1
+    while hi - lo > 1e-12 * (1.0 + abs(x0)):
+        x1 = lo + (hi - lo) * rng.uniform()
+        if _dart_log_conditional(x1, p, sls) > logy:
+            return x1
+        if x1 < x0:
+            lo = x1
+        else:
+            hi = x1
+    return x0  # the slice shrank to x0 (its density is not finite): stay
+
+
+@numba.njit(cache=True)
+def dart_prior_draw(rng, p):
+    """``(log s, x)`` from Linero's prior: ``u ~ Beta(DART_A, DART_B)``,
+    ``x = log(u / (1 - u))``, ``log s`` of ``s ~ Dirichlet(e^x, ..., e^x)`` (p columns)."""
+    u = rng.beta(DART_A, DART_B)
+    while u <= 0.0 or u >= 1.0:
+        u = rng.beta(DART_A, DART_B)
+    x = np.log(u) - np.log1p(-u)
+    a = np.exp(x)
+    out = np.empty(p)
+    top = -np.inf
+    for c in range(p):
+        out[c] = log_gamma_draw(rng, a)
+        top = max(top, out[c])
+    tot = 0.0
+    for c in range(p):
+        tot += np.exp(out[c] - top)
+    return out - (top + np.log(tot)), x
 
 
 @numba.njit(cache=True)
