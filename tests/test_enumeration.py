@@ -67,7 +67,7 @@ def exact(X, y, sigma, m, split_prior=None, b=None):
 def sample(X, y, sigma, m, sampler, draws, seed, split_prior=None):
     with pm.Model():
         f = pmt.BARTTree("f", X, m=m, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
-                         split_prior=split_prior)
+                         split_prior="uniform" if split_prior is None else split_prior)
         pm.Normal("y", mu=f, sigma=sigma, observed=y)
         step = make_step(f, sampler)
         return pm.sample(draws=draws, tune=300, chains=2, cores=1, step=step, random_seed=seed,

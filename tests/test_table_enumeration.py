@@ -48,7 +48,7 @@ def _run(X, y, categorical, min_leaf, sampler, seed, missing_split=True):
     with pm.Model():
         f = pmt.BARTTree("f", X, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD,
                          min_leaf=min_leaf, categorical=categorical,
-                         missing_split=missing_split)
+                         missing_split=missing_split, split_prior="uniform")
         pm.Normal("y", mu=f, sigma=SIGMA, observed=y)
         step = (pmt.CGMTreeStep([f]) if sampler == "cgm"
                 else pmt.PGTreeStep([f], num_particles=10))

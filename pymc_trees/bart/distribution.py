@@ -39,6 +39,9 @@ SAMPLERS = ("cgm", "pg")
 DEFAULT_SAMPLER = "cgm"
 # the leaf scale of a term with Y (or a probit or logit link) and no leaf_sd (issue 26)
 DEFAULT_LEAF_SD = "learned"
+# split_prior by name: equal weights, or DART's learned ones inside the tree step (issue 26)
+SPLIT_PRIORS = ("uniform", "dart")
+DEFAULT_SPLIT_PRIOR = "dart"
 
 # Above this many training rows a tree term's values are left out of the trace by default
 # (2 chains x 1,000 draws x 50,000 rows of float64 = 0.8 GB); its forests are always kept.
@@ -104,7 +107,7 @@ class BARTTreeRV(RandomVariable):
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
-        from pymc_trees.bart.kernels.forest import forest_values
+        from pymc_trees.bart.kernels.forest import dart_prior_draw, forest_values
 
         out = np.empty((1 if self.outputs is None else self.outputs, n))
         sd = float(leaf_sd)
@@ -114,7 +117,10 @@ class BARTTreeRV(RandomVariable):
         for j in range(out.shape[0]):
             fs = ForestSampler(np.asarray(X), self.prior, float(offset), sd,
                                categorical_columns(self))
-            if self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
+            if self.prior.dart:  # DART inside the tree step: from Linero's prior
+                log_s, _ = dart_prior_draw(rng, fs.X.shape[1])
+                fs.set_split_weights(np.exp(log_s - log_s.max()))
+            elif self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
             forest = fs.sample_prior(rng)
             forest_values(forest.value, forest.leaf_of_row, float(offset), out[j])
@@ -184,11 +190,18 @@ class BARTTree(Distribution):
     min_leaf : int, default 5
         A cutpoint is available at a node when it leaves at least ``min_leaf`` training rows
         on each side; the same rule governs every sampler and prior draws.
-    split_prior : array_like of shape (p,) or PyMC Dirichlet variable, optional
-        Relative weights of the features as split variables (default: equal).  A
-        ``pm.Dirichlet`` variable of shape (p,) makes them learned, as in DART (Linero 2018):
-        the tree step samples it exactly given the forest's splits (see ``docs/design.md``,
-        "Learned split probabilities"); its concentration may itself be a model variable.
+    split_prior : {"dart", "uniform"}, array_like of shape (p,) or PyMC Dirichlet variable, optional
+        How nodes choose the column they split on.  ``"dart"`` (the default,
+        ``DEFAULT_SPLIT_PRIOR``): DART (Linero 2018) inside the tree step, split probabilities
+        ``s ~ Dirichlet(alpha / p)`` with ``alpha / (alpha + p) ~ Beta(0.5, 1)``, both drawn
+        exactly given the forest after every sweep, kept as the sampler stats
+        ``<name>_split_probs`` (chain, draw, ``<name>_column``) and ``<name>_split_alpha``
+        (``docs/design.md``, "DART inside the tree step"; ``docs/suite.md`` for what it
+        gains and costs).  ``"uniform"``: equal probabilities (CGM's prior).  Weights of
+        shape (p,): fixed relative probabilities.  A ``pm.Dirichlet`` variable of shape
+        (p,): learned split probabilities as a model variable, which the tree step samples
+        exactly given the forest's splits (``docs/design.md``, "Learned split
+        probabilities"); its concentration may itself be a model variable.
     link : {"identity", "probit", "logit", "log"}, optional
         The link through which the term enters its likelihood, which sets the calibration:
         probit ``offset = Phi^-1(mean Y)``, ``leaf_sd = 3 / (k sqrt(m))``; logit
@@ -351,6 +364,15 @@ class BARTTree(Distribution):
             k = _outputs_of(key, kwargs.get(key), X_value.shape[0])
             outputs = k if k is not None else outputs
         p = X_value.shape[1]
+        dart = False
+        if split_prior is None:
+            split_prior = DEFAULT_SPLIT_PRIOR
+        if isinstance(split_prior, str):
+            if split_prior not in SPLIT_PRIORS:
+                raise ValueError(f"split_prior must be weights of shape (p,), a pm.Dirichlet "
+                                 f"variable, or one of {SPLIT_PRIORS}; got {split_prior!r}.")
+            dart = split_prior == "dart"
+            split_prior = None
         if isinstance(split_prior, Variable) and not isinstance(split_prior, Constant):
             # learned split probabilities (DART): a Dirichlet variable the tree step samples
             if split_prior.ndim != 1:
@@ -360,14 +382,6 @@ class BARTTree(Distribution):
             if length is not None and length != p:
                 raise ValueError(f"split_prior has length {length} but X has p = {p} columns; "
                                  f"give the Dirichlet a = a vector of length {p}.")
-            gaps = np.isnan(X_value).any(axis=0) & ~schema.categorical
-            if gaps.any():
-                raise ValueError(
-                    "Learned split probabilities (a Dirichlet split_prior) are not supported "
-                    "when a numeric column of X has missing values (column(s) "
-                    f"{[schema.names[j] for j in np.flatnonzero(gaps)]}): such a column is "
-                    "two split features inside the sampler. Pass fixed split_prior weights, "
-                    "or impute those columns.")
             sp = None
             weights = split_prior
         else:
@@ -375,7 +389,8 @@ class BARTTree(Distribution):
             weights = None
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
-                          missing_split=bool(missing_split), learned_scale=internal)
+                          missing_split=bool(missing_split), learned_scale=internal,
+                          dart=dart)
         if weights is None:
             weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler
