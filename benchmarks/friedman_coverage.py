@@ -13,9 +13,12 @@ Friedman #1 (p = 10, noise sd 1), n training rows, 1,000 test rows (the next see
 * the posterior mean of the noise sd and of the leaf sd (the ``leaf_sd`` stat).
 
 Variants: ``fixed`` (``leaf_sd="fixed"``: the calibration from y, held fixed; the default
-before issue 26), ``learned`` (the default: ``leaf_sd="learned"``), ``dart`` (learned and
-Linero's DART split probabilities, ``u ~ Beta(0.5, 1)``, ``s ~ Dirichlet(u / (1 - u))``) and
-``stochtree``
+before issue 26), ``learned`` (``leaf_sd="learned"`` with the default split prior: the default
+model, DART inside the tree step since issue 26's third session), ``dart`` (learned and
+Linero's DART split probabilities as model variables, ``u ~ Beta(0.5, 1)``,
+``s ~ Dirichlet(u / (1 - u))``), ``dart_step`` (the same prior inside the tree step:
+``split_prior="dart"``), ``uniform`` (``split_prior="uniform"``: equal split probabilities)
+and ``stochtree``
 (stochtree's default in the same run: 10 grow-from-root sweeps, then 1,000 MCMC draws per
 chain, two chains, its learned leaf variance, one thread). ``--tune`` gives the tuning
 iterations of our runs (several: one row each); the default is PyMC's 1,000.
@@ -46,7 +49,11 @@ def run(n: int, variant: str, seed: int, tune: int = 1000, m: int = M) -> dict:
     if variant == "stochtree":
         return _stochtree(X, y, Xt, ft, seed)
     with pm.Model():
-        kw = {"leaf_sd": "learned" if variant == "dart" else variant}
+        kw = {"leaf_sd": "learned" if variant in ("dart", "dart_step", "uniform") else variant}
+        if variant == "dart_step":
+            kw["split_prior"] = "dart"  # DART inside the tree step (Linero's prior)
+        if variant == "uniform":
+            kw["split_prior"] = "uniform"  # equal split probabilities
         if variant == "dart":
             # Linero's DART prior on the split probabilities, as docs/design.md writes it
             u = pm.Beta("u", 0.5, 1.0)
@@ -96,7 +103,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="*", default=[1000, 10000])
     ap.add_argument("--seeds", type=int, nargs="*", default=[5151, 6262])
     ap.add_argument("--variants", nargs="*", default=["fixed", "learned"],
-                    choices=["fixed", "learned", "dart", "stochtree"])
+                    choices=["fixed", "learned", "dart", "dart_step", "uniform",
+                             "stochtree"])
     ap.add_argument("--tune", type=int, nargs="*", default=[1000])
     ap.add_argument("--m", type=int, default=M, help="trees in our runs (stochtree: 200)")
     a = ap.parse_args(argv)

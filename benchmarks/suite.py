@@ -32,7 +32,8 @@ Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``;
 
 * **ours, default**: ``pmt.BARTTree("f", X, y)`` as the README writes it (the DataFrame as it
   is: categories split by level sets, NaN routed by every rule; the leaf scale learned,
-  ``leaf_sd="learned"``; the trees' burn-in, the first 200 of PyMC's 1,000 tuning
+  ``leaf_sd="learned"``; DART's split probabilities inside the tree step,
+  ``split_prior="dart"``, from the third run on; the trees' burn-in, the first 200 of PyMC's 1,000 tuning
   iterations), ``sigma2 ~ InverseGamma(*pmt.noise_prior(X, y))``; classification as the
   README's classifier, ``link="logit"`` and ``y ~ Bernoulli(logit_p=f)`` (until the second
   run the suite wrote it with the probit link, now "ours, probit").
@@ -44,8 +45,12 @@ Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``;
   1,000 tuning iterations updates the trees (by default only the first 200 do, the rest hold
   them).
 * **ours, learned + DART**: also Linero's DART split probabilities (``u ~ Beta(0.5, 1)``,
-  ``s ~ Dirichlet(u / (1 - u))``; not for tables with gaps in a numeric column, which DART
-  does not take).
+  ``s ~ Dirichlet(u / (1 - u))``) as two model variables (before issue 26 they refused
+  gaps in a numeric column; the tables with some were not run).
+* **ours, DART in the step**: ``split_prior="dart"``, the same prior held inside the tree
+  step (no model variables; every table); the default since the third run.
+* **ours, uniform splits**: ``split_prior="uniform"``, equal split probabilities (the
+  default until the third run).
 * **<learner> at stochtree default's wall time** (``--equal-wall``, for every BART learner
   but stochtree default): tuning and draws scaled so that its expected wall time equals
   stochtree default's on that fold (never scaled up).
@@ -224,12 +229,10 @@ def ours(task, X, y, Xt, cfg, variant="default"):
             raise NotApplicable("a link for classification only")
         if variant == "fixed":
             kw["leaf_sd"] = "fixed"  # the calibration from y, held fixed (before issue 26)
+        if variant in ("dart step", "uniform"):
+            # DART inside the tree step, or equal split probabilities, by name
+            kw["split_prior"] = "dart" if variant == "dart step" else "uniform"
         if variant == "dart":
-            gaps = [c for c in X.columns
-                    if not isinstance(X[c].dtype, pd.CategoricalDtype) and X[c].isna().any()]
-            if gaps:
-                raise NotApplicable(f"learned split probabilities need numeric columns "
-                                    f"without gaps; {gaps} have some")
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
         if task == "regression":
@@ -338,6 +341,10 @@ BAYES = {
     "ours, probit": lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg, "probit"),
     "ours, learned + DART": lambda task, X, y, Xt, Xn, Xtn, cfg:
         ours(task, X, y, Xt, cfg, "dart"),
+    "ours, DART in the step": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        ours(task, X, y, Xt, cfg, "dart step"),
+    "ours, uniform splits": lambda task, X, y, Xt, Xn, Xtn, cfg:
+        ours(task, X, y, Xt, cfg, "uniform"),
     ST_DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: stochtree_fit(task, Xn, y, Xtn, cfg, True),
     "stochtree MCMC": lambda task, X, y, Xt, Xn, Xtn, cfg:
         stochtree_fit(task, Xn, y, Xtn, cfg, False),
@@ -472,7 +479,7 @@ def report(tab: Table, res: dict, k: int) -> list[str]:
 
 
 OURS = (DEFAULT, "ours, full tuning", "ours, probit", "ours, fixed leaf scale",
-        "ours, learned + DART", EQUAL)
+        "ours, learned + DART", "ours, DART in the step", "ours, uniform splits", EQUAL)
 
 
 def summary(all_res: dict, tabs: dict) -> list[str]:
