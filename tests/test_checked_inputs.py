@@ -115,16 +115,24 @@ def test_forests_group_written_without_labels_takes_the_posteriors(fitted):
 
 # -- 2. and 10. names through pm.Data, integer labels, messages -----------------------------
 
-def test_reordered_frame_is_refused_for_a_term_without_names(fitted):
+def test_a_frame_is_read_by_position_for_a_term_without_names(fitted):
+    """The term was fit on an array (no names): a DataFrame is read by position, whatever
+    its names (issue 27: pm.Data("X", df) keeps none), and interpretation is labelled with
+    them; labels that are the positions out of order are refused."""
     _, idata, df, _ = fitted
+    reordered = df[["c", "a", "b"]]
+    np.testing.assert_array_equal(pmt.predict(idata, reordered).values,
+                                  pmt.predict(idata, reordered.to_numpy()).values)
+    pd_c = pmt.partial_dependence(idata, reordered, "c", max_draws=4)
+    np.testing.assert_array_equal(
+        pd_c["average"].values,
+        pmt.partial_dependence(idata, reordered.to_numpy(), 0, max_draws=4)["average"].values)
+    # labels that are the positions are read by position; out of order they are refused
     base = pmt.predict(idata, df.to_numpy())
-    with pytest.raises(ValueError, match=r"no column names.*to_numpy\(\).*columns="):
-        pmt.predict(idata, df[["c", "a", "b"]])
-    with pytest.raises(ValueError, match=r"no column names"):
-        pmt.partial_dependence(idata, df[["c", "a", "b"]], 0, max_draws=4)
-    # labels that are the positions are read by position
     np.testing.assert_array_equal(pmt.predict(idata, pd.DataFrame(df.to_numpy())).values,
                                   base.values)
+    with pytest.raises(ValueError, match=r"positions in another order.*sort_index"):
+        pmt.predict(idata, pd.DataFrame(df.to_numpy())[[2, 0, 1]])
 
 
 def test_columns_given_to_a_pm_data_term_match_by_name():

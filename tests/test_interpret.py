@@ -482,3 +482,45 @@ def test_batches_of_grid_points_and_permutations_give_the_same_numbers(monkeypat
         interpret.partial_dependence(idata, X, ["x", "colour"], kind="both"), whole)
     xr.testing.assert_identical(
         interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=2), perm)
+
+
+def test_pm_data_without_names_takes_a_dataframe_by_position():
+    """``pm.Data("X", df)`` keeps no column names (PyMC stores an array), so the term's
+    columns are positional.  Interpretation and prediction then read a DataFrame in the
+    training order and label the results with its names (issue 27): partial dependence by
+    name, importance labelled by name, and predictions equal to the array's.  A frame whose
+    labels are the positions in another order is refused; so is a frame with too many
+    columns."""
+    import pymc as pm
+
+    rng = np.random.default_rng(31)
+    n = 120
+    df = pd.DataFrame({"bmi": rng.uniform(size=n), "age": rng.uniform(size=n),
+                       "noise": rng.uniform(size=n)})
+    y = 3.0 * df["bmi"].to_numpy() + rng.normal(0, 0.2, n)
+    with pm.Model():
+        X = pm.Data("X", df)
+        f = pmt.BARTTree("f", X, y, m=10)
+        pm.Normal("y", f, 0.2, observed=y)
+        idata = pm.sample(draws=40, tune=40, chains=1, random_seed=32, progressbar=False,
+                          compute_convergence_checks=False)
+    assert idata["forests"]["f_column"].attrs["named"] == 0
+    pd_bmi = pmt.partial_dependence(idata, df, "bmi", grid_resolution=6)
+    assert pd_bmi["average"].dims == ("chain", "draw", "bmi")
+    by_index = pmt.partial_dependence(idata, df.to_numpy(), 0, grid_resolution=6)
+    np.testing.assert_allclose(pd_bmi["average"].values, by_index["average"].values)
+    curve = pd_bmi["average"].mean(("chain", "draw")).values
+    assert curve[-1] - curve[0] > 1.0  # the truth rises by 3 over bmi's range
+    inc = pmt.variable_importance(idata, df)
+    assert list(inc["column"].values) == ["bmi", "age", "noise"]
+    assert list(pmt.variable_importance(idata)["column"].values) == ["0", "1", "2"]
+    perm = pmt.variable_importance(idata, df, kind="permutation", rng=1, n_repeats=1)
+    assert list(perm["column"].values) == ["bmi", "age", "noise"]
+    assert float(perm.sel(column="bmi").mean()) > float(perm.sel(column="noise").mean())
+    np.testing.assert_array_equal(pmt.predict(idata, df, var_name="f").values,
+                                  pmt.predict(idata, df.to_numpy(), var_name="f").values)
+    shuffled = pd.DataFrame(df.to_numpy()[:, [1, 0, 2]], columns=[1, 0, 2])
+    with pytest.raises(ValueError, match="positions in another order"):
+        pmt.predict(idata, shuffled, var_name="f")
+    with pytest.raises(ValueError, match="has 4 columns; the training data had 3"):
+        pmt.partial_dependence(idata, df.assign(extra=1.0), "bmi")

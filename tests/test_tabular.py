@@ -207,13 +207,14 @@ def test_column_names_missing_unknown_and_positional_frames():
     np.testing.assert_array_equal(s2.encode(pos[[1, 0]]), B)
     with pytest.raises(ValueError, match="missing '0', '1', unknown 'a', 'b'"):
         s2.encode(pd.DataFrame({"a": [1.0], "b": [2.0]}))
-    # no names (an array): a frame is read by position only when its labels are positions
+    # no names (an array, or a pm.Data without coords): a frame is read by position (issue
+    # 27: pm.Data("X", df) keeps no names), unless its labels are positions out of order
     s3, _ = TableSchema.from_training(B)
     assert not s3.named
     np.testing.assert_array_equal(s3.encode(pos), B)
-    with pytest.raises(ValueError, match="had no column names.*to_numpy"):
-        s3.encode(pd.DataFrame({"a": [1.0], "b": [2.0]}))
-    with pytest.raises(ValueError, match="had no column names"):
+    named = pd.DataFrame({"b": B[:, 0], "a": B[:, 1]})
+    np.testing.assert_array_equal(s3.encode(named), B)
+    with pytest.raises(ValueError, match="positions in another order.*sort_index"):
         s3.encode(pos[[1, 0]])
     with pytest.raises(ValueError, match="has 3 columns; the training data had 2"):
         s3.encode(pd.DataFrame(np.zeros((1, 3))))

@@ -416,7 +416,9 @@ class TableSchema:
         X : array-like of shape (n, p) or (n,) when p == 1, or pandas DataFrame / Series
             A DataFrame is matched to the training columns by name when the training X had
             names (any order; extra or missing columns are an error), otherwise its columns
-            are taken in order.  Category and string values are mapped to codes by their
+            are taken in order (the training X was an array, or a ``pm.Data`` without coords,
+            which keeps no names; labels that are the positions in another order are
+            refused).  Category and string values are mapped to codes by their
             label (compared as str).  A plain numeric array is taken as already encoded:
             categorical and ordinal columns must then hold integer codes in ``[0, L)`` or
             NaN.
@@ -484,15 +486,18 @@ class TableSchema:
             if len(cols) != self.p:
                 raise ValueError(f"{what} has {len(cols)} columns; the training data had "
                                  f"{self.p}.")
-            if cols != [str(j) for j in range(self.p)]:
+            positions = [str(j) for j in range(self.p)]
+            if cols != positions and sorted(cols) == sorted(positions):
                 raise ValueError(
-                    f"{what} is a DataFrame with columns {_show(cols)}, but the training X "
-                    "had no column names (a numpy array, or a pm.Data, which keeps no names), "
-                    "so its columns cannot be matched by name and reading them by position "
-                    "could silently mix them up. Pass the rows as an array in the training "
-                    f"column order ({what}.to_numpy()), or give the training columns names: "
+                    f"{what} is a DataFrame whose column labels are the training positions "
+                    f"in another order ({_show(cols)}); the training X had no column names "
+                    "(a numpy array, or a pm.Data without coords), so its columns are read "
+                    "by position, and these labels say that would mix them up. Put them in "
+                    f"order ({what}.sort_index(axis=1)), or give the training columns names: "
                     "a DataFrame X, BARTTree(..., columns=df.columns), or a pm.Data with dims "
                     "('obs', 'column') and the model's coords {'column': list(df.columns)}.")
+            # the training X had no names (a pm.Data("X", df) keeps none): a DataFrame's
+            # columns are taken in the training order, and its names label the results
             pos = list(range(self.p))
         n = df.shape[0]
         A = np.empty((n, self.p), np.float64)

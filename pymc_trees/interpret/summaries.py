@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -244,6 +245,13 @@ class _BartSource(_Source):
                            missing=tf.missing)
         if self._schema is None:
             self._schema = _plain_schema(None, A.shape[1])
+        names = getattr(X, "columns", None)
+        if names is not None and not self._schema.named:
+            # positional training columns (an array, or pm.Data("X", df), which keeps no
+            # names): X was read by position, and its names name the results and the
+            # columns asked for
+            self._schema = replace(self._schema, names=tuple(str(c) for c in names),
+                                   named=True)
         return A
 
 
@@ -368,8 +376,10 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
         :class:`~pymc_trees.boosting.BoostedTreesClassifier`.
     X : array_like or DataFrame of shape (n, p), optional
         Rows at which the permutation measure is computed (the training rows, or a sample of
-        them), with the training columns (a DataFrame is matched by name).  Needed for
-        ``kind="permutation"``; not used by ``kind="inclusion"``.
+        them), with the training columns (a DataFrame is matched by name; when the
+        training X had no names, as with ``pm.Data("X", df)``, its columns are read in the
+        training order and its names label the result).  Needed for
+        ``kind="permutation"``; ``kind="inclusion"`` reads only its column names.
     var_name : str, default "f"
         The ``BARTTree`` variable (ignored for a boosting estimator).
     kind : {"inclusion", "permutation"}, default "inclusion"
@@ -418,6 +428,9 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
         raise ValueError(f"kind must be 'inclusion' or 'permutation'; got {kind!r}.")
     src = _source(source, var_name, max_draws)
     attrs = {"kind": kind, "var_name": src.var_name, "source": src.kind}
+    if X is not None:
+        _check_X(X)
+        A = src.encode(X)  # checks X; a DataFrame names positional training columns
     if kind == "inclusion":
         p = src.schema().p
         counts = src.trees.counts(p).reshape(src.n_samples, src.n_outputs, p).astype(float)
@@ -428,9 +441,8 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) \
             or n_repeats < 1:
         raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
-    _check_X(X)
+    _check_X(X)  # X is needed here (encoded above)
     gen = np.random.default_rng(rng)
-    A = src.encode(X)
     n, p = A.shape
     f = src.evaluate(A)  # (S, K, n)
     S, K = f.shape[:2]
