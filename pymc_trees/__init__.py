@@ -55,6 +55,7 @@ _HOMES = {
     "partial_dependence": "pymc_trees.interpret",
     "plot_variable_importance": "pymc_trees.interpret",
     "plot_partial_dependence": "pymc_trees.interpret",
+    "plot_convergence": "pymc_trees.interpret",
     "compare": "pymc_trees.comparison",
 }
 _SUBPACKAGES = ("bart", "results", "boosting", "interpret", "comparison", "core")
@@ -87,8 +88,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
                                  NoiseGibbs, PGTreeStep, TreePrior, leaf_calibration, noise_prior)
     from pymc_trees.comparison import compare
     from pymc_trees.core import PackedForest, TableSchema
-    from pymc_trees.interpret import (partial_dependence, plot_partial_dependence,
-                                      plot_variable_importance, variable_importance)
+    from pymc_trees.interpret import (partial_dependence, plot_convergence,
+                                      plot_partial_dependence, plot_variable_importance,
+                                      variable_importance)
     from pymc_trees.results import (compute_log_likelihood, forests, predict,
                                     sample_posterior_predictive)
 

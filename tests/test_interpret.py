@@ -524,3 +524,46 @@ def test_pm_data_without_names_takes_a_dataframe_by_position():
         pmt.predict(idata, shuffled, var_name="f")
     with pytest.raises(ValueError, match="has 4 columns; the training data had 3"):
         pmt.partial_dependence(idata, df.assign(extra=1.0), "bmi")
+
+
+def test_convergence_plot_is_the_ecdf_of_every_rows_diagnostics(fitted):
+    """pymc-bart's plot_convergence: per row of f the bulk and tail ESS and the R-hat, drawn
+    as empirical CDFs (each curve's x values are the sorted diagnostics of ArviZ), with the
+    threshold lines; the same from the forests at X when the posterior has no values of f;
+    axes returned, ``ax=`` honoured, and the refusals."""
+    import arviz as az
+
+    idata, df = fitted
+    f = idata.posterior["f"]
+    axes = pmt.plot_convergence(idata, "f", figsize=(8, 3))
+    assert axes.shape == (2,) and axes[0].figure.get_size_inches().tolist() == [8.0, 3.0]
+    want = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail"),
+            "R-hat": az.rhat(f)}
+    curves = [ln for a in axes for ln in a.get_lines() if ln.get_label()[0] != "_"]
+    assert [c.get_label().split(" (")[0] for c in curves] == list(want)
+    for c, (key, v) in zip(curves, want.items()):
+        v = np.sort(v.values[np.isfinite(v.values)])
+        np.testing.assert_allclose(c.get_xdata(), v)
+        np.testing.assert_allclose(c.get_ydata(), np.arange(1, v.size + 1) / v.size)
+        line = 200.0 if "ESS" in key else 1.01  # 100 per chain, two chains
+        share = np.mean(v < line) if "ESS" in key else np.mean(v > line)
+        assert c.get_label().endswith(f"({share:.0%} of rows "
+                                      f"{'below' if 'ESS' in key else 'above'} {line:g})")
+    vlines = [ln.get_xdata()[0] for a in axes for ln in a.get_lines() if ln.get_label()[0] == "_"]
+    assert vlines == [200.0, 1.01]
+    # from the forests at X when the values are not in the posterior: the same curves
+    fig, ax2 = plt.subplots(1, 2)
+    slim = idata.copy()
+    slim["posterior"] = slim["posterior"].to_dataset().drop_vars("f")
+    with pytest.raises(ValueError, match="pass X"):
+        pmt.plot_convergence(slim, "f")
+    out = pmt.plot_convergence(slim, "f", X=df, ax=ax2, ess_threshold=50)
+    assert out[0] is ax2[0] and out[1] is ax2[1]
+    got = [ln for a in out for ln in a.get_lines() if ln.get_label()[0] != "_"]
+    for c, g in zip(curves, got):
+        np.testing.assert_allclose(g.get_xdata(), c.get_xdata(), rtol=1e-9)
+    with pytest.raises(ValueError, match="ess_threshold must be a positive number"):
+        pmt.plot_convergence(idata, "f", ess_threshold=0)
+    with pytest.raises(ValueError, match="two Axes"):
+        pmt.plot_convergence(idata, "f", ax=ax2[0])
+    plt.close("all")

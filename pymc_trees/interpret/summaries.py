@@ -43,7 +43,7 @@ from pymc_trees.core.tabular import TableSchema
 from pymc_trees.bart.trace_io import read_forests
 
 __all__ = ["variable_importance", "partial_dependence", "plot_variable_importance",
-           "plot_partial_dependence"]
+           "plot_partial_dependence", "plot_convergence"]
 
 # the dims a result can have over posterior draws: (chain, draw), a selection that dropped
 # one of them, or draws stacked into "sample"
@@ -888,3 +888,93 @@ def _tick(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         return f"{v:.3g}"
     return str(v)
+
+
+def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
+                     figsize: tuple[float, float] | None = None,
+                     ess_threshold: float | None = None, rhat_threshold: float = 1.01):
+    """Convergence of a tree term over all its rows: the empirical CDFs of the bulk and tail
+    effective sample sizes of f at every row (left) and of its R-hat (right), with
+    thresholds (pymc-bart's ``plot_convergence``).
+
+    Parameters
+    ----------
+    idata : DataTree
+        The result of ``pm.sample`` for a model with the ``BARTTree`` term ``var_name``.
+    var_name : str, default "f"
+    X : array_like or DataFrame of shape (n, p), optional
+        Rows at which f is evaluated from each draw's forests (:func:`pymc_trees.predict`).
+        By default the term's values at the training rows in the posterior; needed when they
+        were not kept (above 50,000 rows, or ``keep_values=False``).
+    ax : sequence of two matplotlib Axes, optional
+        Where to draw (default: a new figure with two panels).
+    figsize : tuple of float, optional
+        Size of the new figure (ignored with ``ax``).
+    ess_threshold : float, optional
+        Reference line of the ESS panel; default ``100 * chains`` (Vehtari et al. 2021).
+    rhat_threshold : float, default 1.01
+        Reference line of the R-hat panel.
+
+    Returns
+    -------
+    ndarray of two matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        When the posterior has no values of ``var_name`` and X is not given, or for
+        thresholds that are not positive numbers.
+
+    Notes
+    -----
+    Every row of f (and every output of a term of shape (k, n)) is one value of each
+    diagnostic (``az.ess(..., method="bulk")``, ``method="tail"``, ``az.rhat``); a row whose
+    value is constant over the draws (NaN diagnostics) is left out.  The share of rows left
+    of the ESS line or right of the R-hat line is in the legend.
+    """
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    if X is not None:
+        from pymc_trees.results.predict import predict
+
+        f = predict(idata, X, var_name=var_name)
+    else:
+        post = idata["posterior"] if "posterior" in idata.children else None
+        if post is None or var_name not in post.data_vars:
+            raise ValueError(f"The posterior has no values of {var_name!r} (a term above "
+                             "50,000 rows, or keep_values=False, leaves them out); pass X, "
+                             "the rows at which to evaluate its forests (the training X).")
+        f = post[var_name]
+    f = xr.DataArray(f)
+    chains = int(f.sizes.get("chain", 1))
+    if ess_threshold is None:
+        ess_threshold = 100.0 * chains
+    for nm, v in (("ess_threshold", ess_threshold), ("rhat_threshold", rhat_threshold)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0:
+            raise ValueError(f"{nm} must be a positive number; got {v!r}.")
+    rows = [d for d in f.dims if d not in ("chain", "draw")]
+    f = f.stack(row=rows) if rows else f.expand_dims(row=[0], axis=-1)
+    diag = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail"),
+            "R-hat": az.rhat(f)}
+    vals = {k: np.asarray(v.values, dtype=np.float64).ravel() for k, v in diag.items()}
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=figsize)
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != 2:
+        raise ValueError(f"ax must be two Axes (ESS, R-hat); got {axes.size}.")
+    for panel, keys, line, bad in ((axes[0], ("bulk ESS", "tail ESS"), ess_threshold, "below"),
+                                   (axes[1], ("R-hat",), rhat_threshold, "above")):
+        for key in keys:
+            v = np.sort(vals[key][np.isfinite(vals[key])])
+            if v.size == 0:
+                continue
+            share = np.mean(v < line) if bad == "below" else np.mean(v > line)
+            panel.step(v, np.arange(1, v.size + 1) / v.size, where="post",
+                       label=f"{key} ({share:.0%} of rows {bad} {line:g})")
+        panel.axvline(line, color="grey", ls="--", lw=1)
+        panel.set_ylabel("share of rows")
+        panel.legend(fontsize="small")
+    axes[0].set_xlabel(f"effective sample size of {var_name} per row")
+    axes[1].set_xlabel(f"R-hat of {var_name} per row")
+    return axes
