@@ -56,6 +56,7 @@ _HOMES = {
     "plot_variable_importance": "pymc_trees.interpret",
     "plot_partial_dependence": "pymc_trees.interpret",
     "plot_convergence": "pymc_trees.interpret",
+    "plot_partial_dependence_grid": "pymc_trees.interpret",
     "compare": "pymc_trees.comparison",
 }
 _SUBPACKAGES = ("bart", "results", "boosting", "interpret", "comparison", "core")
@@ -89,8 +90,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from pymc_trees.comparison import compare
     from pymc_trees.core import PackedForest, TableSchema
     from pymc_trees.interpret import (partial_dependence, plot_convergence,
-                                      plot_partial_dependence, plot_variable_importance,
-                                      variable_importance)
+                                      plot_partial_dependence, plot_partial_dependence_grid,
+                                      plot_variable_importance, variable_importance)
     from pymc_trees.results import (compute_log_likelihood, forests, predict,
                                     sample_posterior_predictive)
 

@@ -567,3 +567,41 @@ def test_convergence_plot_is_the_ecdf_of_every_rows_diagnostics(fitted):
     with pytest.raises(ValueError, match="two Axes"):
         pmt.plot_convergence(idata, "f", ax=ax2[0])
     plt.close("all")
+
+
+def test_partial_dependence_grid_panels_func_and_discrete_columns(fitted):
+    """pymc-bart's plot_pdp: one panel per column; each panel's mean curve is the posterior
+    mean of partial_dependence's; with ``func`` it is the mean over draws and rows of
+    func(ICE values), not func of the average; ``var_discrete`` evaluates a numeric column at
+    its distinct values; one y range with ``sharey``; axes returned and ``ax=`` honoured."""
+    idata, df = fitted
+    axes = pmt.plot_partial_dependence_grid(idata, df, figsize=(9, 3), max_draws=20)
+    assert axes.shape == (3,)
+    want = pmt.partial_dependence(idata, df, "a", max_draws=20)["average"]
+    mean_line = [ln for ln in axes[0].get_lines() if ln.get_xdata().size == want["a"].size]
+    np.testing.assert_allclose(mean_line[-1].get_ydata(),
+                               want.mean(("chain", "draw")).values)
+    assert len({a.get_ylim() for a in axes}) == 1  # sharey
+    # func before averaging over rows
+    fig, ax = plt.subplots(1, 2)
+    out = pmt.plot_partial_dependence_grid(idata, df, ["a", "b"], func=np.exp, ax=ax,
+                                           max_draws=20, sharey=False)
+    assert out[0] is ax[0] and out[1] is ax[1]
+    ind = pmt.partial_dependence(idata, df, "a", kind="individual", max_draws=20)
+    exp_avg = np.exp(ind["individual"]).mean("obs").mean(("chain", "draw")).values
+    naive = np.exp(want.mean(("chain", "draw")).values)
+    assert np.max(np.abs(exp_avg - naive)) > 1e-3  # the two differ here
+    got = [ln.get_ydata() for ln in ax[0].get_lines() if ln.get_xdata().size == exp_avg.size]
+    np.testing.assert_allclose(got[-1], exp_avg)
+    # a numeric column at its distinct values, drawn as points
+    b = np.round(df["b"].to_numpy(), 1)
+    df1 = df.assign(b=b)
+    axd = pmt.plot_partial_dependence_grid(idata, df1, ["b"], var_discrete=["b"], max_draws=20)
+    sizes = {ln.get_xdata().size for ln in axd[0].get_lines()}
+    assert np.unique(b).size in sizes
+    with pytest.raises(ValueError, match="must keep the shape"):
+        pmt.plot_partial_dependence_grid(idata, df, ["a"], func=lambda f: f.mean(-1),
+                                         max_draws=20)
+    with pytest.raises(ValueError, match="ax has 1 Axes for 2 columns"):
+        pmt.plot_partial_dependence_grid(idata, df, ["a", "b"], ax=[ax[0]], max_draws=20)
+    plt.close("all")

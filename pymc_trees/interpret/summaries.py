@@ -43,7 +43,7 @@ from pymc_trees.core.tabular import TableSchema
 from pymc_trees.bart.trace_io import read_forests
 
 __all__ = ["variable_importance", "partial_dependence", "plot_variable_importance",
-           "plot_partial_dependence", "plot_convergence"]
+           "plot_partial_dependence", "plot_convergence", "plot_partial_dependence_grid"]
 
 # the dims a result can have over posterior draws: (chain, draw), a selection that dropped
 # one of them, or draws stacked into "sample"
@@ -978,3 +978,112 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
     axes[0].set_xlabel(f"effective sample size of {var_name} per row")
     axes[1].set_xlabel(f"R-hat of {var_name} per row")
     return axes
+
+
+def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", func=None,
+                                 var_discrete=None, kind: str = "average",
+                                 grid_resolution: int = 20, hdi_prob: float = 0.94,
+                                 max_draws: int | None = 200, ax=None,
+                                 figsize: tuple[float, float] | None = None,
+                                 sharey: bool = True):
+    """Partial dependence (and ICE curves) of several columns, one panel each (pymc-bart's
+    ``plot_pdp`` and ``plot_ice``).
+
+    Parameters
+    ----------
+    source : DataTree or fitted boosting estimator
+        As for :func:`partial_dependence`.
+    X : array_like or DataFrame of shape (n, p)
+        Rows to average over, with the training columns.
+    columns : sequence of str or int, optional
+        The columns, by name or position (default: every column, in the training order).
+    var_name : str, default "f"
+    func : callable, optional
+        Applied to the model's values before they are averaged over the rows, so that a
+        panel shows the partial dependence of ``func(f)``: ``np.exp`` for a log link,
+        ``scipy.special.expit`` for a logit.  It receives the ICE values as an array of
+        dims ``(chain, draw, [output,] obs, grid)`` (those of :func:`partial_dependence`'s
+        ``individual``) and must return an array of that shape; a softmax over the outputs
+        of a term of shape (k, n) is ``lambda f: scipy.special.softmax(f, axis=2)``.
+    var_discrete : sequence of str or int, optional
+        Numeric columns to evaluate at each of their distinct values in X and draw as points
+        (pymc-bart's ``var_discrete``); categorical columns always are.
+    kind : {"average", "individual", "both"}, default "average"
+    grid_resolution, max_draws
+        As for :func:`partial_dependence`.
+    hdi_prob : float, default 0.94
+    ax : sequence of matplotlib Axes, optional
+        At least one per column (default: a new figure, three panels a row).
+    figsize : tuple of float, optional
+        Size of the new figure (ignored with ``ax``).
+    sharey : bool, default True
+        One y range for every panel.
+
+    Returns
+    -------
+    ndarray of matplotlib Axes, one per column (unused panels of a new figure are hidden).
+
+    Raises
+    ------
+    ValueError
+        As :func:`partial_dependence`; for a ``func`` that changes the shape, or too few
+        ``ax``.
+    """
+    import matplotlib.pyplot as plt
+
+    if kind not in ("average", "individual", "both"):
+        raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")
+    _check_X(X)
+    src = _source(source, var_name, max_draws)
+    A = src.encode(X)
+    schema = src.schema()
+    cols = list(range(schema.p)) if columns is None else [
+        _resolve_column(c, schema) for c in ([columns] if isinstance(columns, (str, int))
+                                             else columns)]
+    discrete = set() if var_discrete is None else {
+        _resolve_column(c, schema) for c in ([var_discrete]
+                                             if isinstance(var_discrete, (str, int))
+                                             else var_discrete)}
+    if ax is None:
+        ncol = min(3, len(cols))
+        nrow = -(-len(cols) // ncol)
+        fig, grid_ax = plt.subplots(nrow, ncol, figsize=figsize, squeeze=False)
+        axes = grid_ax.ravel()
+        for extra in axes[len(cols):]:
+            extra.set_visible(False)
+    else:
+        axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size < len(cols):
+        raise ValueError(f"ax has {axes.size} Axes for {len(cols)} columns; pass one per "
+                         "column.")
+    for panel, j in zip(axes, cols):
+        name = schema.names[j]
+        grid = None
+        if j in discrete and schema.kinds[j] == "numeric":
+            v = A[:, j]
+            grid = np.unique(v[~np.isnan(v)])
+        want = "both" if func is not None else kind
+        res = partial_dependence(source, X, name if schema.named else j, var_name=var_name,
+                                 grid=grid, grid_resolution=grid_resolution, kind=want,
+                                 max_draws=max_draws)
+        if func is not None:
+            ind = res["individual"]
+            out = np.asarray(func(ind.values))
+            if out.shape != ind.shape:
+                raise ValueError(f"func returned shape {out.shape} for values of shape "
+                                 f"{ind.shape} (dims {ind.dims}); it must keep the shape.")
+            res["individual"] = ind.copy(data=out)
+            res["average"] = res["individual"].mean("obs")
+            if kind == "average":
+                res = res.drop_vars("individual")
+            elif kind == "individual":
+                res = res.drop_vars("average")
+        if j in discrete and schema.kinds[j] == "numeric":
+            res.attrs["kinds"] = ["ordinal"]  # drawn as points at its values
+        plot_partial_dependence(res, ax=panel, hdi_prob=hdi_prob)
+    if sharey and len(cols) > 1:
+        lo = min(a.get_ylim()[0] for a in axes[:len(cols)])
+        hi = max(a.get_ylim()[1] for a in axes[:len(cols)])
+        for a in axes[:len(cols)]:
+            a.set_ylim(lo, hi)
+    return axes[:len(cols)]
