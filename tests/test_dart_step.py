@@ -63,7 +63,7 @@ def test_split_update_with_shared_column_weights_matches_quadrature():
     sd = float(np.sqrt(integrate.trapezoid((grid - mean) ** 2 * np.exp(logd - logd.max()), grid)
                        / integrate.trapezoid(np.exp(logd - logd.max()), grid)))
     ess = float(az.ess(u[None, :]))
-    assert ess > 2000  # about 7,000 here
+    assert ess > 2000  # about 19,400 here
     # 4.5 standard errors at the effective sample size; KS at alpha = 0.001
     assert abs(u.mean() - mean) < 4.5 * sd / np.sqrt(ess), (u.mean(), mean, ess)
     d = stats.kstest(u, lambda x: np.interp(x, grid, cdf)).statistic
@@ -133,7 +133,7 @@ def test_dart_in_the_step_recovers_its_prior_through_pm_sample():
     assert np.allclose(probs.sum("f_column"), 1.0)
     ud = (alpha / (alpha + 3)).values
     ess = float(az.ess(ud))
-    assert ess > 150  # about 330 here (u mixes slowly: alpha moves with every split)
+    assert ess > 150  # about 580 here (u mixes slowly: alpha moves with every split)
     prior = stats.beta(0.5, 1.0)
     assert abs(ud.mean() - prior.mean()) < 4.5 * prior.std() / np.sqrt(ess), (ud.mean(), ess)
     d = stats.kstest(ud.ravel(), prior.cdf).statistic

@@ -255,15 +255,21 @@ class ForestSampler:
                              f"numbers; got {weights!r}.")
         # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
         w = np.maximum(w, np.finfo(np.float64).tiny)
-        self._column_weights = w
-        w = self.layout.feature_weights(w)
+        if self._store_weights(w):
+            f = self.forest
+            reweight(f.var, f.n_nodes, f.amask, self.split_prior, f.wavail)
+
+    def _store_weights(self, column_weights: np.ndarray) -> bool:
+        """Keep the columns' split weights and the features' (``split_prior``) and the
+        root's available weight; returns whether the features' weights changed (then every
+        node's available weight must be recomputed)."""
+        self._column_weights = column_weights
+        w = self.layout.feature_weights(column_weights)
         if np.array_equal(w, self.split_prior):
-            return
+            return False
         self.split_prior = w
         self._root_wavail = float(w[self._root_avail].sum())
-        f = getattr(self, "forest", None)
-        if f is not None:
-            reweight(f.var, f.n_nodes, f.amask, w, f.wavail)
+        return True
 
     def dart_update(self, rng: np.random.Generator) -> None:
         """DART inside the tree step (``prior.dart``): the split probabilities of the columns
@@ -301,8 +307,7 @@ class ForestSampler:
             p = self.X.shape[1]
             self.dart_log_s = np.full(p, -np.log(p))
             self.dart_x = 0.0
-            self.forest = None
-            self.set_split_weights(np.ones(p))
+            self._store_weights(np.ones(p))  # before the new forest, whose root reads them
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()

@@ -542,7 +542,9 @@ class _TreeStep(BlockedStep):
         return new_point, [stats]
 
     def _dart_stats(self) -> dict:
-        """``split_probs`` and ``split_alpha`` of DART inside the tree step (none without)."""
+        """The stat ``<name>_dart`` of DART inside the tree step (none without): the split
+        probabilities and Linero's alpha, made ``<name>_split_probs`` and
+        ``<name>_split_alpha`` in ``sample_stats`` by :mod:`pymc_trees.bart.trace_io`."""
         if not self._dart:
             return {}
         return {f"{self.var_name}{DART_SUFFIX}": DartDraw(self.sampler.dart_probs,

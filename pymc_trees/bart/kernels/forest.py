@@ -8,10 +8,9 @@ of a particle sampler (one "tree" per particle).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
-
-import math
 
 import numba
 import numpy as np
@@ -313,16 +312,21 @@ def split_prior_gibbs(rng, var, n_nodes, amask, a, log_s, fmap, share):
                     c = fmap[u]
                     log_z[c] = _logaddexp(log_z[c], lz + log_share[u])
     out = np.empty(p)
-    top = -np.inf
     for c in range(p):
         if log_z_all > -np.inf:
             log_z[c] = _logaddexp(log_z[c], log_z_all)
         out[c] = log_gamma_draw(rng, a[c] + counts[c]) - _logaddexp(0.0, log_z[c])
-        top = max(top, out[c])
+    return _log_normalize(out)
+
+
+@numba.njit(cache=True, inline="always")
+def _log_normalize(log_g):
+    """``log(g / sum(g))`` from ``log g``, without overflow or underflow of the sum."""
+    top = log_g.max()
     tot = 0.0
-    for c in range(p):
-        tot += np.exp(out[c] - top)
-    return out - (top + np.log(tot))
+    for c in range(log_g.shape[0]):
+        tot += np.exp(log_g[c] - top)
+    return log_g - (top + np.log(tot))
 
 
 # Linero's (2018) prior on the Dirichlet concentration of DART inside the tree step
@@ -388,14 +392,9 @@ def dart_prior_draw(rng, p):
     x = np.log(u) - np.log1p(-u)
     a = np.exp(x)
     out = np.empty(p)
-    top = -np.inf
     for c in range(p):
         out[c] = log_gamma_draw(rng, a)
-        top = max(top, out[c])
-    tot = 0.0
-    for c in range(p):
-        tot += np.exp(out[c] - top)
-    return out - (top + np.log(tot)), x
+    return _log_normalize(out), x
 
 
 @numba.njit(cache=True)
