@@ -57,6 +57,9 @@ _HOMES = {
     "plot_partial_dependence": "pymc_trees.interpret",
     "plot_convergence": "pymc_trees.interpret",
     "plot_partial_dependence_grid": "pymc_trees.interpret",
+    "select_variables": "pymc_trees.interpret",
+    "plot_submodels": "pymc_trees.interpret",
+    "plot_scatter_submodels": "pymc_trees.interpret",
     "compare": "pymc_trees.comparison",
 }
 _SUBPACKAGES = ("bart", "results", "boosting", "interpret", "comparison", "core")
@@ -91,7 +94,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from pymc_trees.core import PackedForest, TableSchema
     from pymc_trees.interpret import (partial_dependence, plot_convergence,
                                       plot_partial_dependence, plot_partial_dependence_grid,
-                                      plot_variable_importance, variable_importance)
+                                      plot_scatter_submodels, plot_submodels,
+                                      plot_variable_importance, select_variables,
+                                      variable_importance)
     from pymc_trees.results import (compute_log_likelihood, forests, predict,
                                     sample_posterior_predictive)
 

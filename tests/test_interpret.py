@@ -605,3 +605,215 @@ def test_partial_dependence_grid_panels_func_and_discrete_columns(fitted):
     with pytest.raises(ValueError, match="ax has 1 Axes for 2 columns"):
         pmt.plot_partial_dependence_grid(idata, df, ["a", "b"], ax=[ax[0]], max_draws=20)
     plt.close("all")
+
+
+# --- variable selection over submodels --------------------------------------------------------
+
+
+def _goes_left(nd, x) -> bool:
+    if np.isnan(x):
+        return bool(nd["missing_left"])
+    if nd["cats"] != 0:
+        return bool((int(nd["cats"]) >> int(x)) & 1)
+    return x <= nd["threshold"]
+
+
+def _marginal_walk(forest: PackedForest, A: np.ndarray, excluded) -> np.ndarray:
+    """The forest at the rows A with the columns ``excluded`` marginalised out by the rows
+    of A, by recursion: counts of A's rows per node, then each row's weighted descent."""
+    nodes = forest.nodes
+    count = np.zeros(nodes.size)
+    for row in A:
+        for t in range(forest.m):
+            k = int(forest.start[t])
+            count[k] += 1
+            while nodes[k]["feature"] >= 0:
+                k = int(nodes[k]["left"]) + (0 if _goes_left(nodes[k], row[nodes[k]["feature"]])
+                                             else 1)
+                count[k] += 1
+
+    def value(k, row):
+        nd = nodes[k]
+        if nd["feature"] < 0:
+            return nd["value"]
+        left = int(nd["left"])
+        if nd["feature"] in excluded:
+            nl, nr = count[left], count[left + 1]
+            w = 0.5 if nl + nr == 0 else nl / (nl + nr)
+            return w * value(left, row) + (1 - w) * value(left + 1, row)
+        return value(left if _goes_left(nd, row[nd["feature"]]) else left + 1, row)
+
+    return np.array([forest.offset + sum(value(int(forest.start[t]), row)
+                                         for t in range(forest.m)) for row in A])
+
+
+def _trees_of(idata):
+    return summaries._source(idata, "f", None).trees
+
+
+def test_marginal_prediction_equals_a_recursion_for_every_set_of_dropped_columns():
+    idata, schema = _idata()
+    trees = _trees_of(idata)
+    A = schema.encode(_frame(40, 8))  # gaps in x and colour
+    forests = [fr for row in DRAWS for fr in row]
+    for mask in range(8):
+        excluded = np.array([(mask >> j) & 1 for j in range(3)], bool)
+        got = trees.predict(A, excluded=excluded)
+        for r, fr in enumerate(forests):
+            want = _marginal_walk(fr, A, set(np.flatnonzero(excluded)))
+            np.testing.assert_allclose(got[r], want, rtol=1e-13, atol=1e-13)
+        if mask == 0:
+            np.testing.assert_array_equal(got, trees.predict(A))
+        if mask == 7:  # everything dropped: each draw's mean over the rows of A
+            np.testing.assert_allclose(got, trees.predict(A).mean(axis=1, keepdims=True)
+                                       * np.ones_like(got), rtol=1e-13)
+
+
+def test_marginal_prediction_is_partial_dependence_on_a_full_factorial_table():
+    # when the rows are every combination of the columns' values, weighting by shares of
+    # rows is averaging over the dropped column's values (the interventional mean)
+    idata, schema = _idata()
+    trees = _trees_of(idata)
+    xs, codes, zs = [0.1, 0.25, 0.6, 0.8, np.nan], [0.0, 1.0, 2.0, np.nan], [-1.0, 2.0]
+    A = np.array([[x, c, z] for x in xs for c in codes for z in zs])
+    for j, values in ((0, xs), (1, codes)):
+        excluded = np.zeros(3, bool)
+        excluded[j] = True
+        got = trees.predict(A, excluded=excluded)
+        want = np.zeros_like(got)
+        for v in values:
+            Av = A.copy()
+            Av[:, j] = v
+            want += trees.predict(Av) / len(values)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _brute_backward(trees, A, S, p, K=1):
+    """Backward elimination with every submodel evaluated from scratch."""
+    from pymc_trees.interpret.selection import _r2
+
+    full = trees.predict(A).reshape(S, K, -1)
+    excluded, dropped, steps = np.zeros(p, bool), [], {}
+    for keep in range(p - 1, 0, -1):
+        scores = {}
+        for j in np.flatnonzero(~excluded):
+            e = excluded.copy()
+            e[j] = True
+            r = _r2(full, trees.predict(A, excluded=e).reshape(S, K, -1))
+            scores[j] = (np.nanmean(r), r)
+        j = max(scores, key=lambda k: scores[k][0])  # first of equals, as the code
+        excluded[j] = True
+        dropped.append(j)
+        steps[keep] = scores[j][1]
+    return [int(np.flatnonzero(~excluded)[0])] + dropped[::-1], steps
+
+
+# F1 and a tree on z: every column is read, so that each backward step drops one
+F4 = _forest(*TREES1[:2], _tree((2, 1, 0.0, 0, 1, 0), _leaf(0.7), _leaf(-0.4)))
+DRAWS4 = [[F4, F2, F1], [F2, F3, F4]]
+
+
+def test_backward_elimination_equals_brute_force_and_the_reference_pairs_draws():
+    idata, schema = _idata(DRAWS4)
+    X = _frame(40, 9)
+    A = schema.encode(X)
+    res = pmt.select_variables(idata, X, max_draws=None)
+    assert res["r2"].dims == ("chain", "draw", "n_columns")
+    trees = _trees_of(idata)
+    ranking, steps = _brute_backward(trees, A, 6, 3)
+    assert list(res["column"].values) == [schema.names[j] for j in ranking]
+    for keep, r in steps.items():
+        np.testing.assert_allclose(res["r2"].sel(n_columns=keep).values.ravel(), r.ravel(),
+                                   rtol=1e-10)
+    # the full model explains itself, except a forest of stumps (F3: constant)
+    r_full = res["r2"].sel(n_columns=3).values.ravel()
+    assert np.isnan(r_full[4]) and np.allclose(np.delete(r_full, 4), 1.0)
+    # the reference: draw s against draw s + 3 of the 6 (the same draw of the other chain)
+    f = trees.predict(A)
+    ref = res["reference"].values.ravel()
+    for s in range(6):
+        o = (s + 3) % 6
+        if s == 4:  # a constant draw is explained by nothing: NaN, and explains nothing
+            assert np.isnan(ref[s]) and ref[o] == 0.0
+        elif o != 4:
+            np.testing.assert_allclose(ref[s], np.corrcoef(f[s], f[o])[0, 1] ** 2,
+                                       rtol=1e-12)
+    mean_r2 = res["r2"].mean(("chain", "draw"), skipna=True).values
+    k = res.attrs["recommended"]
+    assert mean_r2[k - 1] >= res.attrs["reference_r2"]
+    assert k == 1 or mean_r2[k - 2] < res.attrs["reference_r2"]
+    np.testing.assert_allclose(res["full_mean"].values, f.mean(axis=0))
+
+
+def test_selection_of_a_two_output_term_compares_means_over_outputs():
+    both = _forest(*TREES1, *TREES2)
+    other = _forest(*TREES2, *TREES1)
+    idata, schema = _idata([[both, other]], outputs=2)
+    X = _frame(30, 4)
+    res = pmt.select_variables(idata, X)
+    assert res["r2"].dims == ("chain", "draw", "output", "n_columns")
+    assert res["submodel_mean"].dims == ("output", "n_columns", "obs")
+    # each step drops the column whose removal keeps the largest mean over draws and
+    # outputs; first z, which no tree reads
+    ranking, steps = _brute_backward(_trees_of(idata), schema.encode(X), 2, 3, K=2)
+    assert list(res["column"].values) == [schema.names[j] for j in ranking]
+    assert res["column"].values[-1] == "z"
+    np.testing.assert_allclose(res["r2"].sel(n_columns=2).values, 1.0)
+    np.testing.assert_allclose(res["r2"].sel(n_columns=1).values.reshape(2, 2),
+                               steps[1].reshape(2, 2), rtol=1e-10)
+    fig, ax = plt.subplots()
+    pmt.plot_submodels(res, ax=ax)
+    pmt.plot_scatter_submodels(res, submodels=[1])
+    plt.close("all")
+
+
+def test_selection_by_inclusion_keeps_the_columns_split_on_most(fitted):
+    idata, df = fitted
+    res = pmt.select_variables(idata, df, method="inclusion", max_draws=20)
+    inc = pmt.variable_importance(idata, max_draws=20).mean(("chain", "draw"))
+    order = list(inc["column"].values[np.argsort(-inc.values, kind="stable")])
+    assert list(res["column"].values) == order
+    src = summaries._source(idata, "f", 20)
+    A = src.encode(df)
+    from pymc_trees.interpret.selection import _r2
+
+    full = src.trees.predict(A)
+    for keep in (1, 2):
+        excluded = ~np.isin(np.array(src.schema().names), order[:keep])
+        sub = src.trees.predict(A, excluded=excluded)
+        np.testing.assert_allclose(res["r2"].sel(n_columns=keep).values.ravel(),
+                                   _r2(full, sub).ravel(), rtol=1e-10)
+
+
+def test_backward_selection_of_a_real_fit_keeps_the_signal(fitted):
+    # y = 3 a + 1{shop = n} + noise: b is noise
+    idata, df = fitted
+    res = pmt.select_variables(idata, df, max_draws=40)
+    assert set(res["column"].values[:2]) == {"a", "shop"}
+    assert res.attrs["recommended"] <= 2
+    r2 = res["r2"].mean(("chain", "draw")).values
+    assert r2[1] > 0.95 and r2[0] < r2[1]
+    fig, ax = plt.subplots()
+    assert pmt.plot_submodels(res, ax=ax) is ax
+    assert len(ax.get_xticklabels()) == 3 and ax.get_xticklabels()[1].get_text().startswith("+ ")
+    axes = pmt.plot_scatter_submodels(res, figsize=(6, 3))
+    assert len(axes) == 2 and tuple(axes[0].figure.get_size_inches()) == (6, 3)
+    xs, ys = axes[1].lines[0].get_data()
+    np.testing.assert_allclose(xs, res["full_mean"].values)
+    np.testing.assert_allclose(ys, res["submodel_mean"].sel(n_columns=2).values)
+    with pytest.raises(ValueError, match="submodels must be numbers of columns from 1 to 3"):
+        pmt.plot_scatter_submodels(res, submodels=[0])
+    with pytest.raises(ValueError, match="method must be one of"):
+        pmt.select_variables(idata, df, method="VI")
+    with pytest.raises(TypeError, match="select_variables"):
+        pmt.plot_submodels(res["r2"])
+    plt.close("all")
+
+
+def test_selection_refuses_a_boosting_model():
+    from pymc_trees.boosting import BoostedTreesRegressor
+
+    X = _frame(60, 2)
+    est = BoostedTreesRegressor(n_estimators=3).fit(X[["x", "z"]], np.arange(60.0))
+    with pytest.raises(TypeError, match="kind='permutation'"):
+        pmt.select_variables(est, X[["x", "z"]])

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 __all__ = ["NODE_DTYPE", "PackedForest", "predict_packed", "predict_packed_parallel",
-           "relink_packed", "predict_draws", "predict_ragged"]
+           "relink_packed", "predict_draws", "predict_ragged", "predict_marginal_ragged"]
 
 
 NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
@@ -227,3 +227,85 @@ def predict_ragged(roots, ptr, nodes, offsets, X, out):
     ``nodes``; ``roots[ptr[r+1]]`` ends the last one); a row may hold no tree."""
     for r in numba.prange(ptr.shape[0] - 1):
         predict_packed(roots[ptr[r]:ptr[r + 1] + 1], nodes, offsets[r], X, out[r])
+
+
+@numba.njit(cache=True, inline="always")
+def _goes_right(nd, x) -> bool:
+    """Whether a row with value ``x`` at the split ``nd`` goes to the right child (the rule
+    of :func:`predict_packed`)."""
+    if x != x:
+        return nd.missing_left == 0
+    if nd.cats != 0:
+        code = np.uint64(np.int64(x)) & np.uint64(63)
+        return ((nd.cats >> code) & np.uint64(1)) == 0
+    return x > nd.threshold
+
+
+@numba.njit(cache=True, parallel=True)
+def predict_marginal_ragged(roots, ptr, nodes, offsets, X, excluded, out):
+    """:func:`predict_ragged` with the columns where ``excluded`` is True marginalised out by
+    the rows of X itself (the "recursion" of Friedman 2001, sec. 8.2; pymc-bart's submodels).
+
+    A row follows its own values at the splits on kept columns.  At a split on an excluded
+    column it goes to both children, weighted by the shares of the rows of X that reach each
+    of them (a node no row of X reaches has its weight halved between its children).  With
+    no column excluded this is :func:`predict_ragged`; with every column excluded each tree
+    gives the mean of its values over the rows of X.
+
+    ``roots``, ``ptr``, ``nodes``, ``offsets`` and ``out`` (R, n) as for
+    :func:`predict_ragged`; ``excluded`` is a bool array of shape (p,)."""
+    n = X.shape[0]
+    for r in numba.prange(ptr.shape[0] - 1):
+        t0 = ptr[r]
+        t1 = ptr[r + 1]
+        base = roots[t0]
+        size = roots[t1] - base
+        acc = np.full(n, offsets[r])
+        if size == 0:
+            out[r, :] = acc
+            continue
+        # rows of X reaching each node of row r's trees
+        cnt = np.zeros(size)
+        biggest = 1
+        for t in range(t0, t1):
+            biggest = max(biggest, roots[t + 1] - roots[t])
+            for i in range(n):
+                k = roots[t]
+                cnt[k - base] += 1.0
+                while nodes[k].feature >= 0:
+                    k = nodes[k].left + np.int64(_goes_right(nodes[k], X[i, nodes[k].feature]))
+                    cnt[k - base] += 1.0
+        stack = np.empty(biggest + 1, np.int64)
+        weight = np.empty(biggest + 1)
+        for i in range(n):
+            s = 0.0
+            for t in range(t0, t1):
+                stack[0] = roots[t]
+                weight[0] = 1.0
+                top = 1
+                while top > 0:
+                    top -= 1
+                    k = stack[top]
+                    w = weight[top]
+                    nd = nodes[k]
+                    if nd.feature < 0:
+                        s += w * nd.value
+                    elif excluded[nd.feature]:
+                        c = nd.left
+                        nl = cnt[c - base]
+                        nr = cnt[c + 1 - base]
+                        share = 0.5 if nl + nr == 0.0 else nl / (nl + nr)
+                        if share > 0.0:
+                            stack[top] = c
+                            weight[top] = w * share
+                            top += 1
+                        if share < 1.0:
+                            stack[top] = c + 1
+                            weight[top] = w * (1.0 - share)
+                            top += 1
+                    else:
+                        stack[top] = nd.left + np.int64(_goes_right(nd, X[i, nd.feature]))
+                        weight[top] = w
+                        top += 1
+            acc[i] += s
+        out[r, :] = acc

@@ -37,7 +37,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, softmax
 
-from pymc_trees.core.packed import predict_ragged
+from pymc_trees.core.packed import predict_marginal_ragged, predict_ragged
 from pymc_trees.results.predict import check_new_rows
 from pymc_trees.core.tabular import TableSchema
 from pymc_trees.bart.trace_io import read_forests
@@ -97,10 +97,9 @@ class _Trees:
         csum = np.concatenate([[0], np.cumsum(hit)])
         return csum[self.starts[:, 1:]] > csum[self.starts[:, :-1]]
 
-    def predict(self, X: np.ndarray, trees: np.ndarray | None = None,
-                offsets: bool = True) -> np.ndarray:
-        """Row r's forest (only the trees where ``trees[r]`` is True, when given) at the
-        encoded rows X: array (R, n); the offsets added when ``offsets``."""
+    def _subset(self, trees: np.ndarray | None):
+        """The trees where ``trees[r]`` is True (all when None), repacked for
+        :func:`predict_ragged`: roots, ptr and nodes."""
         st = self.starts
         R = st.shape[0]
         keep = np.ones((R, st.shape[1] - 1), bool) if trees is None else trees
@@ -113,9 +112,24 @@ class _Trees:
         sub["left"] = np.where(sub["left"] >= 0, sub["left"] + shift, -1)
         roots = np.append(new_lo, sizes.sum()).astype(np.int32)
         ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
+        return roots, ptr, sub
+
+    def predict(self, X: np.ndarray, trees: np.ndarray | None = None,
+                offsets: bool = True, excluded: np.ndarray | None = None) -> np.ndarray:
+        """Row r's forest (only the trees where ``trees[r]`` is True, when given) at the
+        encoded rows X: array (R, n); the offsets added when ``offsets``.  With
+        ``excluded`` (bool, shape (p,)), those columns are marginalised out by the rows of X
+        (:func:`~pymc_trees.core.packed.predict_marginal_ragged`)."""
+        roots, ptr, sub = self._subset(trees)
+        R = self.starts.shape[0]
         off = self.offsets if offsets else np.zeros(R)
         out = np.empty((R, X.shape[0]))
-        predict_ragged(roots, ptr, sub, off, np.ascontiguousarray(X, dtype=np.float64), out)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if excluded is None or not np.any(excluded):
+            predict_ragged(roots, ptr, sub, off, X, out)
+        else:
+            predict_marginal_ragged(roots, ptr, sub, off, X,
+                                    np.asarray(excluded, dtype=np.bool_), out)
         return out
 
 
