@@ -18,7 +18,9 @@ from pytensor.tensor.random.op import RandomVariable
 from pymc_trees.bart.pymc_calls import pymc_frame
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, learned_scale_prior
+from pymc_trees.bart.sampler import (ForestSampler, TreePrior, learned_scale_prior,
+                                     make_forest_sampler)
+from pymc_trees.bart.linear_sampler import RESPONSES
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -115,15 +117,14 @@ class BARTTreeRV(RandomVariable):
             a, b = learned_scale_prior(sd)
             sd = float(np.sqrt(b / rng.gamma(a)))
         for j in range(out.shape[0]):
-            fs = ForestSampler(np.asarray(X), self.prior, float(offset), sd,
-                               categorical_columns(self))
+            fs = make_forest_sampler(np.asarray(X), self.prior, float(offset), sd,
+                                     categorical_columns(self))
             if self.prior.dart:  # DART inside the tree step: from Linero's prior
                 log_s, _ = dart_prior_draw(rng, fs.X.shape[1])
                 fs.set_split_weights(np.exp(log_s - log_s.max()))
             elif self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
-            forest = fs.sample_prior(rng)
-            forest_values(forest.value, forest.leaf_of_row, float(offset), out[j])
+            fs.prior_values(rng, out[j])
         return out[0] if self.outputs is None else out
 
 
@@ -249,6 +250,17 @@ class BARTTree(Distribution):
         values at the training rows for every draw, exactly, and predictions, the posterior
         predictive and saving work the same.  ``pm.sample(var_names=...)`` decides instead
         when given.
+    response : {"constant", "linear"}, default "constant"
+        What each leaf holds.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
+        under a split on a non-categorical column ``j`` holds the line ``b0 + b1 z_j(x)``,
+        ``z_j`` the column standardised on the training rows (a missing value at its mean),
+        with ``b0, b1 ~ Normal(0, leaf_sd**2 / 2)``; the root of a one-leaf tree and a leaf
+        under a categorical split hold ``b0 ~ Normal(0, leaf_sd**2)`` (at a typical training
+        row a leaf has the prior variance of a constant leaf).  The coefficients are
+        integrated out of the tree moves and drawn from their conditional, as constant leaves
+        are; the CGM step samples such trees with grow and prune moves, for Gaussian and
+        augmented likelihoods (``docs/design.md``, "Linear leaves").  Particle Gibbs and the
+        general tree step (other likelihoods) are refused.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -280,7 +292,8 @@ class BARTTree(Distribution):
                 numcut: int = 100, min_leaf: int = 5, split_prior=None,
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
-                missing_split: bool = True, columns=None, **kwargs):
+                missing_split: bool = True, columns=None, response: str = "constant",
+                **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -292,7 +305,8 @@ class BARTTree(Distribution):
                              leaf_sd=leaf_sd, numcut=numcut, min_leaf=min_leaf,
                              split_prior=split_prior, sampler=sampler, columns=columns,
                              link=link, keep_values=keep_values, categorical=schema,
-                             missing=missing, missing_split=missing_split, **kwargs)
+                             missing=missing, missing_split=missing_split, response=response,
+                             **kwargs)
         return rv
 
     @classmethod
@@ -301,7 +315,11 @@ class BARTTree(Distribution):
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
-             missing_split: bool = True, **kwargs):
+             missing_split: bool = True, response: str = "constant", **kwargs):
+        if response not in RESPONSES:
+            extra = (" pymc-bart's 'mix' (each tree constant or linear) is not available; "
+                     "use 'linear' or 'constant'." if response == "mix" else "")
+            raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.{extra}")
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:
@@ -390,7 +408,7 @@ class BARTTree(Distribution):
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
                           missing_split=bool(missing_split), learned_scale=internal,
-                          dart=dart)
+                          dart=dart, response=response)
         if weights is None:
             weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler

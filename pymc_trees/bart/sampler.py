@@ -23,7 +23,8 @@ from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
 from pymc_trees.core.features import FeatureLayout, build_layout
 
-__all__ = ["TreePrior", "ForestSampler", "MOVES", "move_cumulative_probs"]
+__all__ = ["TreePrior", "ForestSampler", "MOVES", "move_cumulative_probs",
+           "make_forest_sampler"]
 
 MOVES = ("grow", "prune", "change", "swap")
 
@@ -60,6 +61,9 @@ class TreePrior:
         (LEARNED_SCALE_ALPHA - 1) * sd0**2)``, prior mean ``sd0**2`` where ``sd0`` is the
         term's calibrated leaf sd (its ``leaf_sd`` input), drawn from its conjugate
         conditional after every sweep (:func:`learned_scale_draw`).
+    response : {"constant", "linear"}
+        What a leaf holds: a constant, or a straight line in the column of the split above
+        it (:mod:`pymc_trees.bart.kernels.linear`; :class:`LinearForestSampler`).
     """
 
     m: int = 200
@@ -71,8 +75,12 @@ class TreePrior:
     missing_split: bool = True
     learned_scale: bool = False
     dart: bool = False
+    response: str = "constant"
 
     def __post_init__(self):
+        if self.response not in ("constant", "linear"):
+            raise ValueError(f"response must be 'constant' or 'linear'; got "
+                             f"{self.response!r}.")
         if int(self.m) != self.m or self.m < 1:
             raise ValueError(f"m must be a positive integer number of trees; got {self.m!r}.")
         if not 0.0 < self.alpha < 1.0:
@@ -684,10 +692,15 @@ class ForestSampler:
         lay = self.layout
         rng = np.random.default_rng(0) if rng is None else rng
         nodes = np.empty(f.m and int((f.n_nodes - f.n_free).sum()), NODE_DTYPE)
+        slot_pos = np.empty(f.var.shape, np.int32)
         start = pack_forest(rng, f.var, f.cut, f.left, f.right, f.value, f.n_nodes, f.n_free,
                             f.amask, lay.fmap, lay.thr_tab, lay.ml_tab, lay.nlev, lay.nan_bin,
-                            nodes)
+                            nodes, slot_pos)
+        self._pack_leaves(nodes, slot_pos)
         return PackedForest(start, nodes, float(self.offset))
+
+    def _pack_leaves(self, nodes: np.ndarray, slot_pos: np.ndarray) -> None:
+        """Hook for leaves that are more than a value (linear leaves); constant: nothing."""
 
     def leaf_stats(self) -> tuple[float, float]:
         """(number of leaves, sum of squared leaf values) over the forest: the forest's
@@ -696,12 +709,28 @@ class ForestSampler:
         leaves = f.var == LEAF
         return float(leaves.sum()), float(np.sum(f.value[leaves] ** 2))
 
+    def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
+        """``out`` (shape (n,)) = a draw of the term from its prior at the training rows."""
+        forest = self.sample_prior(rng)
+        forest_values(forest.value, forest.leaf_of_row, float(self.offset), out)
+
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""
         p = self.prior
         return sample_prior_forest(rng, self.Xb, self.ncuts, self.iscat, self.split_prior, p.m,
                                    p.min_leaf,
                                    p.alpha, p.beta, self.leaf_sd)
+
+
+def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
+                        categorical: np.ndarray | None = None) -> "ForestSampler":
+    """The forest sampler of ``prior.response``: :class:`ForestSampler` for constant leaves,
+    :class:`~pymc_trees.bart.linear_sampler.LinearForestSampler` for linear ones."""
+    if prior.response == "linear":
+        from pymc_trees.bart.linear_sampler import LinearForestSampler
+
+        return LinearForestSampler(X, prior, offset, leaf_sd, categorical)
+    return ForestSampler(X, prior, offset, leaf_sd, categorical)
 
 
 def concat_packed(parts: list[PackedForest]) -> PackedForest:
@@ -726,7 +755,7 @@ class OutputSamplers:
 
     def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int,
                  categorical: np.ndarray | None = None):
-        self.parts = [ForestSampler(X, prior, offset, leaf_sd, categorical)
+        self.parts = [make_forest_sampler(X, prior, offset, leaf_sd, categorical)
                       for _ in range(int(k))]
 
     @property

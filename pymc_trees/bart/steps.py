@@ -28,7 +28,8 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, ForestSampler, OutputSamplers, learned_scale_draw,
-                                    move_cumulative_probs)
+                                     make_forest_sampler,
+                                     move_cumulative_probs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        level_shifts, noise_likelihood, output_tree_likelihood,
                                        tree_likelihood)
@@ -309,8 +310,8 @@ class _TreeStep(BlockedStep):
         """The orchestration of the kernels: one ForestSampler, or one per output."""
         outputs = rv.owner.op.outputs
         if outputs is None:
-            self.sampler = ForestSampler(X_value, rv.owner.op.prior, offset, sd0,
-                                         categorical_columns(rv.owner.op))
+            self.sampler = make_forest_sampler(X_value, rv.owner.op.prior, offset, sd0,
+                                               categorical_columns(rv.owner.op))
         else:
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
                                           sd0, outputs, categorical_columns(rv.owner.op))
@@ -375,6 +376,16 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         liks = self._liks or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
+        if rv.owner.op.prior.response == "linear" and (general or self.sampler_kind != "cgm"):
+            raise ModelStructureError(
+                f"{rv.name!r} has linear leaves (response='linear'), which are sampled by the "
+                "CGM tree step's grow and prune moves against a Gaussian or augmented "
+                "likelihood (Normal, Student-t, Bernoulli, Binomial, negative binomial, "
+                "asymmetric Laplace, Categorical over a softmax). "
+                + ("Particle Gibbs is for constant leaves: use BARTTree(..., sampler='cgm') "
+                   "(the default)." if self.sampler_kind != "cgm" else
+                   "This likelihood needs the general tree step, which proposes constant "
+                   "leaves: use response='constant'."))
         if general and self.sampler_kind != "cgm":
             outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
             raise ModelStructureError(

@@ -10,13 +10,17 @@ with this encoding, per tree term ``<name>``:
 * ``<name>_draw_start`` (chain, draw), int64: index of the draw's first node, so that
   ``idata.sel(draw=...)`` and thinning keep every draw paired with its own nodes;
 * ``<name>_feature`` (``<name>_node``), int16 (int32 when X has more than 32,767 columns):
-  split column of every node, -1 at leaves;
+  split column of every node, -1 at leaves, ``-2 - j`` at a linear leaf whose slope is on
+  column j;
 * ``<name>_value`` (``<name>_node``), float64: the split threshold at internal nodes (a row
   goes left when ``x <= threshold``) and the leaf value at leaves;
 * ``<name>_missing_left`` (``<name>_node``), uint8: where a NaN goes at an internal node (1
   left, 0 right; absent in traces written before missing values were supported: all 1);
 * ``<name>_cats`` (``<name>_node``), uint64, only when some node is a categorical split: the
-  bit set of the level codes that go left there (0 at numeric splits and leaves);
+  bit set of the level codes that go left there (0 at numeric splits and leaves; at a linear
+  leaf the float64 bits of its column's centre);
+* ``<name>_slope`` (``<name>_node``), float64, only for linear leaves: a linear leaf's slope
+  per unit of its column (0 elsewhere);
 * ``<name>_offset`` (scalar), float64;
 * ``<name>_outputs`` (scalar), int64, only for a term of shape (k, n): k; each draw then holds
   k * m trees, output j's being trees ``j*m`` to ``(j+1)*m - 1``;
@@ -81,6 +85,7 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
     value = np.empty(total, np.float64)
     missing_left = np.empty(total, np.uint8)
     cats = np.zeros(total, np.uint64)
+    slope = np.zeros(total, np.float64)
     pos = 0
     for i, fr in enumerate(flat):
         if fr.m != m:
@@ -92,6 +97,7 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
         value[pos:pos + k] = np.where(feat >= 0, fr.nodes["threshold"], fr.nodes["value"])
         missing_left[pos:pos + k] = fr.nodes["missing_left"]
         cats[pos:pos + k] = fr.nodes["cats"]
+        slope[pos:pos + k] = np.where(feat < -1, fr.nodes["threshold"], 0.0)
         pos += k
     named = columns is not None
     cols = [str(c) for c in columns] if named else [str(j) for j in range(p)]
@@ -108,6 +114,8 @@ def encode_forests(name: str, forests: np.ndarray, columns, p: int,
     ds[f"{name}_column"].attrs["named"] = int(named)
     if cats.any():
         ds[f"{name}_cats"] = ((f"{name}_node",), cats)
+    if (feature < -1).any():  # linear leaves: the slope (the centre is in cats)
+        ds[f"{name}_slope"] = ((f"{name}_node",), slope)
     if missing is not None:
         ds[f"{name}_column"].attrs["missing"] = float(missing)
     if schema is not None:
@@ -200,7 +208,9 @@ class TermForests:
         nodes = np.empty(feature.size, NODE_DTYPE)
         nodes["feature"] = feature
         internal = feature >= 0
-        nodes["threshold"] = np.where(internal, value, 0.0)
+        sl = ds.get(f"{name}_slope")
+        nodes["threshold"] = np.where(internal, value,
+                                      0.0 if sl is None else np.asarray(sl.values, np.float64))
         nodes["value"] = np.where(internal, 0.0, value)
         ml = ds.get(f"{name}_missing_left")
         nodes["missing_left"] = 1 if ml is None else np.asarray(ml.values)

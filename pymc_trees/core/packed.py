@@ -10,7 +10,8 @@ import numba
 import numpy as np
 
 __all__ = ["NODE_DTYPE", "PackedForest", "predict_packed", "predict_packed_parallel",
-           "relink_packed", "predict_draws", "predict_ragged", "predict_marginal_ragged"]
+           "relink_packed", "predict_draws", "predict_ragged", "predict_marginal_ragged",
+           "center_bits", "linear_leaf_center", "leaf_value"]
 
 
 NODE_DTYPE = np.dtype([("feature", np.int32), ("left", np.int32), ("threshold", np.float64),
@@ -31,6 +32,10 @@ class PackedForest:
         ``value`` (leaf value), ``missing_left`` (where a row with NaN in ``feature``
         goes: 1 left, 0 right) and ``cats`` (0 for a numeric split; at a categorical split
         the bit set of the level codes that go left, and then ``threshold`` is unused).
+        A linear leaf (``BARTTree(..., response="linear")``) has ``feature = -2 - j`` for its
+        regressor column j: its value at a row is ``value + threshold * (x[j] - center)``,
+        or ``value`` where ``x[j]`` is missing, with ``center`` stored as the bits of a
+        float64 in ``cats`` (:func:`linear_leaf_center`).
     offset : float
         Constant added to the sum of trees.
     """
@@ -78,13 +83,37 @@ class PackedForest:
 PREDICT_BLOCK = 64
 
 
+def center_bits(center: np.ndarray) -> np.ndarray:
+    """float64 centres as the uint64 bit patterns stored in a linear leaf's ``cats``."""
+    return np.ascontiguousarray(center, dtype=np.float64).view(np.uint64)
+
+
+@numba.njit(cache=True, inline="always")
+def linear_leaf_center(cats) -> float:
+    """The centre of a linear leaf from its ``cats`` field (the float64's bits)."""
+    a = np.empty(1, np.uint64)
+    a[0] = cats
+    return a.view(np.float64)[0]
+
+
+@numba.njit(cache=True, inline="always")
+def leaf_value(nd, X, i) -> float:
+    """The value of leaf ``nd`` at row i of X (a constant or a linear leaf)."""
+    if nd.feature < -1:
+        x = X[i, -2 - nd.feature]
+        if x == x:
+            return nd.value + nd.threshold * (x - linear_leaf_center(nd.cats))
+    return nd.value
+
+
 @numba.njit(cache=True)
 def _walk_arrays(start, nodes):
     """The trees ``nodes[start[0]:start[-1]]`` as flat arrays for :func:`_predict_block`,
     indexed from ``start[0]``: ``feat``, ``child`` (the left child), ``thr``, ``right_nan`` (a
     NaN goes right), ``val`` and ``cats``, with every leaf made a fixed point (feature 0,
     threshold +inf, its own child), the depth of each tree (shape (m,)) and whether any node
-    is a categorical split."""
+    is a categorical split; then, for linear leaves, ``lcol`` (the regressor column, -1
+    elsewhere), ``lslope`` and ``lcenter``, and whether there is any."""
     base = start[0]
     size = start[start.shape[0] - 1] - base
     feat = np.empty(size, np.int64)
@@ -96,8 +125,12 @@ def _walk_arrays(start, nodes):
     dep = np.zeros(size, np.int64)
     m = start.shape[0] - 1
     depth = np.zeros(m, np.int64)
+    lcol = np.full(size, -1, np.int64)
+    lslope = np.zeros(size)
+    lcenter = np.zeros(size)
     t = 0
     has_cat = False
+    has_lin = False
     for k in range(size):
         while start[t + 1] - base <= k:
             t += 1
@@ -120,7 +153,13 @@ def _walk_arrays(start, nodes):
             child[k] = k
             thr[k] = np.inf
             right_nan[k] = False
-    return feat, child, thr, right_nan, val, depth, cats, has_cat
+            if nd.feature < -1:
+                lcol[k] = -2 - nd.feature
+                lslope[k] = nd.threshold
+                lcenter[k] = linear_leaf_center(nd.cats)
+                has_lin = True
+    return (feat, child, thr, right_nan, val, depth, cats, has_cat, lcol, lslope, lcenter,
+            has_lin)
 
 
 @numba.njit(cache=True, inline="always")
@@ -131,7 +170,7 @@ def _predict_block(start, walk, offset, X, lo, hi, out):
     branches on each comparison mispredicts half of them; this runs about 3 times faster.
     Each tree is walked to its own depth.  Each row's sum is still ``offset`` plus the trees
     in order."""
-    feat, child, thr, right_nan, val, depth, cats, has_cat = walk
+    feat, child, thr, right_nan, val, depth, cats, has_cat, lcol, lslope, lcenter, has_lin = walk
     nb = hi - lo
     acc = np.full(nb, offset)
     ks = np.empty(nb, np.int64)
@@ -158,6 +197,14 @@ def _predict_block(start, walk, offset, X, lo, hi, out):
                 ks[r] = child[k] + np.int64(right)
         for r in range(nb):
             acc[r] += val[ks[r]]
+        if has_lin:
+            for r in range(nb):
+                k = ks[r]
+                j = lcol[k]
+                if j >= 0:
+                    x = X[lo + r, j]
+                    if x == x:
+                        acc[r] += lslope[k] * (x - lcenter[k])
     for r in range(nb):
         out[lo + r] = acc[r]
 
@@ -248,7 +295,9 @@ def predict_marginal_ragged(roots, ptr, nodes, offsets, X, excluded, out):
 
     A row follows its own values at the splits on kept columns.  At a split on an excluded
     column it goes to both children, weighted by the shares of the rows of X that reach each
-    of them (a node no row of X reaches has its weight halved between its children).  With
+    of them (a node no row of X reaches has its weight halved between its children).  At a
+    linear leaf whose column is dropped, the slope term is its mean over the rows of X that
+    reach the leaf.  With
     no column excluded this is :func:`predict_ragged`; with every column excluded each tree
     gives the mean of its values over the rows of X.
 
@@ -264,8 +313,10 @@ def predict_marginal_ragged(roots, ptr, nodes, offsets, X, excluded, out):
         if size == 0:
             out[r, :] = acc
             continue
-        # rows of X reaching each node of row r's trees
+        # rows of X reaching each node of row r's trees; at a linear leaf, the sum of its
+        # slope term over them (its mean replaces the term when its column is dropped)
         cnt = np.zeros(size)
+        lsum = np.zeros(size)
         biggest = 1
         for t in range(t0, t1):
             biggest = max(biggest, roots[t + 1] - roots[t])
@@ -275,6 +326,8 @@ def predict_marginal_ragged(roots, ptr, nodes, offsets, X, excluded, out):
                 while nodes[k].feature >= 0:
                     k = nodes[k].left + np.int64(_goes_right(nodes[k], X[i, nodes[k].feature]))
                     cnt[k - base] += 1.0
+                if nodes[k].feature < -1:
+                    lsum[k - base] += leaf_value(nodes[k], X, i) - nodes[k].value
         stack = np.empty(biggest + 1, np.int64)
         weight = np.empty(biggest + 1)
         for i in range(n):
@@ -288,8 +341,11 @@ def predict_marginal_ragged(roots, ptr, nodes, offsets, X, excluded, out):
                     k = stack[top]
                     w = weight[top]
                     nd = nodes[k]
-                    if nd.feature < 0:
-                        s += w * nd.value
+                    if nd.feature < -1 and excluded[-2 - nd.feature]:
+                        nk = cnt[k - base]
+                        s += w * (nd.value + (lsum[k - base] / nk if nk > 0.0 else 0.0))
+                    elif nd.feature < 0:
+                        s += w * leaf_value(nd, X, i)
                     elif excluded[nd.feature]:
                         c = nd.left
                         nl = cnt[c - base]

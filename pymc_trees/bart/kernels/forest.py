@@ -399,11 +399,12 @@ def dart_prior_draw(rng, p):
 
 @numba.njit(cache=True)
 def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap, thr_tab,
-                ml_tab, nlev, nan_bin, nodes):
+                ml_tab, nlev, nan_bin, nodes, slot_pos):
     """Fill the structured array ``nodes`` (one entry per used node slot; fields feature, left,
     threshold, value, missing_left, cats) and return ``start`` of shape (m + 1,): tree ``t``
     occupies ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node
-    are stored side by side (right = left + 1); ``feature`` is -1 at leaves.
+    are stored side by side (right = left + 1); ``feature`` is -1 at leaves.  ``slot_pos``
+    (shape (m, K), int32) receives the position in ``nodes`` of every used slot.
 
     The sampler's features (``var``) may differ from the data's columns: ``fmap[v]`` is the
     column of sampler feature v.  A numeric rule ``c >= 0`` of feature v becomes the
@@ -433,6 +434,7 @@ def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap,
             top -= 1
             k = stack[top]
             o = dest[top]
+            slot_pos[t, k] = o
             v = var[t, k]
             nodes[o].cats = 0
             if v == LEAF:

@@ -1,0 +1,514 @@
+"""Linear leaves (``BARTTree(..., response="linear")``): the backfitting sweep of bart-math 5
+(grow, prune, and change at a node whose children are leaves) with a straight line in every
+leaf instead of a constant.
+
+A leaf whose parent splits on a non-categorical column ``j`` holds ``b0 + b1 * z_j(x)``, with
+``z_j`` the column standardised on the training rows (missing values at 0, the mean); the
+root of a single-leaf tree, and a leaf under a categorical split, hold a constant ``b0``
+(pymc-bart's ``response="linear"``: the regressor is the variable of the split above the
+leaf).  Priors, independent across leaves, with ``s`` the term's leaf sd::
+
+    constant leaf: b0 ~ Normal(0, s^2)
+    linear leaf:   b0, b1 ~ Normal(0, s^2 / 2) independently
+
+so that at a training row, where ``z_j^2`` averages 1, a leaf's value has prior variance
+``s^2`` either way (the calibration of the constant leaves).  The coefficients are
+integrated out of every acceptance ratio: with per-leaf sums over its rows of ``omega``,
+``omega z``, ``omega z^2``, ``omega r`` and ``omega z r`` (W, Wz, Wzz, S, Sz), the
+posterior precision is ``A = [[W + p, Wz], [Wz, Wzz + p]]`` (``p = 2 / s^2``) and the
+log marginal likelihood, up to the partition-free bracket of bart-math 2, is
+``log p - 0.5 log det A + 0.5 b' A^-1 b`` with ``b = (S, Sz)``.  After the move every leaf
+is drawn from ``Normal(A^-1 b, A^-1)``.  ``docs/design.md``, "Linear leaves".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, _accept, _accept_u,
+                                         count_nodes, partition_rows, pick_node)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
+                                           draw_node_rule, free_node, log_1m_psplit,
+                                           log_psplit, split_node)
+
+__all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
+           "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
+           "linear_level_shift_sums"]
+
+
+def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
+    """The leaf regressors of the columns of X: ``Z`` of shape (n, p) with
+    ``Z[:, j] = (X[:, j] - center[j]) / scale[j]`` (0 where X is missing, and in categorical
+    columns), ``center`` the mean of the column's values and ``scale`` their sd (1 for a
+    constant or empty column)."""
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    center = np.zeros(p)
+    scale = np.ones(p)
+    Z = np.zeros((n, p))
+    for j in range(p):
+        if categorical[j]:
+            continue
+        col = X[:, j]
+        ok = ~np.isnan(col)
+        if ok.any():
+            center[j] = col[ok].mean()
+            sd = col[ok].std()
+            scale[j] = sd if sd > 0 else 1.0
+        Z[ok, j] = (col[ok] - center[j]) / scale[j]
+    return Z, center, scale
+
+
+@numba.njit(cache=True)
+def leaf_regressors(t, var, parent, n_nodes, regcol, reg):
+    """``reg[k]`` for every slot of tree t: the column of leaf k's slope, the column of its
+    parent's split feature (``regcol[v]``, -1 for a categorical feature), or -1 (the root,
+    internal and free slots)."""
+    for k in range(n_nodes[t]):
+        reg[k] = -1
+        if var[t, k] == LEAF:
+            par = parent[t, k]
+            if par >= 0:
+                reg[k] = regcol[var[t, par]]
+
+
+@numba.njit(cache=True, inline="always")
+def linear_log_ml(W, Wz, Wzz, S, Sz, has_slope, prec0):
+    """A leaf's log marginal likelihood up to the bracket of bart-math 2 (module doc)."""
+    if not has_slope:
+        P = W + prec0
+        return 0.5 * math.log(prec0 / P) + 0.5 * S * S / P
+    p = 2.0 * prec0
+    a = W + p
+    d = Wzz + p
+    det = a * d - Wz * Wz
+    quad = (d * S * S - 2.0 * Wz * S * Sz + a * Sz * Sz) / det
+    return math.log(p) - 0.5 * math.log(det) + 0.5 * quad
+
+
+@numba.njit(cache=True, inline="always")
+def _draw_leaf(rng, W, Wz, Wzz, S, Sz, has_slope, prec0):
+    """``(b0, b1)`` from the leaf's conditional (``b1 = 0`` without a slope)."""
+    if not has_slope:
+        P = W + prec0
+        return S / P + rng.standard_normal() / math.sqrt(P), 0.0
+    p = 2.0 * prec0
+    a = W + p
+    d = Wzz + p
+    det = a * d - Wz * Wz
+    m0 = (d * S - Wz * Sz) / det
+    m1 = (a * Sz - Wz * S) / det
+    # A = L L', the draw m + L'^-1 e has covariance A^-1
+    l11 = math.sqrt(a)
+    l21 = Wz / l11
+    l22 = math.sqrt(max(d - l21 * l21, 1e-300))
+    e0 = rng.standard_normal()
+    e1 = rng.standard_normal()
+    x1 = e1 / l22
+    x0 = (e0 - l21 * x1) / l11
+    return m0 + x0, m1 + x1
+
+
+@numba.njit(cache=True, inline="always")
+def _row_value(t, k, i, value, slope, reg, Z):
+    j = reg[k]
+    if j >= 0:
+        return value[t, k] + slope[t, k] * Z[i, j]
+    return value[t, k]
+
+
+@numba.njit(cache=True)
+def linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, reg, out):
+    """``out[i] +=`` tree t at training row i (``reg``: scratch of the node axis)."""
+    leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+    for i in range(leaf_of_row.shape[1]):
+        out[i] += _row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
+
+
+@numba.njit(cache=True)
+def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, offset, out):
+    """The sum of the trees at the training rows plus ``offset``, tree by tree."""
+    reg = np.empty(var.shape[1], np.int64)
+    out[:] = offset
+    for t in range(var.shape[0]):
+        linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, reg,
+                           out)
+
+
+@numba.njit(cache=True)
+def _leaf_sums(t, leaf_of_row, reg, Z, r, omega, nk, W, Wz, Wzz, S, Sz):
+    """Per-leaf sums of tree t over all rows, each leaf with its own regressor."""
+    for k in range(nk):
+        W[k] = 0.0
+        Wz[k] = 0.0
+        Wzz[k] = 0.0
+        S[k] = 0.0
+        Sz[k] = 0.0
+    for i in range(leaf_of_row.shape[1]):
+        k = leaf_of_row[t, i]
+        j = reg[k]
+        w = omega[i]
+        wr = w * r[i]
+        W[k] += w
+        S[k] += wr
+        if j >= 0:
+            z = Z[i, j]
+            Wz[k] += w * z
+            Wzz[k] += w * z * z
+            Sz[k] += wr * z
+
+
+@numba.njit(cache=True)
+def _rows_sums(idx, start, end, j, Z, r, omega):
+    W = 0.0
+    Wz = 0.0
+    Wzz = 0.0
+    S = 0.0
+    Sz = 0.0
+    for q in range(start, end):
+        i = idx[q]
+        w = omega[i]
+        wr = w * r[i]
+        W += w
+        S += wr
+        if j >= 0:
+            z = Z[i, j]
+            Wz += w * z
+            Wzz += w * z * z
+            Sz += wr * z
+    return W, Wz, Wzz, S, Sz
+
+
+@numba.njit(cache=True)
+def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol, Z,
+          var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
+          leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
+    """Grow (as likely as prune, so their probabilities cancel); -1 when impossible, else
+    1/0 for accepted/rejected."""
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    if b == 0:
+        return -1
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == ell
+    load_mask(amask, t, ell, lo, hi)
+    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
+                              min_leaf)
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
+    j = regcol[v]  # the children's regressor
+    WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
+    WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
+    d = depth[t, ell]
+    w_new = w + 1
+    par = parent[t, ell]
+    if par >= 0:
+        sib = left[t, par] if right[t, par] == ell else right[t, par]
+        if var[t, sib] == LEAF:
+            w_new -= 1
+    logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+            + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+            - linear_log_ml(W[ell], Wz[ell], Wzz[ell], S[ell], Sz[ell], reg[ell] >= 0, prec0)
+            + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
+            + math.log(b) - math.log(w_new))
+    u = rng.random()
+    if not _accept_u(u, logr):
+        return 0
+    K2 = nmask.shape[1] - 2
+    count_bins(Xb, idx, 0, mid, ncuts, hist)
+    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
+    count_bins(Xb, idx, mid, cnt, ncuts, hist)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
+    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+    if not _accept_u(u, logr):
+        return 0
+    kl = alloc_node(t, var, n_nodes, free, n_free)
+    kr = alloc_node(t, var, n_nodes, free, n_free)
+    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
+    wavail[t, kl] = wL
+    wavail[t, kr] = wR
+    for q in range(amask.shape[2]):
+        amask[t, kl, q] = nmask[0, K2, q]
+        amask[t, kr, q] = nmask[0, K2 + 1, q]
+    W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
+    W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
+    reg[ell] = -1
+    reg[kl] = j
+    reg[kr] = j
+    for q in range(mid):
+        leaf_of_row[t, idx[q]] = kl
+    for q in range(mid, cnt):
+        leaf_of_row[t, idx[q]] = kr
+    return 1
+
+
+@numba.njit(cache=True)
+def _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent, depth, wavail, free,
+           n_free, n_nodes, leaf_of_row, r, omega, idx, W, Wz, Wzz, S, Sz, reg):
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if w == 0:
+        return -1
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    kl = left[t, eta]
+    kr = right[t, eta]
+    d = depth[t, eta]
+    b_new = b + 1
+    if wavail[t, kl] > 0.0:
+        b_new -= 1
+    if wavail[t, kr] > 0.0:
+        b_new -= 1
+    par = parent[t, eta]
+    j = regcol[var[t, par]] if par >= 0 else -1  # the merged leaf's regressor
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        lf = leaf_of_row[t, i]
+        idx[cnt] = i
+        cnt += (lf == kl) | (lf == kr)
+    Wm, Wzm, Wzzm, Sm, Szm = _rows_sums(idx, 0, cnt, j, Z, r, omega)
+    grow_logr = (linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
+                 + linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
+                 - linear_log_ml(Wm, Wzm, Wzzm, Sm, Szm, j >= 0, prec0)
+                 + log_psplit(d, alpha, beta)
+                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
+                 - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
+                 + math.log(b_new) - math.log(w))
+    if not _accept(rng, -grow_logr):
+        return 0
+    for q in range(cnt):
+        leaf_of_row[t, idx[q]] = eta
+    W[eta], Wz[eta], Wzz[eta], S[eta], Sz[eta] = Wm, Wzm, Wzzm, Sm, Szm
+    reg[eta] = j
+    reg[kl] = -1
+    reg[kr] = -1
+    var[t, eta] = LEAF
+    left[t, eta] = -1
+    right[t, eta] = -1
+    free_node(t, kl, var, free, n_free)
+    free_node(t, kr, var, free, n_free)
+    return 1
+
+
+@numba.njit(cache=True)
+def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol, Z,
+            var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
+            idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
+    """A new rule from the prior at a node whose children are both leaves (chosen uniformly
+    among such nodes, which the move keeps so); the rule's probability cancels between prior
+    and proposal, leaving the children's marginal likelihoods and their factors
+    ``1 - p_split`` (their availability may change).  -1 when impossible, else 1/0."""
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if w == 0:
+        return -1
+    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    kl = left[t, eta]
+    kr = right[t, eta]
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        lf = leaf_of_row[t, i]
+        idx[cnt] = i
+        cnt += (lf == kl) | (lf == kr)
+    load_mask(amask, t, eta, lo, hi)
+    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, eta], Xb, idx, 0, cnt,
+                              min_leaf)
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
+    j = regcol[v]
+    WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
+    WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
+    d = depth[t, eta]
+    logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+            + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+            - linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
+            - linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
+            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0))
+    K2 = nmask.shape[1] - 2
+    count_bins(Xb, idx, 0, mid, ncuts, hist)
+    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
+    count_bins(Xb, idx, mid, cnt, ncuts, hist)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
+    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+    if not _accept(rng, logr):
+        return 0
+    var[t, eta] = v
+    cut[t, eta] = c
+    ncut[t, eta] = nc
+    wavail[t, kl] = wL
+    wavail[t, kr] = wR
+    for q in range(amask.shape[2]):
+        amask[t, kl, q] = nmask[0, K2, q]
+        amask[t, kr, q] = nmask[0, K2 + 1, q]
+    W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
+    W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
+    reg[kl] = j
+    reg[kr] = j
+    for q in range(mid):
+        leaf_of_row[t, idx[q]] = kl
+    for q in range(mid, cnt):
+        leaf_of_row[t, idx[q]] = kr
+    return 1
+
+
+# move probabilities: grow and prune equal (their ratio cancels), change the rest
+P_GROW = 0.3
+P_PRUNE = 0.3
+
+
+@numba.njit(cache=True)
+def linear_sweep(rng, data, rules, regcol, Z, z, omega, fsum, forest, slope, scratch, sums,
+                 proposed, accepted):
+    """One backfitting sweep over all trees with linear leaves: per tree a grow, a prune
+    (probability 0.3 each) or a change of the rule of a node whose children are leaves (0.4;
+    an impossible move leaves the tree as it is), then every leaf's coefficients from their
+    conditional.
+
+    Parameters
+    ----------
+    data, rules, forest, scratch
+        As for :func:`~pymc_trees.bart.kernels.cgm.cgm_sweep` (``forest.value`` holds the
+        leaves' ``b0``).
+    regcol : int64 ndarray of shape (q,)
+        Column of the slope under a split on sampler feature v (-1: categorical, no slope).
+    Z : float64 ndarray of shape (n, p)
+        Standardised columns (:func:`standardize_columns`).
+    z, omega : float64 ndarray of shape (n,)
+        Pseudo-data (offset removed) and row precisions.
+    fsum : float64 ndarray of shape (n,)
+        The trees' sum at the training rows on entry; their new sum on return.
+    slope : float64 ndarray of shape (m, K)
+        The leaves' ``b1`` (0 at leaves without a slope), updated.
+    sums : float64 ndarray of shape (5, K)
+        Scratch for the per-leaf sums.
+    proposed, accepted : int64 ndarray of shape (3,)
+        Incremented for grow, prune and change.
+    """
+    Xb, XbT, ncuts, iscat, split_prior = data
+    min_leaf, alpha, beta, prec0 = rules
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    r, idx, hist, lo, hi = scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi
+    tmp, nmask = scratch.tmp, scratch.nmask
+    W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
+    m, n = leaf_of_row.shape
+    K = var.shape[1]
+    reg = np.empty(K, np.int64)
+    reg_prev = np.empty(K, np.int64)
+    for i in range(n):
+        r[i] = z[i] - fsum[i]
+    for t in range(m):
+        # take tree t - 1 (drawn last) out of the residual and put tree t back
+        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        if t > 0:
+            leaf_regressors(t - 1, var, parent, n_nodes, regcol, reg_prev)
+        for i in range(n):
+            ri = r[i] + _row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
+            if t > 0:
+                ri -= _row_value(t - 1, leaf_of_row[t - 1, i], i, value, slope, reg_prev, Z)
+            r[i] = ri
+        _leaf_sums(t, leaf_of_row, reg, Z, r, omega, n_nodes[t], W, Wz, Wzz, S, Sz)
+        u = rng.random()
+        if u < P_GROW:
+            move = 0
+            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
+                        prec0, regcol, Z, var, cut, left, right, parent, depth, wavail, ncut,
+                        n_nodes, free, n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz,
+                        Wzz, S, Sz, reg, amask, nmask, tmp)
+        elif u < P_GROW + P_PRUNE:
+            move = 1
+            res = _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent,
+                         depth, wavail, free, n_free, n_nodes, leaf_of_row, r, omega, idx, W,
+                         Wz, Wzz, S, Sz, reg)
+        else:
+            move = 2
+            res = _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
+                          prec0, regcol, Z, var, cut, left, right, parent, depth, wavail, ncut,
+                          n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz,
+                          reg, amask, nmask, tmp)
+        if res >= 0:
+            proposed[move] += 1
+            accepted[move] += res
+        for k in range(n_nodes[t]):
+            if var[t, k] == LEAF:
+                b0, b1 = _draw_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, prec0)
+                value[t, k] = b0
+                slope[t, k] = b1
+            else:
+                slope[t, k] = 0.0
+    leaf_regressors(m - 1, var, parent, n_nodes, regcol, reg)
+    for i in range(n):
+        r[i] -= _row_value(m - 1, leaf_of_row[m - 1, i], i, value, slope, reg, Z)
+        fsum[i] = z[i] - r[i]
+
+
+@numba.njit(cache=True)
+def linear_leaf_stats(var, parent, n_nodes, value, slope, regcol):
+    """``(L, Q)``: the number of leaf coefficients and the sum of their squares over their
+    prior variance in units of the leaf variance (1 for a constant leaf's ``b0``, 1/2 for a
+    linear leaf's two), so that the forest's density in the leaf sd ``s`` is
+    ``s^-L exp(-Q / (2 s^2))`` up to a constant."""
+    L = 0.0
+    Q = 0.0
+    reg = np.empty(var.shape[1], np.int64)
+    for t in range(var.shape[0]):
+        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        for k in range(n_nodes[t]):
+            if var[t, k] != LEAF:
+                continue
+            if reg[k] >= 0:
+                L += 2.0
+                Q += 2.0 * (value[t, k] ** 2 + slope[t, k] ** 2)
+            else:
+                L += 1.0
+                Q += value[t, k] ** 2
+    return L, Q
+
+
+@numba.njit(cache=True)
+def linear_level_shift_sums(var, parent, n_nodes, value, regcol):
+    """``(P, B)``: over the leaves, the sum of the prior precisions of ``b0`` in units of the
+    leaf precision (1 constant, 2 linear) and the sum of ``b0`` times them."""
+    P = 0.0
+    B = 0.0
+    reg = np.empty(var.shape[1], np.int64)
+    for t in range(var.shape[0]):
+        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        for k in range(n_nodes[t]):
+            if var[t, k] == LEAF:
+                c = 2.0 if reg[k] >= 0 else 1.0
+                P += c
+                B += c * value[t, k]
+    return P, B
+
+
+@numba.njit(cache=True)
+def linear_prior_leaves(rng, var, parent, n_nodes, regcol, leaf_sd, value, slope):
+    """Every leaf's coefficients from the prior (a forest drawn with constant leaves)."""
+    reg = np.empty(var.shape[1], np.int64)
+    for t in range(var.shape[0]):
+        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        for k in range(n_nodes[t]):
+            slope[t, k] = 0.0
+            if var[t, k] != LEAF:
+                continue
+            if reg[k] >= 0:
+                s = leaf_sd / math.sqrt(2.0)
+                value[t, k] = s * rng.standard_normal()
+                slope[t, k] = s * rng.standard_normal()
+            else:
+                value[t, k] = leaf_sd * rng.standard_normal()

@@ -1,0 +1,177 @@
+"""Orchestration of a sum of trees with linear leaves (``BARTTree(..., response="linear")``):
+the :class:`ForestSampler` of constant leaves, with every leaf's slope kept beside its value
+and the sweep of :mod:`pymc_trees.bart.kernels.linear`.  Knows nothing of PyMC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_trees.bart.kernels.cgm import SweepData, TreeRules
+from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.kernels.linear import (linear_leaf_stats, linear_level_shift_sums,
+                                            linear_prior_leaves, linear_sweep, linear_values,
+                                            standardize_columns)
+from pymc_trees.bart.sampler import MOVES, ForestSampler, _rates
+from pymc_trees.core.packed import center_bits
+
+__all__ = ["LinearForestSampler", "RESPONSES"]
+
+RESPONSES = ("constant", "linear")
+
+
+@dataclass
+class LinearForestSampler(ForestSampler):
+    """A :class:`ForestSampler` whose leaves hold ``b0 + b1 z_j(x)`` with ``j`` the column of
+    the split above the leaf (:mod:`pymc_trees.bart.kernels.linear`).
+
+    ``forest.value`` holds every leaf's ``b0`` and :attr:`slope` (shape (m, K)) its ``b1`` on
+    the standardised scale of its column (``Z``, from the training rows' mean ``center`` and
+    sd ``scale``); packed forests carry the slope per unit of the column and the centre.
+    Sampled by grow, prune and change moves (:meth:`cgm_sweep`); Particle Gibbs and the
+    general tree step are refused.
+    """
+
+    def __post_init__(self):
+        n, p = np.shape(self.X)
+        cat = (np.zeros(p, bool) if self.categorical is None
+               else np.asarray(self.categorical, bool))
+        self.Z, self.center, self.scale = standardize_columns(self.X, cat)
+        super().__post_init__()
+        fmap = np.asarray(self.layout.fmap, np.int64)
+        # the slope's column under a split on each sampler feature (none: categorical)
+        self.regcol = np.where(cat[fmap], -1, fmap).astype(np.int64)
+
+    def reset(self) -> None:
+        super().reset()
+        self.slope = np.zeros_like(self.forest.value)
+        self._sums = np.zeros((5, self.forest.capacity))
+
+    def _sync(self) -> None:
+        """The slopes and sums follow the forest's capacity (it grows in place)."""
+        K = self.forest.capacity
+        if self.slope.shape[1] != K:
+            slope = np.zeros_like(self.forest.value)
+            slope[:, :self.slope.shape[1]] = self.slope
+            self.slope = slope
+        if self._sums.shape[1] != K:
+            self._sums = np.zeros((5, K))
+
+    def _linear_values(self, offset: float, out: np.ndarray) -> None:
+        f = self.forest
+        self._sync()
+        linear_values(f.var, f.parent, f.n_nodes, f.value, self.slope, f.leaf_of_row,
+                      self.regcol, self.Z, float(offset), out)
+
+    def values(self) -> np.ndarray:
+        out = np.empty(self.n)
+        self._linear_values(self.offset, out)
+        self._values_seen = (self._forest_key(), float(self.offset), out.copy())
+        return out
+
+    def _forest_key(self) -> tuple:
+        self._sync()
+        return super()._forest_key() + (self.slope.tobytes(),)
+
+    def _load_tree_sums(self) -> None:
+        seen = getattr(self, "_values_seen", None)
+        if seen is not None and seen[0] == self._forest_key():
+            np.subtract(seen[2], seen[1], out=self._fsum)
+        else:
+            self._linear_values(0.0, self._fsum)
+
+    def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
+                  move_cumprobs: np.ndarray) -> dict[str, float]:
+        """One sweep of :func:`~pymc_trees.bart.kernels.linear.linear_sweep` (grow and prune
+        0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` is not
+        used) against pseudo-data ``z`` with row precisions ``omega``; returns acceptance
+        rates (NaN for swap)."""
+        f = self._forest_with_room()
+        self._sync()
+        self._load_tree_sums()
+        proposed = np.zeros(4, np.int64)
+        accepted = np.zeros(4, np.int64)
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
+                          float(self.prior.beta), float(self.prec0))
+        linear_sweep(rng, data, rules, self.regcol, self.Z,
+                     np.ascontiguousarray(z, dtype=np.float64),
+                     np.ascontiguousarray(omega, dtype=np.float64), self._fsum, f.arrays(),
+                     self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
+        return _rates(accepted, proposed, MOVES)
+
+    def pg_sweep(self, rng, z, omega, num_particles):
+        raise ValueError("response='linear' is sampled by the CGM tree step (grow and prune "
+                         "moves); Particle Gibbs is for constant leaves. Use "
+                         "BARTTree(..., sampler='cgm') (the default) or response='constant'.")
+
+    def general_sweep(self, rng, loglik, move_cumprobs, compiled=None):
+        raise ValueError("response='linear' needs a Gaussian or augmented likelihood (Normal, "
+                         "Student-t, Bernoulli, Binomial, negative binomial, asymmetric "
+                         "Laplace; docs/design.md, 'Linear leaves'); for this likelihood use "
+                         "response='constant'.")
+
+    def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,
+                  omega: np.ndarray) -> dict[str, float]:
+        """The warm start's grow-from-root sweep, on constant leaves: the slopes are set to 0
+        first (any state is a valid start for the exact sweeps that follow)."""
+        self._sync()
+        self.slope[:] = 0.0
+        self._values_seen = None
+        out = super().gfr_sweep(rng, z, omega)
+        self._sync()
+        self.slope[:] = 0.0
+        return out
+
+    def level_shift(self, rng: np.random.Generator, c: float, mu0: float, sd0: float,
+                    k: float = 1.0) -> float:
+        """:meth:`ForestSampler.level_shift` with every leaf's ``b0`` moved: a linear leaf's
+        ``b0`` has prior precision twice the leaf precision, so with ``P`` and ``B`` from
+        :func:`~pymc_trees.bart.kernels.linear.linear_level_shift_sums`,
+        ``precision = 1/sd0^2 + k^2 P / (m^2 leaf_sd^2)`` and
+        ``mean = ((mu0 - c)/sd0^2 + k B / (m leaf_sd^2)) / precision``."""
+        f = self.forest
+        m = f.m
+        P, B = linear_level_shift_sums(f.var, f.parent, f.n_nodes, f.value, self.regcol)
+        prec = 1.0 / sd0**2 + P * k * k * self.prec0 / m**2
+        mean = ((mu0 - c) / sd0**2 + k * B * self.prec0 / m) / prec
+        s = mean + rng.standard_normal() / np.sqrt(prec)
+        f.value[f.var == LEAF] -= k * s / m
+        return float(s)
+
+    def leaf_stats(self) -> tuple[float, float]:
+        """(number of leaf coefficients, sum of their squares over their prior variance in
+        units of the leaf variance): the forest's density in the leaf sd depends on these
+        only, as for constant leaves."""
+        f = self.forest
+        self._sync()
+        return tuple(float(x) for x in linear_leaf_stats(f.var, f.parent, f.n_nodes, f.value,
+                                                          self.slope, self.regcol))
+
+    def _pack_leaves(self, nodes: np.ndarray, slot_pos: np.ndarray) -> None:
+        f = self.forest
+        self._sync()
+        for t in range(f.m):
+            nk = int(f.n_nodes[t])
+            var = f.var[t, :nk]
+            par = f.parent[t, :nk]
+            leaf = np.flatnonzero((var == LEAF) & (par >= 0))
+            if leaf.size == 0:
+                continue
+            j = self.regcol[var[par[leaf]]]
+            keep = j >= 0
+            leaf, j = leaf[keep], j[keep]
+            pos = slot_pos[t, leaf]
+            nodes["feature"][pos] = -2 - j
+            nodes["threshold"][pos] = self.slope[t, leaf] / self.scale[j]
+            nodes["cats"][pos] = center_bits(self.center[j])
+
+    def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
+        forest = self.sample_prior(rng)
+        slope = np.zeros_like(forest.value)
+        linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol,
+                            float(self.leaf_sd), forest.value, slope)
+        linear_values(forest.var, forest.parent, forest.n_nodes, forest.value, slope,
+                      forest.leaf_of_row, self.regcol, self.Z, float(self.offset), out)

@@ -1,0 +1,399 @@
+"""Linear leaves (``BARTTree(..., response="linear")``) against closed forms and enumeration.
+
+* The leaf's log marginal likelihood against the Gaussian density it stands for.
+* The exact posterior over trees, each leaf with its regressor (the column of the split above
+  it), enumerated by brute force on tables small enough, against the forests ``pm.sample``
+  stores: one tree on two numeric columns; two trees on one column with per-row scales and
+  a multiplier (the pseudo-data of bart-math 1); the level shift of an intercept.  The
+  posterior mean and second moment of f at every row check the coefficients' draw.
+* Prediction, saving and interpretation of linear leaves (hand-built forests with gaps), and
+  the refusals.
+
+Tolerances as in ``tests/test_enumeration.py``: total variation against a bound from the ESS
+of the five most probable cells (``check_cells``), f moments within 4 Monte Carlo SEs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_trees as pmt
+from enumeration import check_cells, normalise
+from pymc_trees.bart.kernels.linear import linear_log_ml, standardize_columns
+
+ALPHA, BETA, LEAF_SD = 0.95, 1.0, 1.0
+
+
+# --- the leaf's marginal likelihood ------------------------------------------------------------
+
+
+def _log_normal(y, cov):
+    sign, logdet = np.linalg.slogdet(cov)
+    return -0.5 * (len(y) * math.log(2 * math.pi) + logdet + y @ np.linalg.solve(cov, y))
+
+
+@pytest.mark.parametrize("has_slope", [False, True])
+def test_leaf_log_ml_is_the_gaussian_marginal_over_the_likelihood_at_zero(has_slope):
+    rng = np.random.default_rng(4)
+    n, sd = 7, 0.8
+    r = rng.normal(size=n)
+    omega = rng.uniform(0.5, 3.0, size=n)
+    zz = rng.normal(size=n)
+    prec0 = 1 / sd**2
+    design = np.c_[np.ones(n), zz] if has_slope else np.ones((n, 1))
+    D = np.eye(design.shape[1]) * (sd**2 / 2 if has_slope else sd**2)
+    want = (_log_normal(r, np.diag(1 / omega) + design @ D @ design.T)
+            - _log_normal(r, np.diag(1 / omega)))
+    got = linear_log_ml(omega.sum(), (omega * zz).sum(), (omega * zz**2).sum(),
+                        (omega * r).sum(), (omega * zz * r).sum(), has_slope, prec0)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# --- enumeration ------------------------------------------------------------------------------
+
+
+def enumerate_linear_trees(X, alpha, beta, min_leaf=1):
+    """All trees over the rows of X (numeric columns, a cut between consecutive distinct
+    values, ``min_leaf`` rows each side), as (log prior, frozenset of (rows, regressor)):
+    a leaf's regressor is the column of the split above it, -1 at the root."""
+    n, p = X.shape
+    memo = {}
+
+    def trees(rows, d, reg):
+        key = (rows, d, reg)
+        if key in memo:
+            return memo[key]
+        avail = {}
+        for v in range(p):
+            vals = np.unique(X[list(rows), v])
+            ks = [c for c in (vals[:-1] + vals[1:]) / 2
+                  if min_leaf <= sum(X[i, v] <= c for i in rows) <= len(rows) - min_leaf]
+            if ks:
+                avail[v] = ks
+        if not avail:
+            memo[key] = [(0.0, frozenset([(rows, reg)]))]
+            return memo[key]
+        ps = alpha * (1 + d) ** (-beta)
+        out = [(math.log1p(-ps), frozenset([(rows, reg)]))]
+        for v, ks in avail.items():
+            for c in ks:
+                rule = math.log(ps) - math.log(len(avail)) - math.log(len(ks))
+                lrows = tuple(i for i in rows if X[i, v] <= c)
+                rrows = tuple(i for i in rows if X[i, v] > c)
+                for (lp_l, pl), (lp_r, pr) in itertools.product(trees(lrows, d + 1, v),
+                                                                 trees(rrows, d + 1, v)):
+                    out.append((rule + lp_l + lp_r, pl | pr))
+        memo[key] = out
+        return out
+
+    prior = {}
+    for lp, cell in trees(tuple(range(n)), 0, -1):
+        prior[cell] = prior.get(cell, 0.0) + math.exp(lp)
+    return prior
+
+
+def _design(cell, Z, sd):
+    """The design matrix of one tree's coefficients and their prior variances."""
+    n = Z.shape[0]
+    cols, var = [], []
+    for rows, reg in sorted(cell, key=lambda c: (c[0], c[1])):
+        ind = np.zeros(n)
+        ind[list(rows)] = 1.0
+        if reg < 0:
+            cols.append(ind)
+            var.append(sd**2)
+        else:
+            cols += [ind, ind * Z[:, reg]]
+            var += [sd**2 / 2, sd**2 / 2]
+    return np.array(cols).T, np.array(var)
+
+
+def exact_linear(X, y, sigma, m, sd=LEAF_SD, b=None, extra=()):
+    """Exact posterior over m-tuples of trees (leaves integrated jointly), the prior of the
+    tuples, and the exact mean and second moment of f at every row.  ``extra``: more
+    (design, variance) blocks integrated with the trees (an intercept)."""
+    n = len(y)
+    Z, _, _ = standardize_columns(X, np.zeros(X.shape[1], bool))
+    prior = enumerate_linear_trees(X, ALPHA, BETA)
+    bvec = np.ones(n) if b is None else np.asarray(b, float)
+    noise = np.diag(np.broadcast_to(np.asarray(sigma, float) ** 2, (n,)).copy())
+    logs, prior_m, parts = {}, {}, {}
+    for combo in itertools.product(list(prior), repeat=m):
+        blocks = [_design(c, Z, sd) for c in combo] + list(extra)
+        B = np.hstack([blk[0] for blk in blocks])
+        V = np.concatenate([blk[1] for blk in blocks])
+        DB = bvec[:, None] * B
+        logs[combo] = (sum(math.log(prior[c]) for c in combo)
+                       + _log_normal(y, noise + DB @ np.diag(V) @ DB.T))
+        prior_m[combo] = math.prod(prior[c] for c in combo)
+        parts[combo] = (B, V, DB)
+    post = normalise(logs)
+    prec = 1 / np.broadcast_to(np.asarray(sigma, float) ** 2, (n,))
+    mean, second = np.zeros(n), np.zeros(n)
+    last = np.zeros(2)  # mean and second moment of the last coefficient (of ``extra``)
+    for combo, pc in post.items():
+        B, V, DB = parts[combo]
+        k = sum(_design(c, Z, sd)[0].shape[1] for c in combo)  # the trees' coefficients
+        cov = np.linalg.inv(DB.T @ (prec[:, None] * DB) + np.diag(1 / V))
+        mu = cov @ DB.T @ (prec * y)
+        Bf = B[:, :k]
+        m_f = Bf @ mu[:k]
+        v_f = np.einsum("ij,jk,ik->i", Bf, cov[:k, :k], Bf)
+        mean += pc * m_f
+        second += pc * (v_f + m_f**2)
+        last += pc * np.array([mu[-1], cov[-1, -1] + mu[-1] ** 2])
+    if extra:
+        return post, prior_m, mean, second, last
+    return post, prior_m, mean, second
+
+
+def linear_cells(forest, X):
+    """Per tree of a packed forest, the frozenset of (rows, regressor) of its leaves."""
+    out = []
+    nodes = forest.nodes
+    for t in range(forest.m):
+        groups = {}
+        for i, x in enumerate(X):
+            k = int(forest.start[t])
+            while nodes[k]["feature"] >= 0:
+                go_left = x[nodes[k]["feature"]] <= nodes[k]["threshold"]
+                k = int(nodes[k]["left"]) + (0 if go_left else 1)
+            groups.setdefault(k, []).append(i)
+        out.append(frozenset((tuple(rows), -2 - int(nodes[k]["feature"])
+                              if nodes[k]["feature"] < -1 else -1)
+                             for k, rows in groups.items()))
+    return tuple(out)
+
+
+def _check(idata, X, post, prior, mean, second, name="f"):
+    parts = [[linear_cells(fr, X) for fr in chain] for chain in pmt.forests(idata, name).values]
+    check_cells(parts, post, prior)
+    f = idata.posterior[name]
+    for stat, exact_val in (("mean", mean), ("second", second)):
+        draws = f if stat == "mean" else f**2
+        got = draws.mean(("chain", "draw")).values
+        se = np.asarray(az.mcse(draws.values)).ravel()
+        assert np.all(np.abs(got - exact_val) < 4 * se), (stat, got, exact_val, se)
+
+
+X2 = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0], [1.0, 2.0], [2.0, 0.0]])
+Y2 = np.array([-1.2, -0.1, 1.4, 2.9, 0.2, 0.9])
+
+
+def test_one_tree_on_two_columns_matches_enumeration():
+    post, prior, mean, second = exact_linear(X2, Y2, 1.0, 1)
+    with pm.Model():
+        f = pmt.BARTTree("f", X2, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
+                         split_prior="uniform", response="linear")
+        pm.Normal("y", mu=f, sigma=1.0, observed=Y2)
+        idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, random_seed=31,
+                          progressbar=False, compute_convergence_checks=False)
+    _check(idata, X2, post, prior, mean, second)
+
+
+X1 = np.repeat(np.arange(4.0), 2)[:, None]
+Y1 = np.array([0.1, -0.4, 0.9, 0.3, 2.6, 2.1, 1.5, 2.2])
+
+
+def test_two_trees_with_row_scales_and_a_multiplier_match_enumeration():
+    """y ~ Normal(a + b * f, s): per-row precisions, b = 0 rows (no information)."""
+    a = np.linspace(-0.5, 0.5, 8)
+    b = np.array([1.0, 2.0, 0.0, 1.5, -1.0, 1.0, 0.5, 2.0])
+    s = np.array([0.5, 0.8, 1.0, 0.6, 0.7, 0.9, 0.5, 1.2])
+    post, prior, mean, second = exact_linear(X1, Y1 - a, s, 2, b=b)
+    with pm.Model():
+        f = pmt.BARTTree("f", X1, m=2, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
+                         split_prior="uniform", response="linear")
+        pm.Normal("y", mu=a + b * f, sigma=s, observed=Y1)
+        idata = pm.sample(draws=30000, tune=300, chains=2, cores=1, random_seed=32,
+                          progressbar=False, compute_convergence_checks=False)
+    _check(idata, X1, post, prior, mean, second)
+
+
+def test_level_shift_of_an_intercept_matches_enumeration():
+    """y ~ Normal(a + f(x), sigma), a ~ Normal(m0, s0), m = 2 trees with linear leaves: a is
+    moved only by the tree step's level shift (its own step is a Metropolis with a negligible
+    proposal), whose conditional weighs each leaf's b0 by its own prior precision."""
+    m0, s0, sigma = 0.5, 1.5, 0.6
+    X = np.arange(5.0)[:, None]
+    y = np.array([-2.0, -2.0, 2.0, 2.5, -1.0])
+    post, prior, mean, second, mom = exact_linear(X, y - m0, sigma, 2,
+                                                  extra=[(np.ones((5, 1)), np.array([s0**2]))])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=2, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
+                         response="linear")
+        a = pm.Normal("a", m0, s0)
+        pm.Normal("y", mu=a + f, sigma=sigma, observed=y)
+        step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
+        idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, step=step, random_seed=33,
+                          progressbar=False, compute_convergence_checks=False)
+    parts = [[linear_cells(fr, X) for fr in ch] for ch in pmt.forests(idata, "f").values]
+    check_cells(parts, post, prior)
+    a_draws = idata.posterior["a"]
+    exact_a = (m0 + mom[0], mom[1] + 2 * m0 * mom[0] + m0**2)
+    for j, draws in enumerate((a_draws, a_draws**2)):
+        got = float(draws.mean())
+        se = float(np.asarray(az.mcse(draws.values)))
+        assert abs(got - exact_a[j]) < 4 * se, (j, got, exact_a[j], se)
+
+
+# --- prediction, saving, interpretation, refusals ---------------------------------------------
+
+
+def _table(n, seed):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, n)
+    u = rng.uniform(-1, 1, n)
+    shop = rng.choice(["a", "b", "c"], n)
+    y = np.where(x > 0, 1 + 2 * u, -1 - u) + (shop == "a") + 0.2 * rng.normal(size=n)
+    x[rng.uniform(size=n) < 0.1] = np.nan  # gaps in a regressor column
+    return pd.DataFrame({"x": x, "u": u, "shop": pd.Categorical(shop)}), y
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    df, y = _table(120, 1)
+    with pm.Model():
+        f = pmt.BARTTree("f", df, y, m=8, response="linear")
+        pm.Normal("y", mu=f, sigma=pm.HalfNormal("s", 1.0), observed=y)
+        idata = pm.sample(draws=40, tune=40, chains=2, cores=1, random_seed=5,
+                          progressbar=False, compute_convergence_checks=False)
+    return idata, df
+
+
+def test_forests_predict_the_training_values_after_saving(fitted, tmp_path):
+    idata, df = fitted
+    f = idata.posterior["f"]
+    np.testing.assert_allclose(pmt.predict(idata, df).values, f.values, rtol=1e-12, atol=1e-12)
+    feats = np.concatenate([fr.nodes["feature"] for fr in pmt.forests(idata, "f").values.ravel()])
+    linear = feats[feats < -1]
+    assert linear.size > 0
+    assert set(-2 - linear) <= {0, 1}  # slopes on x and u, never on the categorical shop
+    path = tmp_path / "lin.nc"
+    idata.to_netcdf(path)
+    import xarray as xr
+
+    back = xr.open_datatree(path)
+    np.testing.assert_allclose(pmt.predict(back, df).values, f.values, rtol=1e-12, atol=1e-12)
+
+
+def test_partial_dependence_of_linear_leaves_is_the_mean_of_predictions(fitted):
+    idata, df = fitted
+    grid = [-0.5, 0.25, np.nan]
+    res = pmt.partial_dependence(idata, df, "u", grid=grid, max_draws=None)
+    for g, v in enumerate(grid):
+        d = df.copy()
+        d["u"] = v
+        want = pmt.predict(idata, d).mean("obs").values
+        np.testing.assert_allclose(res["average"].values[..., g], want, rtol=1e-12)
+    # u is a slope column: its curve moves with u
+    assert np.ptp(res["average"].mean(("chain", "draw")).values[:2]) > 0.1
+
+
+def test_a_linear_leaf_predicts_its_line_and_drops_its_column_to_its_mean():
+    from pymc_trees.core.packed import NODE_DTYPE, PackedForest, center_bits
+    from pymc_trees.interpret.summaries import _Trees
+
+    # x0 <= 0.5 ? (leaf: 1 + 2 (x1 - 0.3)) : (leaf: -1 - 0.5 (x0 - 0.7)), NaN in x0 left
+    nodes = np.zeros(3, NODE_DTYPE)
+    nodes[0] = (0, 1, 0.5, 0.0, 1, 0)
+    nodes[1] = (-2 - 1, -1, 2.0, 1.0, 1, center_bits(np.array([0.3]))[0])
+    nodes[2] = (-2 - 0, -1, -0.5, -1.0, 1, center_bits(np.array([0.7]))[0])
+    forest = PackedForest(np.array([0, 3], np.int32), nodes, 0.25)
+    X = np.array([[0.1, 0.9], [0.9, 0.2], [np.nan, 0.4], [0.2, np.nan], [1.5, 0.0]])
+    want = 0.25 + np.array([1 + 2 * 0.6, -1 - 0.5 * 0.2, 1 + 2 * 0.1, 1.0, -1 - 0.5 * 0.8])
+    np.testing.assert_allclose(forest.predict(X), want, rtol=1e-15)
+    trees = _Trees(nodes, np.array([[0, 3]]), np.array([0.25]))
+    np.testing.assert_allclose(trees.predict(X)[0], want, rtol=1e-15)
+    # dropping x1 (the left leaf's slope column): that leaf's line is replaced by its mean
+    # over the rows of X that reach it (rows 0, 2, 3; row 3's x1 is missing: 0)
+    left_mean = 1 + 2 * np.mean([0.9 - 0.3, 0.4 - 0.3, 0.0])
+    got = trees.predict(X, excluded=np.array([False, True]))[0]
+    np.testing.assert_allclose(got[[0, 2, 3]], 0.25 + left_mean, rtol=1e-14)
+    np.testing.assert_allclose(got[[1, 4]], want[[1, 4]], rtol=1e-14)
+    # dropping x0: rows go both ways, 3 of 5 rows go left; the right leaf's line at its mean
+    right_mean = -1 - 0.5 * np.mean([0.9 - 0.7, 1.5 - 0.7])
+    got = trees.predict(X, excluded=np.array([True, False]))[0]
+    line_left = 1 + 2 * (np.nan_to_num(X[:, 1], nan=0.3) - 0.3)
+    np.testing.assert_allclose(got, 0.25 + 0.6 * line_left + 0.4 * right_mean, rtol=1e-14)
+
+
+def test_leaf_stats_count_coefficients_over_their_prior_variances():
+    from pymc_trees.bart.sampler import TreePrior, make_forest_sampler
+
+    df, y = _table(80, 2)
+    schema, _ = pmt.TableSchema.from_training(df)
+    X = schema.encode(df)
+    fs = make_forest_sampler(X, TreePrior(m=5, response="linear"), 0.0, 0.5,
+                             np.array([False, False, True]))
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        fs.cgm_sweep(rng, y, np.full(80, 4.0), None)
+    f = fs.forest
+    L, Q = 0.0, 0.0
+    for t in range(f.m):
+        for k in range(f.n_nodes[t]):
+            if f.var[t, k] != -1:
+                continue
+            par = f.parent[t, k]
+            slope_col = fs.regcol[f.var[t, par]] if par >= 0 else -1
+            if slope_col >= 0:
+                L += 2
+                Q += (f.value[t, k] ** 2 + fs.slope[t, k] ** 2) / 0.5
+            else:
+                L += 1
+                Q += f.value[t, k] ** 2
+                assert fs.slope[t, k] == 0.0
+    np.testing.assert_allclose(fs.leaf_stats(), (L, Q), rtol=1e-12)
+    assert L > f.m  # some leaves are linear
+
+
+def test_prior_draws_give_each_coefficient_its_variance():
+    from pymc_trees.bart.kernels.linear import linear_prior_leaves
+    from pymc_trees.bart.kernels.forest import LEAF
+
+    # one tree: a root split on column 0 (two linear leaves), one on a categorical feature
+    var = np.array([[0, LEAF, LEAF], [1, LEAF, LEAF], [LEAF, -2, -2]], np.int32)
+    parent = np.array([[-1, 0, 0], [-1, 0, 0], [-1, -1, -1]], np.int32)
+    n_nodes = np.array([3, 3, 1], np.int32)
+    regcol = np.array([0, -1])
+    rng = np.random.default_rng(3)
+    draws = []
+    for _ in range(20000):
+        value = np.zeros((3, 3))
+        slope = np.zeros((3, 3))
+        linear_prior_leaves(rng, var, parent, n_nodes, regcol, 2.0, value, slope)
+        draws.append((value[0, 1], slope[0, 1], value[1, 1], slope[1, 1], value[2, 0]))
+    sd = np.std(np.array(draws), axis=0)
+    # linear leaves: sd 2 / sqrt(2); constant leaves (categorical parent, root): 2
+    # the relative sd of a sample sd of N normal draws is 1 / sqrt(2 N): 4 of them
+    np.testing.assert_allclose(sd[[0, 1, 4, 2]], [2 / np.sqrt(2)] * 2 + [2.0, 2.0],
+                               rtol=4 / np.sqrt(2 * 20000))
+    assert np.all(np.array(draws)[:, 3] == 0.0)
+
+
+def test_refusals_name_the_fix():
+    X = np.random.default_rng(0).uniform(size=(30, 2))
+    y = np.random.default_rng(1).poisson(3.0, 30)
+    with pytest.raises(ValueError, match="'mix'.*not available"):
+        pmt.BARTTree.dist(X, response="mix", leaf_sd=1.0)
+    with pytest.raises(ValueError, match="response must be one of"):
+        pmt.BARTTree.dist(X, response="quadratic", leaf_sd=1.0)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=5, link="log", response="linear")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+        with pytest.raises(pmt.ModelStructureError, match="response='constant'"):
+            pmt.CGMTreeStep([f])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y.astype(float), m=5, response="linear", sampler="pg")
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        with pytest.raises(pmt.ModelStructureError, match="sampler='cgm'"):
+            pmt.PGTreeStep([f])
