@@ -648,7 +648,7 @@ def _marginal_walk(forest: PackedForest, A: np.ndarray, excluded) -> np.ndarray:
 
 
 def _trees_of(idata):
-    return summaries._source(idata, "f", None).trees
+    return summaries.interpretation_source(idata, "f", None).trees
 
 
 def test_marginal_prediction_equals_a_recursion_for_every_set_of_dropped_columns():
@@ -773,7 +773,7 @@ def test_selection_by_inclusion_keeps_the_columns_split_on_most(fitted):
     inc = pmt.variable_importance(idata, max_draws=20).mean(("chain", "draw"))
     order = list(inc["column"].values[np.argsort(-inc.values, kind="stable")])
     assert list(res["column"].values) == order
-    src = summaries._source(idata, "f", 20)
+    src = summaries.interpretation_source(idata, "f", 20)
     A = src.encode(df)
     from pymc_trees.interpret.selection import _r2
 

@@ -114,13 +114,26 @@ def _design(cell, Z, sd):
     return np.array(cols).T, np.array(var)
 
 
-def exact_linear(X, y, sigma, m, sd=LEAF_SD, b=None, extra=()):
+def mixed(prior: dict) -> dict:
+    """The prior over the cells of response="mix": each tree linear or constant with
+    probability 1/2 (a constant tree's leaves have no regressor)."""
+    out = {}
+    for cell, p in prior.items():
+        const = frozenset((rows, -1) for rows, _ in cell)
+        out[cell] = out.get(cell, 0.0) + p / 2
+        out[const] = out.get(const, 0.0) + p / 2
+    return out
+
+
+def exact_linear(X, y, sigma, m, sd=LEAF_SD, b=None, extra=(), mix=False):
     """Exact posterior over m-tuples of trees (leaves integrated jointly), the prior of the
     tuples, and the exact mean and second moment of f at every row.  ``extra``: more
     (design, variance) blocks integrated with the trees (an intercept)."""
     n = len(y)
     Z, _, _ = standardize_columns(X, np.zeros(X.shape[1], bool))
     prior = enumerate_linear_trees(X, ALPHA, BETA)
+    if mix:
+        prior = mixed(prior)
     bvec = np.ones(n) if b is None else np.asarray(b, float)
     noise = np.diag(np.broadcast_to(np.asarray(sigma, float) ** 2, (n,)).copy())
     logs, prior_m, parts = {}, {}, {}
@@ -195,6 +208,22 @@ def test_one_tree_on_two_columns_matches_enumeration():
         idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, random_seed=31,
                           progressbar=False, compute_convergence_checks=False)
     _check(idata, X2, post, prior, mean, second)
+
+
+def test_mix_of_linear_and_constant_trees_matches_enumeration():
+    """response="mix": each tree's kind has prior 1/2 and is drawn given the tree."""
+    post, prior, mean, second = exact_linear(X2, Y2, 0.8, 1, mix=True)
+    with pm.Model():
+        f = pmt.BARTTree("f", X2, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
+                         split_prior="uniform", response="mix")
+        pm.Normal("y", mu=f, sigma=0.8, observed=Y2)
+        idata = pm.sample(draws=30000, tune=300, chains=2, cores=1, random_seed=34,
+                          progressbar=False, compute_convergence_checks=False)
+    _check(idata, X2, post, prior, mean, second)
+    parts = [linear_cells(fr, X2)[0] for fr in pmt.forests(idata, "f").values.ravel()]
+    linear = np.mean([any(reg >= 0 for _, reg in c) for c in parts])
+    exact = sum(p for c, p in post.items() if any(reg >= 0 for _, reg in c[0]))
+    assert 0.2 < exact < 0.8 and abs(linear - exact) < 0.05  # both kinds are visited
 
 
 X1 = np.repeat(np.arange(4.0), 2)[:, None]
@@ -327,7 +356,8 @@ def test_a_linear_leaf_predicts_its_line_and_drops_its_column_to_its_mean():
 
 
 def test_leaf_stats_count_coefficients_over_their_prior_variances():
-    from pymc_trees.bart.sampler import TreePrior, make_forest_sampler
+    from pymc_trees.bart.linear_sampler import make_forest_sampler
+    from pymc_trees.bart.sampler import TreePrior
 
     df, y = _table(80, 2)
     schema, _ = pmt.TableSchema.from_training(df)
@@ -370,7 +400,8 @@ def test_prior_draws_give_each_coefficient_its_variance():
     for _ in range(20000):
         value = np.zeros((3, 3))
         slope = np.zeros((3, 3))
-        linear_prior_leaves(rng, var, parent, n_nodes, regcol, 2.0, value, slope)
+        linear_prior_leaves(rng, var, parent, n_nodes, regcol, np.ones(3, np.uint8), 2.0,
+                            value, slope)
         draws.append((value[0, 1], slope[0, 1], value[1, 1], slope[1, 1], value[2, 0]))
     sd = np.std(np.array(draws), axis=0)
     # linear leaves: sd 2 / sqrt(2); constant leaves (categorical parent, root): 2
@@ -383,8 +414,6 @@ def test_prior_draws_give_each_coefficient_its_variance():
 def test_refusals_name_the_fix():
     X = np.random.default_rng(0).uniform(size=(30, 2))
     y = np.random.default_rng(1).poisson(3.0, 30)
-    with pytest.raises(ValueError, match="'mix'.*not available"):
-        pmt.BARTTree.dist(X, response="mix", leaf_sd=1.0)
     with pytest.raises(ValueError, match="response must be one of"):
         pmt.BARTTree.dist(X, response="quadratic", leaf_sd=1.0)
     with pm.Model():

@@ -394,3 +394,27 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
     assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior
     with pytest.raises(ValueError, match="keep_values must be True, False or None"):
         _keep_values_fit("no")
+
+
+def test_plain_pymc_call_refuses_a_prior_draw_of_f_without_inspecting_the_stack():
+    """Where PyMC would draw f from its tree prior (f in sample_vars, or f left out of the
+    trace with keep_values=False) the wrapper of its freeze decision refuses, at unchanged X
+    too; pm.sample_prior_predictive still draws from the prior (rng_fn)."""
+    X, g, z, y = _data(seed=5, n=40)
+    for keep in (True, False):
+        with pm.Model():
+            f = pmt.BARTTree("f", X, y, m=4, keep_values=keep)
+            pm.Normal("y", mu=f, sigma=pm.HalfNormal("sigma", 1.0), observed=y)
+            idata = pm.sample(draws=10, tune=10, chains=1, random_seed=1, progressbar=False,
+                              compute_convergence_checks=False)
+            assert ("f" in idata.posterior) == keep
+            kwargs = {"sample_vars": ["f"]} if keep else {}
+            with pytest.raises(ValueError, match=r"\['f'\] from their tree prior.*"
+                                                 r"pmt.sample_posterior_predictive"):
+                pm.sample_posterior_predictive(idata, var_names=["f", "y"], progressbar=False,
+                                               **kwargs)
+            prior = pm.sample_prior_predictive(draws=3, random_seed=2)
+            assert prior.prior["f"].shape == (1, 3, 40)
+            ours = pmt.sample_posterior_predictive(idata, var_names=["f"], progressbar=False)
+            np.testing.assert_array_equal(ours.posterior_predictive["f"].values,
+                                          pmt.predict(idata, X).values)

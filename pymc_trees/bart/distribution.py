@@ -15,12 +15,10 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_trees.bart.pymc_calls import pymc_frame
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
-from pymc_trees.bart.sampler import (ForestSampler, TreePrior, learned_scale_prior,
-                                     make_forest_sampler)
-from pymc_trees.bart.linear_sampler import RESPONSES
+from pymc_trees.bart.sampler import ForestSampler, TreePrior, learned_scale_prior
+from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -99,12 +97,8 @@ class BARTTreeRV(RandomVariable):
         return (shape[0],) if self.outputs is None else (self.outputs, shape[0])
 
     def rng_fn(self, rng, X, offset, leaf_sd, split_weights, size):
-        from pymc.sampling import forward
-
-        if pymc_frame(forward.sample_posterior_predictive) is not None:
-            raise ValueError("pm.sample_posterior_predictive was about to draw a BARTTree term "
-                             "from its tree prior, which ignores the posterior. "
-                             + PPC_ADVICE)
+        # a draw from the tree prior (pm.sample_prior_predictive, pm.draw); PyMC's posterior
+        # predictive never gets here: pymc_trees.bart.ppc_guard refuses before it would
         n = np.shape(X)[0]
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
@@ -250,7 +244,7 @@ class BARTTree(Distribution):
         values at the training rows for every draw, exactly, and predictions, the posterior
         predictive and saving work the same.  ``pm.sample(var_names=...)`` decides instead
         when given.
-    response : {"constant", "linear"}, default "constant"
+    response : {"constant", "linear", "mix"}, default "constant"
         What each leaf holds.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
         under a split on a non-categorical column ``j`` holds the line ``b0 + b1 z_j(x)``,
         ``z_j`` the column standardised on the training rows (a missing value at its mean),
@@ -259,8 +253,10 @@ class BARTTree(Distribution):
         row a leaf has the prior variance of a constant leaf).  The coefficients are
         integrated out of the tree moves and drawn from their conditional, as constant leaves
         are; the CGM step samples such trees with grow and prune moves, for Gaussian and
-        augmented likelihoods (``docs/design.md``, "Linear leaves").  Particle Gibbs and the
-        general tree step (other likelihoods) are refused.
+        augmented likelihoods (``docs/design.md``, "Linear leaves").  ``"mix"``
+        (pymc-bart's): each tree's leaves are all linear or all constant, the kind a
+        parameter of the tree with prior 1/2 each, drawn exactly given the tree after its
+        move.  Particle Gibbs and the general tree step (other likelihoods) are refused.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -317,9 +313,7 @@ class BARTTree(Distribution):
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
              missing_split: bool = True, response: str = "constant", **kwargs):
         if response not in RESPONSES:
-            extra = (" pymc-bart's 'mix' (each tree constant or linear) is not available; "
-                     "use 'linear' or 'constant'." if response == "mix" else "")
-            raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.{extra}")
+            raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:

@@ -13,19 +13,20 @@ from pymc_trees.bart.kernels.cgm import SweepData, TreeRules
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.linear import (linear_leaf_stats, linear_level_shift_sums,
                                             linear_prior_leaves, linear_sweep, linear_values,
-                                            standardize_columns)
-from pymc_trees.bart.sampler import MOVES, ForestSampler, _rates
+                                            pack_linear_leaves, standardize_columns)
+from pymc_trees.bart.sampler import MOVES, ForestSampler, TreePrior, acceptance_rates
 from pymc_trees.core.packed import center_bits
 
-__all__ = ["LinearForestSampler", "RESPONSES"]
+__all__ = ["LinearForestSampler", "RESPONSES", "make_forest_sampler"]
 
-RESPONSES = ("constant", "linear")
+RESPONSES = ("constant", "linear", "mix")
 
 
 @dataclass
 class LinearForestSampler(ForestSampler):
     """A :class:`ForestSampler` whose leaves hold ``b0 + b1 z_j(x)`` with ``j`` the column of
-    the split above the leaf (:mod:`pymc_trees.bart.kernels.linear`).
+    the split above the leaf (:mod:`pymc_trees.bart.kernels.linear`); with ``response="mix"``
+    each tree is linear or constant (:attr:`lin`), its kind drawn with its moves.
 
     ``forest.value`` holds every leaf's ``b0`` and :attr:`slope` (shape (m, K)) its ``b1`` on
     the standardised scale of its column (``Z``, from the training rows' mean ``center`` and
@@ -48,6 +49,10 @@ class LinearForestSampler(ForestSampler):
         super().reset()
         self.slope = np.zeros_like(self.forest.value)
         self._sums = np.zeros((5, self.forest.capacity))
+        # the trees' kinds: all linear, or with "mix" all constant at the start (the warm
+        # start's trees are constant) and then drawn after every move
+        self.mix = self.prior.response == "mix"
+        self.lin = np.full(self.prior.m, 0 if self.mix else 1, np.uint8)
 
     def _sync(self) -> None:
         """The slopes and sums follow the forest's capacity (it grows in place)."""
@@ -63,7 +68,7 @@ class LinearForestSampler(ForestSampler):
         f = self.forest
         self._sync()
         linear_values(f.var, f.parent, f.n_nodes, f.value, self.slope, f.leaf_of_row,
-                      self.regcol, self.Z, float(offset), out)
+                      self.regcol, self.lin, self.Z, float(offset), out)
 
     def values(self) -> np.ndarray:
         out = np.empty(self.n)
@@ -73,7 +78,7 @@ class LinearForestSampler(ForestSampler):
 
     def _forest_key(self) -> tuple:
         self._sync()
-        return super()._forest_key() + (self.slope.tobytes(),)
+        return super()._forest_key() + (self.slope.tobytes(), self.lin.tobytes())
 
     def _load_tree_sums(self) -> None:
         seen = getattr(self, "_values_seen", None)
@@ -96,11 +101,11 @@ class LinearForestSampler(ForestSampler):
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                           float(self.prior.beta), float(self.prec0))
-        linear_sweep(rng, data, rules, self.regcol, self.Z,
+        linear_sweep(rng, data, rules, self.regcol, self.lin, self.mix, self.Z,
                      np.ascontiguousarray(z, dtype=np.float64),
                      np.ascontiguousarray(omega, dtype=np.float64), self._fsum, f.arrays(),
                      self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
-        return _rates(accepted, proposed, MOVES)
+        return acceptance_rates(accepted, proposed, MOVES)
 
     def pg_sweep(self, rng, z, omega, num_particles):
         raise ValueError("response='linear' is sampled by the CGM tree step (grow and prune "
@@ -134,7 +139,8 @@ class LinearForestSampler(ForestSampler):
         ``mean = ((mu0 - c)/sd0^2 + k B / (m leaf_sd^2)) / precision``."""
         f = self.forest
         m = f.m
-        P, B = linear_level_shift_sums(f.var, f.parent, f.n_nodes, f.value, self.regcol)
+        P, B = linear_level_shift_sums(f.var, f.parent, f.n_nodes, f.value, self.regcol,
+                                       self.lin)
         prec = 1.0 / sd0**2 + P * k * k * self.prec0 / m**2
         mean = ((mu0 - c) / sd0**2 + k * B * self.prec0 / m) / prec
         s = mean + rng.standard_normal() / np.sqrt(prec)
@@ -148,30 +154,28 @@ class LinearForestSampler(ForestSampler):
         f = self.forest
         self._sync()
         return tuple(float(x) for x in linear_leaf_stats(f.var, f.parent, f.n_nodes, f.value,
-                                                          self.slope, self.regcol))
+                                                          self.slope, self.regcol, self.lin))
 
     def _pack_leaves(self, nodes: np.ndarray, slot_pos: np.ndarray) -> None:
         f = self.forest
         self._sync()
-        for t in range(f.m):
-            nk = int(f.n_nodes[t])
-            var = f.var[t, :nk]
-            par = f.parent[t, :nk]
-            leaf = np.flatnonzero((var == LEAF) & (par >= 0))
-            if leaf.size == 0:
-                continue
-            j = self.regcol[var[par[leaf]]]
-            keep = j >= 0
-            leaf, j = leaf[keep], j[keep]
-            pos = slot_pos[t, leaf]
-            nodes["feature"][pos] = -2 - j
-            nodes["threshold"][pos] = self.slope[t, leaf] / self.scale[j]
-            nodes["cats"][pos] = center_bits(self.center[j])
+        pack_linear_leaves(f.var, f.parent, f.n_nodes, self.slope, self.regcol, self.lin,
+                           self.scale, center_bits(self.center), slot_pos, nodes)
 
     def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
         forest = self.sample_prior(rng)
         slope = np.zeros_like(forest.value)
-        linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol,
+        m = forest.var.shape[0]
+        lin = ((rng.random(m) < 0.5) if self.mix else np.ones(m)).astype(np.uint8)
+        linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol, lin,
                             float(self.leaf_sd), forest.value, slope)
         linear_values(forest.var, forest.parent, forest.n_nodes, forest.value, slope,
-                      forest.leaf_of_row, self.regcol, self.Z, float(self.offset), out)
+                      forest.leaf_of_row, self.regcol, lin, self.Z, float(self.offset), out)
+
+
+def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
+                        categorical: np.ndarray | None = None) -> ForestSampler:
+    """The forest sampler of ``prior.response``: :class:`ForestSampler` for constant leaves,
+    :class:`LinearForestSampler` for linear ones and for the mix."""
+    cls = ForestSampler if prior.response == "constant" else LinearForestSampler
+    return cls(X, prior, offset, leaf_sd, categorical)

@@ -13,7 +13,8 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.distribution import PPC_ADVICE, tree_terms
 
-__all__ = ["evaluated_at_current_x", "stale_tree_terms", "install_refusal"]
+__all__ = ["evaluated_at_current_x", "stale_tree_terms", "prior_drawn_tree_terms",
+           "install_refusal"]
 
 # Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
 # computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
@@ -54,6 +55,18 @@ def stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed) -> dict[st
     return out
 
 
+def prior_drawn_tree_terms(model, volatile_closure, volatile_vars,
+                           vars_in_trace) -> list[str]:
+    """The tree terms PyMC's posterior predictive would draw from their distribution (the
+    tree prior): those it regenerates (``volatile_closure``) because they are in
+    ``sample_vars`` (``volatile_vars``) or not in the trace, except the terms just
+    evaluated at the current X by :func:`sample_posterior_predictive`."""
+    done = _AT_CURRENT_X.get()
+    return [rv.name for rv in tree_terms(model)
+            if rv.name not in done and rv in volatile_closure
+            and (rv in volatile_vars or rv not in vars_in_trace)]
+
+
 def install_refusal() -> None:
     """Make ``pm.sample_posterior_predictive`` refuse to reuse the training-row values of a
     tree term whose X changed (``pm.set_data``), whatever the warnings filters say and also
@@ -62,8 +75,11 @@ def install_refusal() -> None:
     PyMC decides which trace variables to reuse ("freeze") in ``sample_posterior_predictive``
     and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
     that decision: the trace variables, the redrawn ones, and the data values at sampling
-    time.  That call is wrapped once: before PyMC's own warning, tree terms whose X depends on
-    changed data raise a ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE`.
+    time.  That call is wrapped once: before PyMC's own warning, a tree term that PyMC would
+    draw from its prior (:func:`prior_drawn_tree_terms`), or whose trace values it would
+    reuse although its X depends on changed data (:func:`stale_tree_terms`), raises a
+    ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE`.  No call stack is
+    inspected: PyMC hands the decision to the wrapper.
     """
     from pymc.sampling import forward
 
@@ -78,6 +94,13 @@ def install_refusal() -> None:
         return
 
     def refuse_then_warn(**kwargs):
+        drawn = prior_drawn_tree_terms(kwargs["model"], kwargs["volatile_closure"],
+                                       kwargs["volatile_vars"], kwargs["vars_in_trace_set"])
+        if drawn:
+            raise ValueError(
+                f"pm.sample_posterior_predictive was about to draw the BARTTree term(s) "
+                f"{drawn} from their tree prior (they are in sample_vars, or not in the "
+                "trace), which ignores the posterior. " + PPC_ADVICE)
         constant_data = kwargs["constant_data"]
         stale = stale_tree_terms(
             kwargs["model"], kwargs["vars_in_trace_set"], kwargs["volatile_vars"],

@@ -1,12 +1,10 @@
 """Where a PyMC entry point has no hook for a tree term, find out which call we are inside.
 
-PyMC calls a step's ``competence`` and a RandomVariable's ``rng_fn`` without saying on whose
-behalf.  Two situations need that answer to fail loudly instead of silently:
-
-* ``BARTTreeRV.rng_fn`` inside ``pm.sample_posterior_predictive`` would draw f from its prior
-  (see :mod:`pymc_trees.results.predictive`);
-* the tree steps' ``competence`` inside ``pm.sample(nuts_sampler="nutpie" | ...)``, where PyMC
-  would hand the whole model to an external NUTS that cannot run a tree step.
+PyMC calls a step's ``competence`` without saying on whose behalf.  One situation needs that
+answer to fail loudly instead of silently: the tree steps' ``competence`` inside
+``pm.sample(nuts_sampler="nutpie" | ...)``, where PyMC would hand the whole model to an
+external NUTS that cannot run a tree step.  (The posterior predictive's refusal needs no
+stack: :mod:`pymc_trees.bart.ppc_guard`.)
 
 The test is by identity of the PyMC function's code object on the call stack, not by name.
 """

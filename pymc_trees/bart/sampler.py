@@ -23,8 +23,7 @@ from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
 from pymc_trees.core.features import FeatureLayout, build_layout
 
-__all__ = ["TreePrior", "ForestSampler", "MOVES", "move_cumulative_probs",
-           "make_forest_sampler"]
+__all__ = ["TreePrior", "ForestSampler", "MOVES", "move_cumulative_probs"]
 
 MOVES = ("grow", "prune", "change", "swap")
 
@@ -61,9 +60,11 @@ class TreePrior:
         (LEARNED_SCALE_ALPHA - 1) * sd0**2)``, prior mean ``sd0**2`` where ``sd0`` is the
         term's calibrated leaf sd (its ``leaf_sd`` input), drawn from its conjugate
         conditional after every sweep (:func:`learned_scale_draw`).
-    response : {"constant", "linear"}
+    response : {"constant", "linear", "mix"}
         What a leaf holds: a constant, or a straight line in the column of the split above
-        it (:mod:`pymc_trees.bart.kernels.linear`; :class:`LinearForestSampler`).
+        it (:mod:`pymc_trees.bart.kernels.linear`;
+        :class:`~pymc_trees.bart.linear_sampler.LinearForestSampler`); ``"mix"``: each tree
+        is one or the other, with prior 1/2.
     """
 
     m: int = 200
@@ -78,8 +79,8 @@ class TreePrior:
     response: str = "constant"
 
     def __post_init__(self):
-        if self.response not in ("constant", "linear"):
-            raise ValueError(f"response must be 'constant' or 'linear'; got "
+        if self.response not in ("constant", "linear", "mix"):
+            raise ValueError(f"response must be 'constant', 'linear' or 'mix'; got "
                              f"{self.response!r}.")
         if int(self.m) != self.m or self.m < 1:
             raise ValueError(f"m must be a positive integer number of trees; got {self.m!r}.")
@@ -144,7 +145,7 @@ def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return ll, g, h
 
 
-def _rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[str, float]:
+def acceptance_rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[str, float]:
     """Acceptance rate per move type (NaN when never proposed)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = accepted / proposed
@@ -378,7 +379,7 @@ class ForestSampler:
         cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
                   self._scratch, proposed, accepted)
-        return _rates(accepted, proposed, MOVES)
+        return acceptance_rates(accepted, proposed, MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None) -> dict[str, float]:
@@ -545,7 +546,7 @@ class ForestSampler:
             f_prop[:] = f_cur
             accepted[4] += a
             proposed[4] += tot
-        return _rates(accepted, proposed, (*MOVES, "leaf"))
+        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
                               move_cumprobs: np.ndarray) -> dict[str, float]:
@@ -568,7 +569,7 @@ class ForestSampler:
         gk.general_sweep(rng, rows_fn, pre, data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), self._scratch,
                          st, bufs, proposed, accepted)
-        return _rates(accepted, proposed, (*MOVES, "leaf"))
+        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                  num_particles: int) -> dict[str, float]:
@@ -722,17 +723,6 @@ class ForestSampler:
                                    p.alpha, p.beta, self.leaf_sd)
 
 
-def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
-                        categorical: np.ndarray | None = None) -> "ForestSampler":
-    """The forest sampler of ``prior.response``: :class:`ForestSampler` for constant leaves,
-    :class:`~pymc_trees.bart.linear_sampler.LinearForestSampler` for linear ones."""
-    if prior.response == "linear":
-        from pymc_trees.bart.linear_sampler import LinearForestSampler
-
-        return LinearForestSampler(X, prior, offset, leaf_sd, categorical)
-    return ForestSampler(X, prior, offset, leaf_sd, categorical)
-
-
 def concat_packed(parts: list[PackedForest]) -> PackedForest:
     """The packed forests of the k outputs of a term, one after the other: trees
     ``j*m .. (j+1)*m - 1`` are output j's (:func:`split_outputs` reads them back)."""
@@ -754,9 +744,9 @@ class OutputSamplers:
     uses of a :class:`ForestSampler`, over all outputs."""
 
     def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int,
-                 categorical: np.ndarray | None = None):
-        self.parts = [make_forest_sampler(X, prior, offset, leaf_sd, categorical)
-                      for _ in range(int(k))]
+                 categorical: np.ndarray | None = None, make=None):
+        make = ForestSampler if make is None else make  # the class of each output's sampler
+        self.parts = [make(X, prior, offset, leaf_sd, categorical) for _ in range(int(k))]
 
     @property
     def n(self) -> int:

@@ -28,8 +28,8 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, ForestSampler, OutputSamplers, learned_scale_draw,
-                                     make_forest_sampler,
                                      move_cumulative_probs)
+from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        level_shifts, noise_likelihood, output_tree_likelihood,
                                        tree_likelihood)
@@ -314,7 +314,8 @@ class _TreeStep(BlockedStep):
                                                categorical_columns(rv.owner.op))
         else:
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
-                                          sd0, outputs, categorical_columns(rv.owner.op))
+                                          sd0, outputs, categorical_columns(rv.owner.op),
+                                          make=make_forest_sampler)
 
     def _setup_split_prior(self, model, rv, split, conc, start) -> None:
         """Compile learned split probabilities and their concentration (when there are)."""
@@ -376,11 +377,12 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         liks = self._liks or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
-        if rv.owner.op.prior.response == "linear" and (general or self.sampler_kind != "cgm"):
+        response = rv.owner.op.prior.response
+        if response != "constant" and (general or self.sampler_kind != "cgm"):
             raise ModelStructureError(
-                f"{rv.name!r} has linear leaves (response='linear'), which are sampled by the "
-                "CGM tree step's grow and prune moves against a Gaussian or augmented "
-                "likelihood (Normal, Student-t, Bernoulli, Binomial, negative binomial, "
+                f"{rv.name!r} has linear leaves (response={response!r}), which are sampled by "
+                "the CGM tree step's moves against a Gaussian or augmented likelihood "
+                "(Normal, Student-t, Bernoulli, Binomial, negative binomial, "
                 "asymmetric Laplace, Categorical over a softmax). "
                 + ("Particle Gibbs is for constant leaves: use BARTTree(..., sampler='cgm') "
                    "(the default)." if self.sampler_kind != "cgm" else

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pymc_trees.interpret.summaries import _check_X, _source, _summary
+from pymc_trees.interpret.summaries import require_rows, interpretation_source, hdi_summary
 
 __all__ = ["select_variables", "plot_submodels", "plot_scatter_submodels"]
 
@@ -107,8 +107,8 @@ def select_variables(source, X, var_name: str = "f", method: str = "backward",
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}.")
-    _check_X(X)
-    src = _source(source, var_name, max_draws)
+    require_rows(X)
+    src = interpretation_source(source, var_name, max_draws)
     if src.kind != "bart":
         raise TypeError("select_variables compares submodels per posterior draw, so source "
                         "must be the DataTree of a model with a BARTTree term; for a boosting "
@@ -240,12 +240,12 @@ def plot_submodels(result: xr.Dataset, ax=None, figsize: tuple[float, float] | N
     if "output" in r2.dims:  # the steps compare means over outputs
         r2 = r2.mean("output")
         ref = ref.mean("output")
-    mean, lo, hi = _summary(r2, hdi_prob)
+    mean, lo, hi = hdi_summary(r2, hdi_prob)
     x = np.arange(r2.sizes["n_columns"])
     line = ax.plot(x, mean.values, "o-", mfc="white", label="submodel")[0]
     if lo is not None:
         ax.vlines(x, lo.values, hi.values, color=line.get_color())
-    rmean, rlo, rhi = _summary(ref, hdi_prob)
+    rmean, rlo, rhi = hdi_summary(ref, hdi_prob)
     if np.isfinite(float(rmean)):
         ax.axhline(float(rmean), color="grey", ls="--", lw=1,
                    label="two draws of the full model")

@@ -322,7 +322,7 @@ def _plain_schema(columns, p: int) -> TableSchema:
     return TableSchema(names, ("numeric",) * p, (None,) * p, columns is not None)
 
 
-def _source(source, var_name: str, max_draws: int | None) -> _Source:
+def interpretation_source(source, var_name: str, max_draws: int | None) -> _Source:
     if max_draws is not None and (isinstance(max_draws, bool)
                                   or not isinstance(max_draws, numbers.Integral)
                                   or max_draws < 1):
@@ -341,7 +341,7 @@ def _source(source, var_name: str, max_draws: int | None) -> _Source:
     return _BartSource(source, var_name, max_draws)
 
 
-def _check_X(X, what: str = "X") -> None:
+def require_rows(X, what: str = "X") -> None:
     if X is None:
         raise ValueError(f"{what} is needed: pass the rows to average over (for example the "
                          "training X, or a sample of it), with the training columns.")
@@ -440,10 +440,10 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
     """
     if kind not in ("inclusion", "permutation"):
         raise ValueError(f"kind must be 'inclusion' or 'permutation'; got {kind!r}.")
-    src = _source(source, var_name, max_draws)
+    src = interpretation_source(source, var_name, max_draws)
     attrs = {"kind": kind, "var_name": src.var_name, "source": src.kind}
     if X is not None:
-        _check_X(X)
+        require_rows(X)
         A = src.encode(X)  # checks X; a DataFrame names positional training columns
     if kind == "inclusion":
         p = src.schema().p
@@ -455,7 +455,7 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) \
             or n_repeats < 1:
         raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
-    _check_X(X)  # X is needed here (encoded above)
+    require_rows(X)  # X is needed here (encoded above)
     gen = np.random.default_rng(rng)
     n, p = A.shape
     f = src.evaluate(A)  # (S, K, n)
@@ -665,8 +665,8 @@ def partial_dependence(source, X, columns, var_name: str = "f", grid=None,
             or grid_resolution < 1:
         raise ValueError(f"grid_resolution must be a positive integer; got "
                          f"{grid_resolution!r}.")
-    _check_X(X)
-    src = _source(source, var_name, max_draws)
+    require_rows(X)
+    src = interpretation_source(source, var_name, max_draws)
     A = src.encode(X)
     schema = src.schema()
     cols = _columns(columns, schema)
@@ -718,7 +718,7 @@ def _axes(ax):
     return ax
 
 
-def _summary(da: xr.DataArray, hdi_prob: float):
+def hdi_summary(da: xr.DataArray, hdi_prob: float):
     """Posterior mean and HDI bounds (lower, upper) over (chain, draw); for a DataArray
     without sample dims the values themselves and no bounds (None)."""
     if not 0 < hdi_prob < 1:
@@ -762,7 +762,7 @@ def plot_variable_importance(result: xr.DataArray, ax=None, hdi_prob: float = 0.
         raise TypeError("result must be the DataArray returned by variable_importance (with a "
                         f"'column' dim); got {type(result).__name__}.")
     ax = _axes(ax)
-    mean, lo, hi = _summary(result, hdi_prob)
+    mean, lo, hi = hdi_summary(result, hdi_prob)
     outputs = _outputs(result)
     order_key = mean.mean("output", skipna=True) if "output" in mean.dims else mean
     order = np.argsort(np.nan_to_num(order_key.values, nan=-np.inf), kind="stable")
@@ -852,7 +852,7 @@ def plot_partial_dependence(result: xr.Dataset, ax=None, hdi_prob: float = 0.94)
                 marker="." if categorical else None)
     for i, out in enumerate(outputs):
         sel = {} if out is None else {"output": out}
-        mean, lo, hi = _summary(avg.sel(sel), hdi_prob)
+        mean, lo, hi = hdi_summary(avg.sel(sel), hdi_prob)
         label = None if out is None else f"output {out}"
         color = f"C{i}"
         if categorical:
@@ -1047,8 +1047,8 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
 
     if kind not in ("average", "individual", "both"):
         raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")
-    _check_X(X)
-    src = _source(source, var_name, max_draws)
+    require_rows(X)
+    src = interpretation_source(source, var_name, max_draws)
     A = src.encode(X)
     schema = src.schema()
     cols = list(range(schema.p)) if columns is None else [

@@ -128,13 +128,13 @@ def partition_rows(XbT, idx, start, end, v, c, tmp):
 
 
 @numba.njit(cache=True)
-def _accept(rng, logr):
+def accept_move(rng, logr):
     u = rng.random()
     return logr >= 0.0 or u < math.exp(logr)
 
 
 @numba.njit(cache=True, inline="always")
-def _accept_u(u, logr):
+def accept_u(u, logr):
     """Metropolis decision for a uniform ``u`` already drawn.  For ``B >= logr`` a rejection
     by ``B`` is a rejection by ``logr`` (exp is monotone), which lets a move test a cheap upper
     bound of its log ratio before computing the rest."""
@@ -401,7 +401,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     # The children's availability enters only through their factors log(1 - p_split(d + 1))
     # <= 0, so ``logr`` bounds the full log ratio from above: when the bound already rejects,
     # the children are not counted (the same decision as with the full ratio).
-    if not _accept_u(u, logr):
+    if not accept_u(u, logr):
         return 0
     # the children's available cutpoints, from their bin counts
     K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
@@ -413,7 +413,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     store_mask(nmask, 0, K2 + 1, lo, hi)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
-    if not _accept_u(u, logr):
+    if not accept_u(u, logr):
         return 0
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
@@ -457,7 +457,7 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
                  + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
                  - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
                  + math.log(pp * b_new) - math.log(pg * w))
-    if not _accept(rng, -grow_logr):
+    if not accept_move(rng, -grow_logr):
         return 0
     n = leaf_of_row.shape[1]
     for i in range(n):
@@ -523,12 +523,12 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
                            r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp) - old
     u = rng.random()
     # the rules' availability is counted only when the bound does not already reject
-    accept = _accept_u(u, bound)
+    accept = accept_u(u, bound)
     if accept:
         rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
-        accept = valid and _accept_u(u, bound + rest)
+        accept = valid and accept_u(u, bound + rest)
     if accept:
         commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                         nwav, nnc, seg_s, seg_e, stack, amask, nmask)

@@ -28,7 +28,7 @@ import math
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, _accept, _accept_u,
+from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, accept_move, accept_u,
                                          count_nodes, partition_rows, pick_node)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
@@ -37,7 +37,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, c
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
-           "linear_level_shift_sums"]
+           "linear_level_shift_sums", "pack_linear_leaves"]
 
 
 def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
@@ -64,13 +64,13 @@ def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
 
 
 @numba.njit(cache=True)
-def leaf_regressors(t, var, parent, n_nodes, regcol, reg):
+def leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg):
     """``reg[k]`` for every slot of tree t: the column of leaf k's slope, the column of its
     parent's split feature (``regcol[v]``, -1 for a categorical feature), or -1 (the root,
-    internal and free slots)."""
+    internal and free slots, and every slot of a constant tree: ``lin[t] == 0``)."""
     for k in range(n_nodes[t]):
         reg[k] = -1
-        if var[t, k] == LEAF:
+        if lin[t] and var[t, k] == LEAF:
             par = parent[t, k]
             if par >= 0:
                 reg[k] = regcol[var[t, par]]
@@ -122,44 +122,22 @@ def _row_value(t, k, i, value, slope, reg, Z):
 
 
 @numba.njit(cache=True)
-def linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, reg, out):
+def linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, Z, reg,
+                       out):
     """``out[i] +=`` tree t at training row i (``reg``: scratch of the node axis)."""
-    leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+    leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
     for i in range(leaf_of_row.shape[1]):
         out[i] += _row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
 
 
 @numba.njit(cache=True)
-def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, offset, out):
+def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, Z, offset, out):
     """The sum of the trees at the training rows plus ``offset``, tree by tree."""
     reg = np.empty(var.shape[1], np.int64)
     out[:] = offset
     for t in range(var.shape[0]):
-        linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, Z, reg,
-                           out)
-
-
-@numba.njit(cache=True)
-def _leaf_sums(t, leaf_of_row, reg, Z, r, omega, nk, W, Wz, Wzz, S, Sz):
-    """Per-leaf sums of tree t over all rows, each leaf with its own regressor."""
-    for k in range(nk):
-        W[k] = 0.0
-        Wz[k] = 0.0
-        Wzz[k] = 0.0
-        S[k] = 0.0
-        Sz[k] = 0.0
-    for i in range(leaf_of_row.shape[1]):
-        k = leaf_of_row[t, i]
-        j = reg[k]
-        w = omega[i]
-        wr = w * r[i]
-        W[k] += w
-        S[k] += wr
-        if j >= 0:
-            z = Z[i, j]
-            Wz[k] += w * z
-            Wzz[k] += w * z * z
-            Sz[k] += wr * z
+        linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, Z,
+                           reg, out)
 
 
 @numba.njit(cache=True)
@@ -184,8 +162,8 @@ def _rows_sums(idx, start, end, j, Z, r, omega):
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol, Z,
-          var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
+def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol,
+          active, Z, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
           leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
     """Grow (as likely as prune, so their probabilities cancel); -1 when impossible, else
     1/0 for accepted/rejected."""
@@ -203,7 +181,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
                               min_leaf)
     mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
-    j = regcol[v]  # the children's regressor
+    j = regcol[v] if active else -1  # the children's regressor
     WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
     WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
     d = depth[t, ell]
@@ -219,7 +197,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
             + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + math.log(b) - math.log(w_new))
     u = rng.random()
-    if not _accept_u(u, logr):
+    if not accept_u(u, logr):
         return 0
     K2 = nmask.shape[1] - 2
     count_bins(Xb, idx, 0, mid, ncuts, hist)
@@ -230,7 +208,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     store_mask(nmask, 0, K2 + 1, lo, hi)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
-    if not _accept_u(u, logr):
+    if not accept_u(u, logr):
         return 0
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
@@ -253,7 +231,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
 
 
 @numba.njit(cache=True)
-def _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent, depth, wavail, free,
+def _prune(rng, t, alpha, beta, prec0, regcol, active, Z, var, left, right, parent, depth, wavail, free,
            n_free, n_nodes, leaf_of_row, r, omega, idx, W, Wz, Wzz, S, Sz, reg):
     w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
@@ -269,7 +247,7 @@ def _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent, dept
     if wavail[t, kr] > 0.0:
         b_new -= 1
     par = parent[t, eta]
-    j = regcol[var[t, par]] if par >= 0 else -1  # the merged leaf's regressor
+    j = regcol[var[t, par]] if par >= 0 and active else -1  # the merged leaf's regressor
     n = leaf_of_row.shape[1]
     cnt = 0
     for i in range(n):
@@ -285,7 +263,7 @@ def _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent, dept
                  + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
                  - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
                  + math.log(b_new) - math.log(w))
-    if not _accept(rng, -grow_logr):
+    if not accept_move(rng, -grow_logr):
         return 0
     for q in range(cnt):
         leaf_of_row[t, idx[q]] = eta
@@ -302,8 +280,8 @@ def _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent, dept
 
 
 @numba.njit(cache=True)
-def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol, Z,
-            var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
+def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol,
+            active, Z, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
             idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
     """A new rule from the prior at a node whose children are both leaves (chosen uniformly
     among such nodes, which the move keeps so); the rule's probability cancels between prior
@@ -325,7 +303,7 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, eta], Xb, idx, 0, cnt,
                               min_leaf)
     mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
-    j = regcol[v]
+    j = regcol[v] if active else -1
     WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
     WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
     d = depth[t, eta]
@@ -344,7 +322,7 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
     store_mask(nmask, 0, K2 + 1, lo, hi)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
-    if not _accept(rng, logr):
+    if not accept_move(rng, logr):
         return 0
     var[t, eta] = v
     cut[t, eta] = c
@@ -365,18 +343,55 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
     return 1
 
 
+@numba.njit(cache=True)
+def _draw_kind(rng, t, var, parent, n_nodes, regcol, lin, one, leaf_of_row, Z, r, omega, prec0,
+               W, Wz, Wzz, S, Sz, reg):
+    """Tree t's kind (``lin[t]``) from its conditional given the tree (prior 1/2 each, the
+    coefficients integrated out); leaves ``reg`` and the sums right for the kind drawn."""
+    # the would-be regressors of a linear tree, and the slope sums with them
+    leaf_regressors(0, var[t:t + 1], parent[t:t + 1], n_nodes[t:t + 1], regcol, one, reg)
+    nk = n_nodes[t]
+    for k in range(nk):
+        Wz[k] = 0.0
+        Wzz[k] = 0.0
+        Sz[k] = 0.0
+    for i in range(leaf_of_row.shape[1]):
+        k = leaf_of_row[t, i]
+        j = reg[k]
+        if j >= 0:
+            zz = Z[i, j]
+            w = omega[i]
+            Wz[k] += w * zz
+            Wzz[k] += w * zz * zz
+            Sz[k] += w * r[i] * zz
+    log_odds = 0.0
+    for k in range(nk):
+        if var[t, k] == LEAF and reg[k] >= 0:
+            log_odds += (linear_log_ml(W[k], Wz[k], Wzz[k], S[k], Sz[k], True, prec0)
+                         - linear_log_ml(W[k], 0.0, 0.0, S[k], 0.0, False, prec0))
+    if log_odds >= 0.0:
+        p_lin = 1.0 / (1.0 + math.exp(-log_odds))
+    else:
+        e = math.exp(log_odds)
+        p_lin = e / (1.0 + e)
+    lin[t] = 1 if rng.random() < p_lin else 0
+    if lin[t] == 0:
+        for k in range(nk):
+            reg[k] = -1
+
+
 # move probabilities: grow and prune equal (their ratio cancels), change the rest
 P_GROW = 0.3
 P_PRUNE = 0.3
 
 
 @numba.njit(cache=True)
-def linear_sweep(rng, data, rules, regcol, Z, z, omega, fsum, forest, slope, scratch, sums,
-                 proposed, accepted):
+def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, slope, scratch,
+                 sums, proposed, accepted):
     """One backfitting sweep over all trees with linear leaves: per tree a grow, a prune
     (probability 0.3 each) or a change of the rule of a node whose children are leaves (0.4;
-    an impossible move leaves the tree as it is), then every leaf's coefficients from their
-    conditional.
+    an impossible move leaves the tree as it is); with ``mix``, the tree's kind from its
+    conditional given the tree; then every leaf's coefficients from their conditional.
 
     Parameters
     ----------
@@ -385,6 +400,12 @@ def linear_sweep(rng, data, rules, regcol, Z, z, omega, fsum, forest, slope, scr
         leaves' ``b0``).
     regcol : int64 ndarray of shape (q,)
         Column of the slope under a split on sampler feature v (-1: categorical, no slope).
+    lin : uint8 ndarray of shape (m,)
+        Whether each tree's leaves are linear (1) or constant (0); updated with ``mix``.
+    mix : bool
+        ``response="mix"``: each tree's kind is a parameter with prior 1/2 each, drawn after
+        the tree's move with its coefficients integrated out
+        (``p(linear) / p(constant) = prod_leaves ML_linear / ML_constant``).
     Z : float64 ndarray of shape (n, p)
         Standardised columns (:func:`standardize_columns`).
     z, omega : float64 ndarray of shape (n,)
@@ -409,40 +430,63 @@ def linear_sweep(rng, data, rules, regcol, Z, z, omega, fsum, forest, slope, scr
     K = var.shape[1]
     reg = np.empty(K, np.int64)
     reg_prev = np.empty(K, np.int64)
+    one = np.ones(1, np.uint8)
     for i in range(n):
         r[i] = z[i] - fsum[i]
     for t in range(m):
-        # take tree t - 1 (drawn last) out of the residual and put tree t back
-        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
-        if t > 0:
-            leaf_regressors(t - 1, var, parent, n_nodes, regcol, reg_prev)
+        # one pass: take tree t - 1 (drawn last; its regressors in reg_prev) out of the
+        # residual, put tree t back, and sum the statistics of tree t's leaves
+        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
+        for k in range(n_nodes[t]):
+            W[k] = 0.0
+            Wz[k] = 0.0
+            Wzz[k] = 0.0
+            S[k] = 0.0
+            Sz[k] = 0.0
         for i in range(n):
-            ri = r[i] + _row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
+            k = leaf_of_row[t, i]
+            j = reg[k]
+            ri = r[i] + value[t, k]
+            zz = 0.0
+            if j >= 0:
+                zz = Z[i, j]
+                ri += slope[t, k] * zz
             if t > 0:
                 ri -= _row_value(t - 1, leaf_of_row[t - 1, i], i, value, slope, reg_prev, Z)
             r[i] = ri
-        _leaf_sums(t, leaf_of_row, reg, Z, r, omega, n_nodes[t], W, Wz, Wzz, S, Sz)
+            w = omega[i]
+            wr = w * ri
+            W[k] += w
+            S[k] += wr
+            if j >= 0:
+                Wz[k] += w * zz
+                Wzz[k] += w * zz * zz
+                Sz[k] += wr * zz
+        active = lin[t] != 0
         u = rng.random()
         if u < P_GROW:
             move = 0
             res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                        prec0, regcol, Z, var, cut, left, right, parent, depth, wavail, ncut,
+                        prec0, regcol, active, Z, var, cut, left, right, parent, depth, wavail, ncut,
                         n_nodes, free, n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz,
                         Wzz, S, Sz, reg, amask, nmask, tmp)
         elif u < P_GROW + P_PRUNE:
             move = 1
-            res = _prune(rng, t, alpha, beta, prec0, regcol, Z, var, left, right, parent,
+            res = _prune(rng, t, alpha, beta, prec0, regcol, active, Z, var, left, right, parent,
                          depth, wavail, free, n_free, n_nodes, leaf_of_row, r, omega, idx, W,
                          Wz, Wzz, S, Sz, reg)
         else:
             move = 2
             res = _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                          prec0, regcol, Z, var, cut, left, right, parent, depth, wavail, ncut,
+                          prec0, regcol, active, Z, var, cut, left, right, parent, depth, wavail, ncut,
                           n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz,
                           reg, amask, nmask, tmp)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res
+        if mix:
+            _draw_kind(rng, t, var, parent, n_nodes, regcol, lin, one, leaf_of_row, Z, r, omega,
+                       prec0, W, Wz, Wzz, S, Sz, reg)
         for k in range(n_nodes[t]):
             if var[t, k] == LEAF:
                 b0, b1 = _draw_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, prec0)
@@ -450,14 +494,14 @@ def linear_sweep(rng, data, rules, regcol, Z, z, omega, fsum, forest, slope, scr
                 slope[t, k] = b1
             else:
                 slope[t, k] = 0.0
-    leaf_regressors(m - 1, var, parent, n_nodes, regcol, reg)
+        reg, reg_prev = reg_prev, reg  # the moves kept reg right for tree t
     for i in range(n):
-        r[i] -= _row_value(m - 1, leaf_of_row[m - 1, i], i, value, slope, reg, Z)
+        r[i] -= _row_value(m - 1, leaf_of_row[m - 1, i], i, value, slope, reg_prev, Z)
         fsum[i] = z[i] - r[i]
 
 
 @numba.njit(cache=True)
-def linear_leaf_stats(var, parent, n_nodes, value, slope, regcol):
+def linear_leaf_stats(var, parent, n_nodes, value, slope, regcol, lin):
     """``(L, Q)``: the number of leaf coefficients and the sum of their squares over their
     prior variance in units of the leaf variance (1 for a constant leaf's ``b0``, 1/2 for a
     linear leaf's two), so that the forest's density in the leaf sd ``s`` is
@@ -466,7 +510,7 @@ def linear_leaf_stats(var, parent, n_nodes, value, slope, regcol):
     Q = 0.0
     reg = np.empty(var.shape[1], np.int64)
     for t in range(var.shape[0]):
-        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
         for k in range(n_nodes[t]):
             if var[t, k] != LEAF:
                 continue
@@ -480,14 +524,14 @@ def linear_leaf_stats(var, parent, n_nodes, value, slope, regcol):
 
 
 @numba.njit(cache=True)
-def linear_level_shift_sums(var, parent, n_nodes, value, regcol):
+def linear_level_shift_sums(var, parent, n_nodes, value, regcol, lin):
     """``(P, B)``: over the leaves, the sum of the prior precisions of ``b0`` in units of the
     leaf precision (1 constant, 2 linear) and the sum of ``b0`` times them."""
     P = 0.0
     B = 0.0
     reg = np.empty(var.shape[1], np.int64)
     for t in range(var.shape[0]):
-        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
         for k in range(n_nodes[t]):
             if var[t, k] == LEAF:
                 c = 2.0 if reg[k] >= 0 else 1.0
@@ -497,11 +541,12 @@ def linear_level_shift_sums(var, parent, n_nodes, value, regcol):
 
 
 @numba.njit(cache=True)
-def linear_prior_leaves(rng, var, parent, n_nodes, regcol, leaf_sd, value, slope):
-    """Every leaf's coefficients from the prior (a forest drawn with constant leaves)."""
+def linear_prior_leaves(rng, var, parent, n_nodes, regcol, lin, leaf_sd, value, slope):
+    """Every leaf's coefficients from the prior (a forest drawn with constant leaves; ``lin``
+    the trees' kinds)."""
     reg = np.empty(var.shape[1], np.int64)
     for t in range(var.shape[0]):
-        leaf_regressors(t, var, parent, n_nodes, regcol, reg)
+        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
         for k in range(n_nodes[t]):
             slope[t, k] = 0.0
             if var[t, k] != LEAF:
@@ -512,3 +557,27 @@ def linear_prior_leaves(rng, var, parent, n_nodes, regcol, leaf_sd, value, slope
                 slope[t, k] = s * rng.standard_normal()
             else:
                 value[t, k] = leaf_sd * rng.standard_normal()
+
+
+@numba.njit(cache=True)
+def pack_linear_leaves(var, parent, n_nodes, slope, regcol, lin, scale, center_bits, slot_pos,
+                       nodes):
+    """Mark the linear leaves of a packed forest (``nodes``, filled by ``pack_forest`` with
+    ``slot_pos``): ``feature = -2 - j``, ``threshold`` the slope per unit of column j
+    (``slope / scale[j]``) and ``cats`` the bits of its centre (``center_bits[j]``)."""
+    for t in range(var.shape[0]):
+        if not lin[t]:
+            continue
+        for k in range(n_nodes[t]):
+            if var[t, k] != LEAF:
+                continue
+            par = parent[t, k]
+            if par < 0:
+                continue
+            j = regcol[var[t, par]]
+            if j < 0:
+                continue
+            o = slot_pos[t, k]
+            nodes[o].feature = -2 - j
+            nodes[o].threshold = slope[t, k] / scale[j]
+            nodes[o].cats = center_bits[j]
