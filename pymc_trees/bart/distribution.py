@@ -17,7 +17,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, learned_scale_prior
+from pymc_trees.bart.sampler import TreePrior, learned_scale_prior
 from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
@@ -103,7 +103,7 @@ class BARTTreeRV(RandomVariable):
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
-        from pymc_trees.bart.kernels.forest import dart_prior_draw, forest_values
+        from pymc_trees.bart.kernels.forest import dart_prior_draw
 
         out = np.empty((1 if self.outputs is None else self.outputs, n))
         sd = float(leaf_sd)

@@ -27,7 +27,7 @@ from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
-from pymc_trees.bart.sampler import (MOVES, ForestSampler, OutputSamplers, learned_scale_draw,
+from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
                                      move_cumulative_probs)
 from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pymc_trees.interpret.summaries import require_rows, interpretation_source, hdi_summary
+from pymc_trees.interpret.summaries import (hdi_summary, interpretation_source, panel_grid,
+                                            require_rows)
 
 __all__ = ["select_variables", "plot_submodels", "plot_scatter_submodels"]
 
@@ -286,7 +287,6 @@ def plot_scatter_submodels(result: xr.Dataset, submodels=None, ax=None,
     ValueError
         For a number of columns that is not in the result, or too few ``ax``.
     """
-    import matplotlib.pyplot as plt
 
     _check_result(result)
     p = result.sizes["n_columns"]
@@ -301,25 +301,15 @@ def plot_scatter_submodels(result: xr.Dataset, submodels=None, ax=None,
     bad = [k for k in submodels if not 1 <= k <= p]
     if bad:
         raise ValueError(f"submodels must be numbers of columns from 1 to {p}; got {bad}.")
+    axes = panel_grid(len(submodels), ax,
+                      (lambda nrow, ncol: (3.4 * ncol, 3.0 * nrow)) if figsize is None
+                      else figsize, "submodel", sharex=True, sharey=True)
     if ax is None:
-        ncol = min(3, len(submodels))
-        nrow = -(-len(submodels) // ncol)
-        if figsize is None:
-            figsize = (3.4 * ncol, 3.0 * nrow)
-        fig, grid = plt.subplots(nrow, ncol, figsize=figsize, squeeze=False, sharex=True,
-                                 sharey=True)
-        axes = grid.ravel()
+        fig = axes[0].figure
         fig.supxlabel("full model (posterior mean)")
         fig.supylabel("submodel (posterior mean)")
         for panel in axes[:len(submodels)]:  # ticks under every panel drawn
             panel.xaxis.set_tick_params(labelbottom=True)
-        for extra in axes[len(submodels):]:
-            extra.set_visible(False)
-    else:
-        axes = np.asarray(ax, dtype=object).ravel()
-    if axes.size < len(submodels):
-        raise ValueError(f"ax has {axes.size} Axes for {len(submodels)} submodels; pass one "
-                         "per submodel.")
     labels = _labels(result)
     full = result["full_mean"]
     r2 = result["r2"]

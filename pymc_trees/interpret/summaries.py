@@ -898,6 +898,28 @@ def _heatmap(ax, avg: xr.DataArray, gdims, kinds, names, var, posterior: bool):
     return ax
 
 
+def panel_grid(count: int, ax=None, figsize=None, what: str = "panel", **subplots):
+    """``count`` panels: the given Axes (at least ``count``, else a ValueError that names
+    ``what``), or a new figure of three panels a row with the unused ones hidden."""
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        axes = np.asarray(ax, dtype=object).ravel()
+        if axes.size < count:
+            raise ValueError(f"ax has {axes.size} Axes for {count} {what}s; pass one per "
+                             f"{what}.")
+        return axes
+    ncol = min(3, count)
+    nrow = -(-count // ncol)
+    if callable(figsize):
+        figsize = figsize(nrow, ncol)
+    _, grid = plt.subplots(nrow, ncol, figsize=figsize, squeeze=False, **subplots)
+    axes = grid.ravel()
+    for extra in axes[count:]:
+        extra.set_visible(False)
+    return axes
+
+
 def _tick(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         return f"{v:.3g}"
@@ -1043,7 +1065,6 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
         As :func:`partial_dependence`; for a ``func`` that changes the shape, or too few
         ``ax``.
     """
-    import matplotlib.pyplot as plt
 
     if kind not in ("average", "individual", "both"):
         raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")
@@ -1058,18 +1079,7 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
         _resolve_column(c, schema) for c in ([var_discrete]
                                              if isinstance(var_discrete, (str, int))
                                              else var_discrete)}
-    if ax is None:
-        ncol = min(3, len(cols))
-        nrow = -(-len(cols) // ncol)
-        fig, grid_ax = plt.subplots(nrow, ncol, figsize=figsize, squeeze=False)
-        axes = grid_ax.ravel()
-        for extra in axes[len(cols):]:
-            extra.set_visible(False)
-    else:
-        axes = np.asarray(ax, dtype=object).ravel()
-    if axes.size < len(cols):
-        raise ValueError(f"ax has {axes.size} Axes for {len(cols)} columns; pass one per "
-                         "column.")
+    axes = panel_grid(len(cols), ax, figsize, "column")
     for panel, j in zip(axes, cols):
         name = schema.names[j]
         grid = None

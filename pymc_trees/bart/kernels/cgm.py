@@ -21,7 +21,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, c
                                            rule_valid, split_node)
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "SweepData", "TreeRules", "SweepScratch",
-           "new_scratch", "cgm_sweep",
+           "new_scratch", "cgm_sweep", "propose_split", "children_masks", "commit_children",
            "forest_summary"]
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
@@ -179,6 +179,70 @@ def pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes):
                 return k
             pick -= 1
     return -1
+
+
+@numba.njit(cache=True, inline="always")
+def propose_split(rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail,
+                  amask, n_nodes, leaf_of_row, idx, lo, hi, tmp):
+    """The proposal of a grow: a splittable leaf of tree t uniformly, its rule from the
+    prior, its rows partitioned by the rule.  Returns ``(leaf, b, w_new, cnt, v, c, nc,
+    mid)``: ``b`` the tree's splittable leaves, ``w_new`` its prunable nodes after the grow,
+    ``idx[:cnt]`` the leaf's rows with the left child's ``idx[:mid]`` first; ``leaf = -1``
+    when no leaf can split."""
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    if b == 0:
+        return -1, 0, 0, 0, 0, 0, 0, 0
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):  # written always, kept when in the leaf: no branch on the data
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == ell
+    # the leaf's available cutpoints were kept when its rows last changed
+    load_mask(amask, t, ell, lo, hi)
+    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
+                              min_leaf)
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
+    w_new = w + 1
+    par = parent[t, ell]
+    if par >= 0:
+        sib = left[t, par] if right[t, par] == ell else right[t, par]
+        if var[t, sib] == LEAF:
+            w_new -= 1
+    return ell, b, w_new, cnt, v, c, nc, mid
+
+
+@numba.njit(cache=True, inline="always")
+def children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo, hi,
+                   nmask):
+    """The available rules of the two children of a split, ``idx[:mid]`` and
+    ``idx[mid:cnt]``, from their bin counts: kept in the last two rows of ``nmask``; returns
+    their available weights ``(wL, wR)``."""
+    K2 = nmask.shape[1] - 2
+    count_bins(Xb, idx, 0, mid, ncuts, hist)
+    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2, lo, hi)
+    count_bins(Xb, idx, mid, cnt, ncuts, hist)
+    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    store_mask(nmask, 0, K2 + 1, lo, hi)
+    return wL, wR
+
+
+@numba.njit(cache=True, inline="always")
+def commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt):
+    """Give the children ``kl``, ``kr`` of a split their available weights, the masks
+    :func:`children_masks` kept, and their rows ``idx[:mid]``, ``idx[mid:cnt]``."""
+    K2 = nmask.shape[1] - 2
+    wavail[t, kl] = wL
+    wavail[t, kr] = wR
+    for j in range(amask.shape[2]):
+        amask[t, kl, j] = nmask[0, K2, j]
+        amask[t, kr, j] = nmask[0, K2 + 1, j]
+    for q in range(mid):
+        leaf_of_row[t, idx[q]] = kl
+    for q in range(mid, cnt):
+        leaf_of_row[t, idx[q]] = kr
 
 
 @numba.njit(cache=True)
@@ -360,21 +424,11 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
           cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
           omega, idx, hist, lo, hi, W, S, amask, nmask, tmp):
     """Returns -1 when impossible, else 1/0 for accepted/rejected."""
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    if b == 0:
+    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    if ell < 0:
         return -1
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):  # written always, kept when in the leaf: no branch on the data
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == ell
-    # the leaf's available cutpoints were kept when its rows last changed
-    load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
-                              min_leaf)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     WL = 0.0
     SL = 0.0
     WR = 0.0
@@ -388,12 +442,6 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
         WR += omega[i]
         SR += omega[i] * r[i]
     d = depth[t, ell]
-    w_new = w + 1
-    par = parent[t, ell]
-    if par >= 0:
-        sib = left[t, par] if right[t, par] == ell else right[t, par]
-        if var[t, sib] == LEAF:
-            w_new -= 1
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
             + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + math.log(pp * b) - math.log(pg * w_new))
@@ -404,13 +452,8 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     if not accept_u(u, logr):
         return 0
     # the children's available cutpoints, from their bin counts
-    K2 = nmask.shape[1] - 2  # the last two rows of nmask hold the children's masks
-    count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2, lo, hi)
-    count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2 + 1, lo, hi)
+    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
     if not accept_u(u, logr):
@@ -418,19 +461,11 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    wavail[t, kl] = wL
-    wavail[t, kr] = wR
-    for j in range(amask.shape[2]):
-        amask[t, kl, j] = nmask[0, K2, j]
-        amask[t, kr, j] = nmask[0, K2 + 1, j]
+    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
     W[kl] = WL
     S[kl] = SL
     W[kr] = WR
     S[kr] = SR
-    for q in range(mid):
-        leaf_of_row[t, idx[q]] = kl
-    for q in range(mid, cnt):
-        leaf_of_row[t, idx[q]] = kr
     return 1
 
 

@@ -37,12 +37,12 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
-                                         collect_subtree_rows, commit_subtree, count_nodes,
-                                         partition_rows, pick_node, prior_subtree, split_segment)
-from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
-from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
-                                           draw_node_rule, free_node, log_1m_psplit, log_psplit,
-                                           split_node)
+                                         children_masks, collect_subtree_rows, commit_children,
+                                         commit_subtree, count_nodes, pick_node, prior_subtree,
+                                         propose_split, split_segment)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
+                                           log_psplit, split_node)
 
 __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves", "grow_propose",
            "grow_commit", "prune_propose", "prune_commit", "restructure_propose",
@@ -114,20 +114,11 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     cnt, mid)``, ``out_f = (mu_L, mu_R, log ratio without the log-likelihood)``, and the
     children's available cutpoints in the last two rows of ``nmask``.  ``G``, ``H`` hold the
     current leaves' sums (:func:`leaf_gh`)."""
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    if b == 0:
+    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    if ell < 0:
         return -1
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == ell
-    load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
-                              min_leaf)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     GL = 0.0
     HL = 0.0
     GR = 0.0
@@ -140,20 +131,9 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
         i = idx[q]
         GR += g[i]
         HR += h[i]
-    K2 = nmask.shape[1] - 2
-    count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2, lo, hi)
-    count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2 + 1, lo, hi)
+    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
     d = depth[t, ell]
-    w_new = w + 1
-    par = parent[t, ell]
-    if par >= 0:
-        sib = left[t, par] if right[t, par] == ell else right[t, par]
-        if var[t, sib] == LEAF:
-            w_new -= 1
     muL = _draw_q(rng, GL, HL, prec0)
     muR = _draw_q(rng, GR, HR, prec0)
     logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
@@ -184,18 +164,10 @@ def grow_commit(t, var, cut, ncut, left, right, parent, depth, wavail, amask, n_
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    K2 = nmask.shape[1] - 2
-    wavail[t, kl] = out_f[3]
-    wavail[t, kr] = out_f[4]
-    for j in range(amask.shape[2]):
-        amask[t, kl, j] = nmask[0, K2, j]
-        amask[t, kr, j] = nmask[0, K2 + 1, j]
+    commit_children(t, kl, kr, out_f[3], out_f[4], wavail, amask, nmask, leaf_of_row, idx,
+                    mid, cnt)
     value[t, kl] = out_f[0]
     value[t, kr] = out_f[1]
-    for q in range(mid):
-        leaf_of_row[t, idx[q]] = kl
-    for q in range(mid, cnt):
-        leaf_of_row[t, idx[q]] = kr
 
 
 @numba.njit(cache=True)

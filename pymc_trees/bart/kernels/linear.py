@@ -29,10 +29,10 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, accept_move, accept_u,
-                                         count_nodes, partition_rows, pick_node)
-from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
-from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
-                                           draw_node_rule, free_node, log_1m_psplit,
+                                         children_masks, commit_children, count_nodes,
+                                         partition_rows, pick_node, propose_split)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask
+from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
@@ -167,30 +167,15 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
           leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
     """Grow (as likely as prune, so their probabilities cancel); -1 when impossible, else
     1/0 for accepted/rejected."""
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    if b == 0:
+    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    if ell < 0:
         return -1
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == ell
-    load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
-                              min_leaf)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     j = regcol[v] if active else -1  # the children's regressor
     WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
     WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
     d = depth[t, ell]
-    w_new = w + 1
-    par = parent[t, ell]
-    if par >= 0:
-        sib = left[t, par] if right[t, par] == ell else right[t, par]
-        if var[t, sib] == LEAF:
-            w_new -= 1
     logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
             + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
             - linear_log_ml(W[ell], Wz[ell], Wzz[ell], S[ell], Sz[ell], reg[ell] >= 0, prec0)
@@ -199,13 +184,8 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     u = rng.random()
     if not accept_u(u, logr):
         return 0
-    K2 = nmask.shape[1] - 2
-    count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2, lo, hi)
-    count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2 + 1, lo, hi)
+    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
     if not accept_u(u, logr):
@@ -213,20 +193,12 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    wavail[t, kl] = wL
-    wavail[t, kr] = wR
-    for q in range(amask.shape[2]):
-        amask[t, kl, q] = nmask[0, K2, q]
-        amask[t, kr, q] = nmask[0, K2 + 1, q]
+    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
     W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
     W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
     reg[ell] = -1
     reg[kl] = j
     reg[kr] = j
-    for q in range(mid):
-        leaf_of_row[t, idx[q]] = kl
-    for q in range(mid, cnt):
-        leaf_of_row[t, idx[q]] = kr
     return 1
 
 
@@ -313,13 +285,8 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
             - linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
             - log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
             - log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0))
-    K2 = nmask.shape[1] - 2
-    count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2, lo, hi)
-    count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
-    store_mask(nmask, 0, K2 + 1, lo, hi)
+    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
     if not accept_move(rng, logr):
@@ -327,19 +294,11 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
     var[t, eta] = v
     cut[t, eta] = c
     ncut[t, eta] = nc
-    wavail[t, kl] = wL
-    wavail[t, kr] = wR
-    for q in range(amask.shape[2]):
-        amask[t, kl, q] = nmask[0, K2, q]
-        amask[t, kr, q] = nmask[0, K2 + 1, q]
+    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
     W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
     W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
     reg[kl] = j
     reg[kr] = j
-    for q in range(mid):
-        leaf_of_row[t, idx[q]] = kl
-    for q in range(mid, cnt):
-        leaf_of_row[t, idx[q]] = kr
     return 1
 
 
