@@ -426,3 +426,32 @@ def test_refusals_name_the_fix():
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         with pytest.raises(pmt.ModelStructureError, match="sampler='cgm'"):
             pmt.PGTreeStep([f])
+
+
+@pytest.mark.parametrize("response", ["constant", "linear"])
+def test_new_rows_through_pm_set_data_and_a_two_output_term(response):
+    """Also a (2, n) Normal whose scalar sigma PyMC broadcasts to shape (1, 1) (read as every
+    output's: it used to fail with an IndexError)."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-1, 1, size=(60, 2))
+    y = np.stack([2 * X[:, 0], -X[:, 1]]) + 0.1 * rng.normal(size=(2, 60))
+    Xn = rng.uniform(-1, 1, size=(9, 2))
+    with pm.Model() as model:
+        Xd = pm.Data("X", X)
+        f = pmt.BARTTree("f", Xd, y[0], m=6, response=response, shape=(2, Xd.shape[0]))
+        pm.Normal("y", mu=f, sigma=0.1, observed=y, shape=f.shape)
+        idata = pm.sample(draws=20, tune=20, chains=1, random_seed=3, progressbar=False,
+                          compute_convergence_checks=False)
+        np.testing.assert_allclose(pmt.predict(idata, X).values, idata.posterior["f"].values,
+                                   rtol=1e-12, atol=1e-12)
+        pm.set_data({"X": Xn})
+        pp = pmt.sample_posterior_predictive(idata, var_names=["f"], predictions=True,
+                                             progressbar=False)
+    assert pp.predictions["f"].shape == (1, 20, 2, 9)
+    np.testing.assert_array_equal(pp.predictions["f"].values, pmt.predict(idata, Xn).values)
+    feats = np.concatenate([fr.nodes["feature"] for fr in pmt.forests(idata, "f").values.ravel()])
+    assert (feats < -1).any() == (response == "linear")  # linear leaves in the outputs' trees
+    # sigma = 0.1 is read for both outputs: their fits follow 2 x0 and -x1
+    fit = idata.posterior["f"].isel(draw=slice(10, None)).mean(("chain", "draw")).values
+    assert np.corrcoef(fit[0], 2 * X[:, 0])[0, 1] > 0.9
+    assert np.corrcoef(fit[1], -X[:, 1])[0, 1] > 0.9

@@ -369,13 +369,15 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
 
 class _OutputPieces:
     """The pieces ``(y, a, b, *params)`` of output ``output`` of a (k, n) term at a point:
-    rows of (k, n) arrays are the output's, (n,) arrays and scalars are kept (picklable)."""
+    rows of (k, n) arrays are the output's, a 2-D array with one row (a scalar parameter
+    broadcast to (1, 1) or (1, n)) is that row, (n,) arrays and scalars are kept
+    (picklable)."""
 
     def __init__(self, fn, output: int):
         self.fn, self.output = fn, output
 
     def __call__(self, point):
-        return tuple(x[self.output] if x.ndim == 2 else x
+        return tuple((x[self.output] if x.shape[0] > 1 else x[0]) if x.ndim == 2 else x
                      for x in (np.asarray(v, dtype=np.float64) for v in self.fn(point)))
 
 
