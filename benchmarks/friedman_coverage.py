@@ -40,6 +40,8 @@ import pytensor.tensor as pt
 import pymc_trees as pmt
 from pymc_trees.comparison.datasets import friedman1
 
+import cluster  # this folder is on the path: --dask-workers
+
 M = 200
 
 
@@ -107,23 +109,29 @@ def main(argv=None):
                              "stochtree"])
     ap.add_argument("--tune", type=int, nargs="*", default=[1000])
     ap.add_argument("--m", type=int, default=M, help="trees in our runs (stochtree: 200)")
+    cluster.add_option(ap)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
     print("| n | seed | learner | tune | RMSE of f | 95% coverage (width), chains pooled | "
           "each chain | chains apart (posterior sds) | sigma | leaf sd | wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for n in a.n:
-        for seed in a.seeds:
-            for v in a.variants:
-                for tune in ([None] if v == "stochtree" else a.tune):
-                    r = run(n, v, seed) if tune is None else run(n, v, seed, tune, a.m)
-                    chains = ", ".join(f"{c:.3f}" for c, _ in r["chains"])
-                    label = "10 GFR" if tune is None else f"{tune:,}, m = {a.m}"
-                    print(f"| {n:,} | {seed} | {v} | {label} | {r['rmse']:.3f} | "
-                          f"{r['pooled'][0]:.3f} ({r['pooled'][1]:.2f}) | {chains} | "
-                          f"{r['apart']:.2f} | {r['sigma']:.3f} | {r['leaf_sd']:.3f} | "
-                          f"{r['wall']:.1f} |", flush=True)
+    from joblib import Parallel, delayed
+
+    # every run is a joblib job (serial by default; --dask-workers: a local Dask cluster)
+    jobs = [(n, seed, v, tune) for n in a.n for seed in a.seeds for v in a.variants
+            for tune in ([None] if v == "stochtree" else a.tune)]
+    with cluster.backend(a.dask_workers):
+        results = Parallel(return_as="generator")(
+            delayed(run)(n, v, seed) if tune is None else delayed(run)(n, v, seed, tune, a.m)
+            for n, seed, v, tune in jobs)
+        for (n, seed, v, tune), r in zip(jobs, results):
+            chains = ", ".join(f"{c:.3f}" for c, _ in r["chains"])
+            label = "10 GFR" if tune is None else f"{tune:,}, m = {a.m}"
+            print(f"| {n:,} | {seed} | {v} | {label} | {r['rmse']:.3f} | "
+                  f"{r['pooled'][0]:.3f} ({r['pooled'][1]:.2f}) | {chains} | "
+                  f"{r['apart']:.2f} | {r['sigma']:.3f} | {r['leaf_sd']:.3f} | "
+                  f"{r['wall']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ import pymc as pm
 import pymc_trees as pmt
 from pymc_trees.comparison.datasets import friedman1_f
 
+import cluster  # this folder is on the path: --dask-workers
+
 
 def piecewise_f(X: np.ndarray) -> np.ndarray:
     return 6 * X[:, 0] + (X[:, 1] > 0.5) * (8 * X[:, 2] - 4) + 6 * np.abs(X[:, 3] - 0.4)
@@ -84,6 +86,17 @@ def pymc_bart(X, y, Xt, response, tune, draws, seed):
     return pp.posterior_predictive["f"].values.reshape(-1, len(Xt)).mean(0), secs
 
 
+def fit(sim, n, seed, name, tune, draws):
+    """One learner on one simulated data set: (RMSE of f at the test rows, wall)."""
+    X, y, _ = simulate(sim, n, seed)
+    Xt, _, ft = simulate(sim, 1000, seed + 1)
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred, secs = LEARNERS[name](X, y, Xt, tune, draws, seed)
+    return float(np.sqrt(np.mean((pred - ft) ** 2))), secs
+
+
 LEARNERS = {
     "ours, constant": lambda *a: ours(*a[:3], "constant", *a[3:]),
     "ours, linear": lambda *a: ours(*a[:3], "linear", *a[3:]),
@@ -100,26 +113,26 @@ def main(argv=None):
     ap.add_argument("--sims", nargs="+", default=list(SIMS), choices=list(SIMS))
     ap.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=list(LEARNERS))
     ap.add_argument("--quick", action="store_true")
+    cluster.add_option(ap)
     a = ap.parse_args(argv)
     tune = draws = 200 if a.quick else 1000
     logging.getLogger("pymc").setLevel(logging.ERROR)
     print(f"2 chains x ({tune} + {draws}) iterations, one core; RMSE of the posterior mean of "
           "f at 1,000 test rows; wall of sampling")
     print(f"{'sim':>10} {'n':>6} {'seed':>6}  {'learner':<26} {'RMSE f':>8} {'wall s':>8}")
+    from joblib import Parallel, delayed
+
+    # every fit is a joblib job (serial by default; --dask-workers: a local Dask cluster)
+    jobs = [(sim, n, seed, name) for sim in a.sims for n in a.n for seed in a.seeds
+            for name in a.learners]
     results = {}
-    for sim in a.sims:
-        for n in a.n:
-            for seed in a.seeds:
-                X, y, _ = simulate(sim, n, seed)
-                Xt, _, ft = simulate(sim, 1000, seed + 1)
-                for name in a.learners:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        pred, secs = LEARNERS[name](X, y, Xt, tune, draws, seed)
-                    rmse = float(np.sqrt(np.mean((pred - ft) ** 2)))
-                    results[(sim, n, seed, name)] = rmse
-                    print(f"{sim:>10} {n:>6} {seed:>6}  {name:<26} {rmse:8.3f} {secs:8.1f}",
-                          flush=True)
+    with cluster.backend(a.dask_workers):
+        outs = Parallel(return_as="generator")(
+            delayed(fit)(sim, n, seed, name, tune, draws) for sim, n, seed, name in jobs)
+        for (sim, n, seed, name), (rmse, secs) in zip(jobs, outs):
+            results[(sim, n, seed, name)] = rmse
+            print(f"{sim:>10} {n:>6} {seed:>6}  {name:<26} {rmse:8.3f} {secs:8.1f}",
+                  flush=True)
     print("\nratio linear / constant (ours; pymc-bart) per run:")
     for sim in a.sims:
         for n in a.n:

@@ -104,6 +104,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+import cluster  # this folder is on the path: --dask-workers
 import tables  # this folder is on the path: its encodings and boosting learners
 from tables import align, impute_onehot
 
@@ -400,49 +401,75 @@ def point_metrics(task, pred, yt) -> dict:
 
 # -- the run ---------------------------------------------------------------------------------
 
+def fit_one(task, name, Xa, ya, Xb, Xn, Xtn, yb, cfg, walls):
+    """One learner on one fold, as an independent job: its metrics with ``wall``, or the
+    reason it was skipped (a str).  ``walls``: the walls of this fold's learners that a
+    learner at stochtree default's wall time needs."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if name in POINT:
+                pred, _, secs = POINT[name](task, Xa, ya, Xb, cfg.seed)
+                out = point_metrics(task, pred, yb)
+            else:
+                if name.endswith(AT_ST):
+                    base = name[:-len(AT_ST)]
+                    missing = [r for r in (base, ST_DEFAULT) if r not in walls]
+                    if missing:
+                        raise NotApplicable(f"needs {missing} in the same run")
+                    draws, sigma, secs = equal_wall(base, task, Xa, ya, Xb, Xn, Xtn, cfg,
+                                                    walls)
+                else:
+                    draws, sigma, secs = BAYES[name](task, Xa, ya, Xb, Xn, Xtn, cfg)
+                out = bayes_metrics(task, draws, sigma, yb)
+    except (ImportError, NotApplicable) as err:
+        return str(err)
+    out["wall"] = secs
+    return out
+
+
 def run_table(tab: Table, learners: list[str], k: int, cfg: Config, max_rows: int | None,
               log) -> dict:
-    """Every learner on every fold of ``tab``: {learner: [per-fold metrics dict]}."""
+    """Every learner on every fold of ``tab``: {learner: [per-fold metrics dict]}.
+
+    The fits are joblib jobs (:func:`fit_one`): one after the other by default, on a cluster
+    under ``joblib.parallel_config(backend="dask")``; the learners at stochtree default's wall
+    time run after the others, since they read those walls.  Fits that run side by side
+    share the machine, so their walls are comparable only in a serial run."""
+    from joblib import Parallel, delayed
+
     X, y = tab.X, tab.y
     if max_rows is not None and len(y) > max_rows:
         rows = np.sort(np.random.default_rng(0).permutation(len(y))[:max_rows])
         X, y = X.iloc[rows].reset_index(drop=True), y[rows]
-    res = {name: [] for name in learners}
-    for j, (tr, te) in enumerate(folds(len(y), k)):
+    parts = []
+    for tr, te in folds(len(y), k):
         Xa, Xb, lost = align(X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True))
         Xn, Xtn = impute_onehot(Xa, Xb)
-        ya, yb = y[tr], y[te]
-        walls = {}
-        for name in learners:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    if name in POINT:
-                        pred, _, secs = POINT[name](tab.task, Xa, ya, Xb, cfg.seed)
-                        out = point_metrics(tab.task, pred, yb)
-                    else:
-                        if name.endswith(AT_ST):
-                            base = name[:-len(AT_ST)]
-                            missing = [r for r in (base, ST_DEFAULT) if r not in walls]
-                            if missing:
-                                raise NotApplicable(f"needs {missing} in the same run")
-                            draws, sigma, secs = equal_wall(base, tab.task, Xa, ya, Xb, Xn,
-                                                            Xtn, cfg, walls)
-                        else:
-                            draws, sigma, secs = BAYES[name](tab.task, Xa, ya, Xb, Xn, Xtn,
-                                                             cfg)
-                        walls[name] = secs
-                        out = bayes_metrics(tab.task, draws, sigma, yb)
-            except (ImportError, NotApplicable) as err:
-                log(f"  {name}: skipped ({err})")
-                res.pop(name, None)
+        parts.append((Xa, y[tr], Xb, Xn, Xtn, y[te], lost))
+    res = {name: [None] * len(parts) for name in learners}
+    walls = [{} for _ in parts]
+    skipped = set()
+    for phase in ([n for n in learners if not n.endswith(AT_ST)],
+                  [n for n in learners if n.endswith(AT_ST)]):
+        jobs = [(j, name) for j in range(len(parts)) for name in phase]
+        outs = Parallel(return_as="generator")(
+            delayed(fit_one)(tab.task, name, *parts[j][:6], cfg, dict(walls[j]))
+            for j, name in jobs)
+        for (j, name), out in zip(jobs, outs):
+            if isinstance(out, str):
+                if name not in skipped:
+                    log(f"  {name}: skipped ({out})")
+                skipped.add(name)
                 continue
-            out["wall"] = secs
-            res[name].append(out)
+            res[name][j] = out
+            if name in BAYES:
+                walls[j][name] = out["wall"]
+            lost = parts[j][6]
             log(f"  {tab.name} fold {j + 1}/{k} {name}: " + ", ".join(
                 f"{a} {b:.4g}" for a, b in out.items()) + (f" ({lost} test cells of unseen "
                                                            "levels made missing)" if lost else ""))
-    return res
+    return {name: rows for name, rows in res.items() if name not in skipped}
 
 
 def _mean_se(v):
@@ -551,6 +578,7 @@ def main(argv=None):
     ap.add_argument("--report", default=None,
                     help="print the tables (and draw --figure) of a saved --out JSON instead "
                          "of running")
+    cluster.add_option(ap)
     a = ap.parse_args(argv)
     if a.report:
         with open(a.report) as fh:
@@ -576,14 +604,15 @@ def main(argv=None):
         ap.error(f"unknown tables {sorted(unknown)}; the tables are {list(tabs)}")
     print(f"m = {cfg.m}, 2 chains x ({cfg.tune} + {cfg.draws}), {k} folds, one core", flush=True)
     all_res = {}
-    for name in names:
-        res = run_table(tabs[name], learners, k, cfg, 600 if a.quick else None,
-                        lambda s: print(s, flush=True))
-        all_res[name] = res
-        print("\n".join(report(tabs[name], res, k)), flush=True)
-        if a.out:
-            with open(a.out, "w") as fh:
-                json.dump({"config": vars(cfg), "folds": k, "results": all_res}, fh)
+    with cluster.backend(a.dask_workers):
+        for name in names:
+            res = run_table(tabs[name], learners, k, cfg, 600 if a.quick else None,
+                            lambda s: print(s, flush=True))
+            all_res[name] = res
+            print("\n".join(report(tabs[name], res, k)), flush=True)
+            if a.out:
+                with open(a.out, "w") as fh:
+                    json.dump({"config": vars(cfg), "folds": k, "results": all_res}, fh)
     print("\n".join(summary(all_res, tabs)))
     if a.figure:
         figure(all_res, a.figure)

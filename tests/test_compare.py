@@ -7,6 +7,7 @@ definitions; the report is parsed with html.parser and every figure must be an i
 from __future__ import annotations
 
 import base64
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -383,3 +384,34 @@ def test_cli_passes_min_leaf_and_leaf_sd_to_the_bart_term(tmp_path, capsys, monk
     assert status == 0, capsys.readouterr().err
     assert seen == [{"min_leaf": 4, "leaf_sd": 0.5}]
     assert "min_leaf = 4 (default 5), leaf_sd = 0.5" in (tmp_path / "tiny.html").read_text()
+
+
+def test_folds_run_on_a_local_dask_cluster_give_the_serial_table():
+    """The 2 x K fits are joblib jobs: under joblib.parallel_config(backend="dask") they run
+    on a distributed.LocalCluster of two worker processes, with the table of the serial run
+    for the same seed (every column but the seconds)."""
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    data = _table(100, seed=7)
+    kw = dict(drop=["label", "visits"], folds=2, seed=3, out=None, **FAST)
+    serial = compare(data, "y", **kw)
+    lines = []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        with joblib.parallel_config(backend="dask"), \
+                distributed.get_task_stream(client) as stream:
+            dist = compare(data, "y", log=lines.append, progress=True,
+                           **{k: v for k, v in kw.items() if k != "progress"})
+        workers = set(client.scheduler_info()["workers"])
+    # the fits ran as tasks on the cluster's workers (joblib may batch jobs into a task)
+    fits = [t for t in stream.data if "fit_learner" in str(t["key"])]
+    calls = sum(int(re.search(r"fit_learner_(\d+)_calls", str(t["key"])).group(1))
+                for t in fits)
+    assert calls == 4 and {t["worker"] for t in fits} <= workers  # 2 folds x 2 learners
+    assert any("through joblib" in ln for ln in lines)
+    for a, b in ((serial.table, dist.table), (serial.folds, dist.folds)):
+        cols = [c for c in a.columns if c != "seconds"]
+        pd.testing.assert_frame_equal(a[cols], b[cols])
+    pd.testing.assert_frame_equal(serial.predictions, dist.predictions)

@@ -142,6 +142,12 @@ def load_data(data, target: str | None = None, task: str | None = None,
         (all missing), constant or not fitting the task, and a file that is not a CSV file.
     FileNotFoundError
         When ``data`` is neither a file nor a bundled data set.
+
+    Notes
+    -----
+    The 2 x K fits are independent ``joblib`` jobs with seeds fixed beforehand: one after the
+    other by default, on a cluster under ``joblib.parallel_config(backend="dask")`` (or Ray's
+    backend), with the same table either way (``docs/compare.md``, "On a cluster").
     """
     df, about = _read_table(data)
     source = _source(data)
@@ -696,65 +702,90 @@ def _check_rows(n: int, folds, test_size, rows: str, source: str) -> None:
                          "five for training.")
 
 
+def fit_learner(learner: str, task: str, Xtr, ytr, Xte, yte, seed: int, levels,
+                fit: dict) -> tuple[dict, dict, float]:
+    """One learner on one split, as an independent job: ``(fit, per-row results, seconds)``.
+    ``learner`` is ``"BART"`` (arguments ``fit`` of :func:`_fit_bart`) or ``"boosting"``.
+    Runs the same in this process or in a joblib worker (a Dask or Ray cluster): everything
+    it needs is in its arguments, its seed fixed by the caller."""
+    pyl = logging.getLogger("pymc")
+    old_level = pyl.level
+    pyl.setLevel(logging.ERROR)
+    t = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if learner == "BART":
+                res = _fit_bart(task, Xtr, ytr, Xte, seed=seed, **fit)
+                rows = _bart_rows(task, res, yte, np.random.default_rng(seed), levels)
+            else:
+                res = _fit_boosting(task, Xtr, ytr, Xte, seed=seed, levels=levels)
+                rows = _boosting_rows(task, res, yte, levels)
+    finally:
+        pyl.setLevel(old_level)
+    return res, rows, time.perf_counter() - t
+
+
 def _run_folds(task, X, y, splits, fold_seeds, levels, stage, notes, fit) -> dict:
     """Fit BART (arguments ``fit`` of :func:`_fit_bart`) and boosting on every split; returns
     the per-row results per model (``per_model``), a row of metrics per fold and model
     (``fold_rows``), the held-out targets, folds and row numbers in order (``ys``,
     ``folds_of``, ``rows_of``), the seconds per model, and the last fold's fits and
-    training X (for the report's interpretation figures)."""
-    pyl = logging.getLogger("pymc")
-    old_level = pyl.level
-    pyl.setLevel(logging.ERROR)
+    training X (for the report's interpretation figures).
+
+    The 2 x K fits are independent jobs (:func:`fit_learner`) run by ``joblib.Parallel``:
+    one after the other in this process by default, and on a cluster under
+    ``joblib.parallel_config(backend="dask")`` (or Ray's joblib backend) with no change
+    here.  Their seeds are fixed before they run, so the table is the same either way
+    (the seconds aside)."""
+    from joblib import Parallel, delayed
+
+    parts = []
+    for k, (tr, te) in enumerate(splits):
+        Xtr, Xte, lost = _align(X.iloc[tr].reset_index(drop=True),
+                                X.iloc[te].reset_index(drop=True))
+        if lost:
+            notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
+                         "from its training rows made missing.")
+        parts.append((Xtr, Xte, y[tr], y[te]))
+    jobs = [(k, mdl) for k in range(len(splits)) for mdl in MODELS]
+    stage(f"{len(jobs)} fits ({len(splits)} fold(s) x BART, m={fit['m']}, {fit['chains']} "
+          f"chain(s) x ({fit['tune']} tuning + {fit['draws']} draws), and boosting with early "
+          f"stopping on {VALIDATION:.0%} of the training rows) through joblib")
+    results = Parallel(return_as="generator")(
+        delayed(fit_learner)(mdl, task, parts[k][0], parts[k][2], parts[k][1], parts[k][3],
+                             int(fold_seeds[k]), levels, fit)
+        for k, mdl in jobs)
     per_model = {mdl: [] for mdl in MODELS}
     fold_rows, ys, folds_of, rows_of = [], [], [], []
     secs = {mdl: 0.0 for mdl in MODELS}
-    bart_fit = boost_fit = None
-    try:
-        for k, (tr, te) in enumerate(splits):
-            fold_seed = int(fold_seeds[k])
-            Xtr, Xte, lost = _align(X.iloc[tr].reset_index(drop=True),
-                                    X.iloc[te].reset_index(drop=True))
-            if lost:
-                notes.append(f"fold {k + 1}: {lost} held-out cell(s) of category levels absent "
-                             "from its training rows made missing.")
-            ytr, yte = y[tr], y[te]
-            tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
-            stage(f"{tag}: BART, m={fit['m']}, {fit['chains']} chain(s) x ({fit['tune']} "
-                  f"tuning + {fit['draws']} draws)")
-            t = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                bart_fit = _fit_bart(task, Xtr, ytr, Xte, seed=fold_seed, **fit)
-            b_rows = _bart_rows(task, bart_fit, yte, np.random.default_rng(fold_seed), levels)
-            b_secs = time.perf_counter() - t
-            stage(f"{tag}: BART done in {b_secs:.1f} s; boosting (early stopping on "
-                  f"{VALIDATION:.0%} of the training rows)")
-            t = time.perf_counter()
-            boost_fit = _fit_boosting(task, Xtr, ytr, Xte, seed=fold_seed, levels=levels)
-            g_rows = _boosting_rows(task, boost_fit, yte, levels)
-            g_secs = time.perf_counter() - t
-            rounds = f"{boost_fit['rounds']} rounds" + (
-                f", quantile model {boost_fit['quantile_rounds']} rounds"
-                if "quantile_rounds" in boost_fit else "")
-            stage(f"{tag}: boosting done in {g_secs:.1f} s ({rounds})")
-            for mdl, rows_, s in (("BART", b_rows, b_secs), ("boosting", g_rows, g_secs)):
-                per_model[mdl].append(rows_)
-                secs[mdl] += s
-                fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
-                                  "held-out rows": len(te),
-                                  **_summary(task, rows_, yte, levels), "seconds": s,
-                                  "boosting rounds": (boost_fit["rounds"]
-                                                      if mdl == "boosting" else np.nan),
-                                  "boosting plug-in sd": (boost_fit.get("sigma", np.nan)
-                                                          if mdl == "boosting" else np.nan)})
+    fits = {}
+    for (k, mdl), (res, rows_, s) in zip(jobs, results):
+        tr, te = splits[k]
+        yte = parts[k][3]
+        fits[mdl] = res
+        tag = f"fold {k + 1}/{len(splits)} ({len(tr):,} train, {len(te):,} held out)"
+        extra = ""
+        if mdl == "boosting":
+            extra = f" ({res['rounds']} rounds" + (
+                f", quantile model {res['quantile_rounds']} rounds"
+                if "quantile_rounds" in res else "") + ")"
+        stage(f"{tag}: {mdl} done in {s:.1f} s{extra}")
+        per_model[mdl].append(rows_)
+        secs[mdl] += s
+        fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
+                          "held-out rows": len(te),
+                          **_summary(task, rows_, yte, levels), "seconds": s,
+                          "boosting rounds": res["rounds"] if mdl == "boosting" else np.nan,
+                          "boosting plug-in sd": (res.get("sigma", np.nan)
+                                                  if mdl == "boosting" else np.nan)})
+        if mdl == MODELS[-1]:
             ys.append(yte)
             folds_of.append(np.full(len(te), k + 1))
             rows_of.append(te)
-    finally:
-        pyl.setLevel(old_level)
     return {"per_model": per_model, "fold_rows": fold_rows, "ys": ys, "folds_of": folds_of,
-            "rows_of": rows_of, "secs": secs, "bart_fit": bart_fit, "boost_fit": boost_fit,
-            "Xtr": Xtr}
+            "rows_of": rows_of, "secs": secs, "bart_fit": fits["BART"],
+            "boost_fit": fits["boosting"], "Xtr": parts[-1][0]}
 
 
 def _tables(task, run: dict, levels):
