@@ -91,6 +91,7 @@ def main(argv=None):
                     help="pm.sample's default if omitted (on 2 CPUs PyMC counts one core: it "
                          "takes half of the CPUs to be hyperthreads, and runs the chains one "
                          "after the other)")
+    ap.add_argument("--chains", type=int, default=None, help="pm.sample's default if omitted")
     ap.add_argument("--seed", type=int, default=20261123)
     a = ap.parse_args(argv)
 
@@ -102,8 +103,8 @@ def main(argv=None):
 
     X, y, _ = friedman1(a.n, rng=a.seed)
     X_new = np.random.default_rng(a.seed + 1).uniform(size=(5_000, X.shape[1]))
-    kwargs = {k: v for k, v in (("draws", a.draws), ("tune", a.tune), ("cores", a.cores))
-              if v is not None}
+    kwargs = {k: v for k, v in (("draws", a.draws), ("tune", a.tune), ("cores", a.cores),
+                                ("chains", a.chains)) if v is not None}
     print(f"n = {a.n:,}, p = {X.shape[1]}, pm.sample({kwargs or ''}) with its other defaults",
           flush=True)
     with PeakMemory() as mem:

@@ -418,3 +418,33 @@ def test_plain_pymc_call_refuses_a_prior_draw_of_f_without_inspecting_the_stack(
             ours = pmt.sample_posterior_predictive(idata, var_names=["f"], progressbar=False)
             np.testing.assert_array_equal(ours.posterior_predictive["f"].values,
                                           pmt.predict(idata, X).values)
+
+
+@pytest.mark.parametrize("response", ["constant", "linear", "mix"])
+def test_step_state_keeps_no_rows_and_restores_the_forest(response):
+    """PyMC keeps a tree step's sampling_state for the whole run: it holds the trees without
+    the rows' leaves (leaf_of_row of shape (m, 0)), and restoring it routes the rows anew to
+    the same leaves and values (slopes and tree kinds of linear leaves too)."""
+    X, g, z, y = _data(seed=6, n=80)
+    X[::7, 1] = np.nan  # rows with gaps are routed by their missing bin
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X, y, m=6, response=response)
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        step = pmt.CGMTreeStep([f])
+        point = model.initial_point()
+        step.setup_chain(np.random.default_rng(0), tune=0, draws=30)
+        for _ in range(15):
+            point, _ = step.step(point)
+        state = step.sampling_state
+        smp = step.sampler
+        leaves = smp.forest.leaf_of_row.copy()
+        values = smp.values()
+        assert state.forest is not None
+        kept = state.forest[0] if isinstance(state.forest, tuple) else state.forest
+        assert kept.leaf_of_row.shape == (6, 0)
+        for _ in range(10):
+            point, _ = step.step(point)
+        assert not np.array_equal(smp.values(), values)
+        step.sampling_state = state
+        np.testing.assert_array_equal(smp.forest.leaf_of_row, leaves)
+        np.testing.assert_array_equal(smp.values(), values)

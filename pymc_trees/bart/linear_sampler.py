@@ -54,6 +54,21 @@ class LinearForestSampler(ForestSampler):
         self.mix = self.prior.response == "mix"
         self.lin = np.full(self.prior.m, 0 if self.mix else 1, np.uint8)
 
+    def forest_state(self):
+        """The compact forest with the leaves' slopes and the trees' kinds."""
+        self._sync()
+        return (super().forest_state(), self.slope.copy(), self.lin.copy())
+
+    def restore_forest(self, state) -> None:
+        if isinstance(state, tuple):
+            forest, slope, lin = state
+            super().restore_forest(forest)
+            self.slope, self.lin = slope.copy(), lin.copy()
+            self._sums = np.zeros((5, self.forest.capacity))
+        else:
+            super().restore_forest(state)
+            self._sync()
+
     def _sync(self) -> None:
         """The slopes and sums follow the forest's capacity (it grows in place)."""
         K = self.forest.capacity

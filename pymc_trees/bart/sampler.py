@@ -14,7 +14,7 @@ from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw, pack_forest,
                                             forest_values, mask_dtype, mask_width, new_forest,
                                             reweight, split_prior_gibbs, store_mask)
-from pymc_trees.bart.kernels.nodes import node_availability
+from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
@@ -335,6 +335,21 @@ class ForestSampler:
         forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
         self._values_seen = (self._forest_key(), float(self.offset), out.copy())
         return out
+
+    def forest_state(self) -> Forest:
+        """The forest for a step's saved state: :meth:`Forest.compact` (no per-row arrays)."""
+        return self.forest.compact()
+
+    def restore_forest(self, state: Forest) -> None:
+        """Take a forest from a saved state (:meth:`forest_state`), with the rows' leaves
+        routed anew from the training rows; a full forest is taken as it is."""
+        f = state.copy()
+        if f.leaf_of_row.shape[1] != self.n:
+            f.leaf_of_row = np.zeros((f.m, self.n), f.leaf_of_row.dtype)
+            route_leaves(f.var, f.cut, f.left, f.right, self.Xb, f.leaf_of_row)
+        self.forest = f
+        self._values_seen = None
+        self._alloc_scratch()
 
     def _forest_key(self) -> tuple:
         """The trees' rules, links and leaf values, which determine their sum at every
@@ -773,6 +788,13 @@ class OutputSamplers:
     def forest(self, value: list) -> None:
         for p, f in zip(self.parts, value):
             p.forest = f
+
+    def forest_state(self) -> list:
+        return [p.forest_state() for p in self.parts]
+
+    def restore_forest(self, state: list) -> None:
+        for p, s in zip(self.parts, state):
+            p.restore_forest(s)
 
     def set_split_weights(self, weights: np.ndarray) -> None:
         for p in self.parts:

@@ -15,7 +15,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-__all__ = ["LEAF", "FREE", "Forest", "ForestArrays", "pack_forest", "new_forest", "forest_values", "mask_width",
+__all__ = ["LEAF", "FREE", "Forest", "ForestArrays", "pack_forest", "new_forest", "forest_values",
+           "leaf_index_dtype", "mask_width",
            "mask_dtype", "store_mask", "load_mask", "mask_weight", "reweight", "split_prior_gibbs",
            "log_gamma_draw", "dart_concentration_draw", "dart_prior_draw", "DART_A", "DART_B"]
 
@@ -71,8 +72,9 @@ class Forest:
         High-water mark of used slots.
     free, n_free : ndarray of shape (m, K) and (m,), dtype int32
         Stack of freed slots below the high-water mark.
-    leaf_of_row : ndarray of shape (m, n), dtype int32
-        Leaf slot holding each training row, per tree.
+    leaf_of_row : ndarray of shape (m, n), dtype uint16 (int32 above 65,535 node slots)
+        Leaf slot holding each training row, per tree (:func:`leaf_index_dtype`): at m = 200,
+        400 bytes a training row instead of 800.
     """
 
     var: np.ndarray
@@ -114,6 +116,9 @@ class Forest:
         mask = np.zeros((self.m, newK, self.amask.shape[2]), self.amask.dtype)
         mask[:, :K] = self.amask
         self.amask = mask
+        dt = leaf_index_dtype(newK)
+        if self.leaf_of_row.dtype != dt and self.leaf_of_row.shape[1]:
+            self.leaf_of_row = self.leaf_of_row.astype(dt)
 
     def arrays(self) -> ForestArrays:
         """The current arrays (replaced when the capacity grows), for a kernel."""
@@ -121,6 +126,19 @@ class Forest:
 
     def copy(self) -> "Forest":
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
+
+    def compact(self) -> "Forest":
+        """A copy without the rows' leaves (``leaf_of_row`` of shape (m, 0)): the trees alone,
+        from which :func:`~pymc_trees.bart.kernels.nodes.route_leaves` recomputes them.  A
+        step's saved state (PyMC keeps one per run) then costs no memory per training row."""
+        return Forest(**{k: (v.copy() if k != "leaf_of_row"
+                             else np.zeros((v.shape[0], 0), v.dtype))
+                         for k, v in self.__dict__.items()})
+
+
+def leaf_index_dtype(capacity: int) -> np.dtype:
+    """The narrowest type of a row's leaf slot in trees of ``capacity`` node slots."""
+    return np.dtype(np.uint16) if capacity <= np.iinfo(np.uint16).max else np.dtype(np.int32)
 
 
 def new_forest(m: int, n: int, root_wavail: float, root_mask: np.ndarray,
@@ -141,7 +159,7 @@ def new_forest(m: int, n: int, root_wavail: float, root_mask: np.ndarray,
         n_nodes=np.ones(m, np.int32),
         free=np.zeros((m, capacity), np.int32),
         n_free=np.zeros(m, np.int32),
-        leaf_of_row=np.zeros((m, n), np.int32),
+        leaf_of_row=np.zeros((m, n), leaf_index_dtype(capacity)),
     )
     f.var[:, 0] = LEAF
     f.wavail[:, 0] = root_wavail

@@ -34,12 +34,12 @@ GFR_OK, GFR_FULL = 0, 1
 
 
 def new_gfr_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
-    """Buffers for :func:`gfr_tree`: ``(idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack,
-    W, S)``; the last five must be regrown with the forest's capacity."""
+    """Buffers for :func:`gfr_tree`: ``(idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e,
+    stack, W, S)``; the last five must be regrown with the forest's capacity."""
     B = max_cuts + 1
     K = capacity
-    return (np.zeros(n, np.int32), np.zeros((p, B), np.int32), np.zeros((p, B)),
-            np.zeros((p, B)), np.zeros(p, np.int32), np.zeros(p, np.int32),
+    return (np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros((p, B), np.int32),
+            np.zeros((p, B)), np.zeros((p, B)), np.zeros(p, np.int32), np.zeros(p, np.int32),
             np.zeros(p * max(max_cuts, 1) + 1), np.zeros(K, np.int32), np.zeros(K, np.int32),
             np.zeros(K, np.int32), np.zeros(K), np.zeros(K))
 
@@ -114,7 +114,8 @@ def _categorical_candidates(v, P, bv, cnt, hW, hS, Wn, Sn, n_node, min_leaf, pre
 @numba.njit(cache=True)
 def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
              var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
-             n_free, leaf_of_row, idx, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S):
+             n_free, leaf_of_row, idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W,
+             S):
     """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
     precisions ``omega``), draw its leaf values, and add it to ``fsum``.
 
@@ -216,7 +217,7 @@ def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0
         kr = alloc_node(t, var, n_nodes, free, n_free)
         split_node(t, k, v_new, c_new, nc_new, kl, kr, var, cut, ncut, left, right, parent,
                    depth)
-        _stable_partition(Xb, idx, s, e, v_new, c_new, mid, leaf_of_row, t)
+        _stable_partition(Xb, idx, s, e, v_new, c_new, mid, tmp)
         seg_s[kl] = s
         seg_e[kl] = mid
         seg_s[kr] = mid
@@ -238,19 +239,19 @@ def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0
 
 
 @numba.njit(cache=True)
-def _stable_partition(Xb, idx, s, e, v, c, mid, tmp_rows, t):
+def _stable_partition(Xb, idx, s, e, v, c, mid, tmp):
     """Rows of ``idx[s:e]`` going left under rule ``c`` of feature ``v`` first, both sides in
-    their old order; ``tmp_rows[t]`` (a row of ``leaf_of_row``, rewritten at the end) is the
-    scratch."""
+    their old order; ``tmp`` (n row indices) is the scratch.  (It was a row of
+    ``leaf_of_row``, which holds leaf slots in a narrower type than row indices.)"""
     a = s
     b = mid
     for q in range(s, e):
         i = idx[q]
         if goes_left(Xb[i, v], c):
-            tmp_rows[t, a] = i
+            tmp[a] = i
             a += 1
         else:
-            tmp_rows[t, b] = i
+            tmp[b] = i
             b += 1
     for q in range(s, e):
-        idx[q] = tmp_rows[t, q]
+        idx[q] = tmp[q]

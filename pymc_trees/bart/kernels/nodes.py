@@ -401,3 +401,15 @@ def draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0):
         if var[t, k] == LEAF:
             P = W[k] + prec0
             value[t, k] = S[k] / P + rng.standard_normal() / math.sqrt(P)
+
+
+@numba.njit(cache=True)
+def route_leaves(var, cut, left, right, Xb, leaf_of_row):
+    """``leaf_of_row[t, i]``: the leaf of tree t (root at slot 0) that training row i reaches
+    by its bins ``Xb[i]`` (the rules of :func:`goes_left`)."""
+    for t in range(var.shape[0]):
+        for i in range(Xb.shape[0]):
+            k = 0
+            while var[t, k] >= 0:
+                k = left[t, k] if goes_left(Xb[i, var[t, k]], cut[t, k]) else right[t, k]
+            leaf_of_row[t, i] = k
