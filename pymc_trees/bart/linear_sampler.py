@@ -60,14 +60,11 @@ class LinearForestSampler(ForestSampler):
         return (super().forest_state(), self.slope.copy(), self.lin.copy())
 
     def restore_forest(self, state) -> None:
-        if isinstance(state, tuple):
-            forest, slope, lin = state
-            super().restore_forest(forest)
-            self.slope, self.lin = slope.copy(), lin.copy()
-            self._sums = np.zeros((5, self.forest.capacity))
-        else:
-            super().restore_forest(state)
-            self._sync()
+        """Take a state of :meth:`forest_state`."""
+        forest, slope, lin = state
+        super().restore_forest(forest)
+        self.slope, self.lin = slope.copy(), lin.copy()
+        self._sums = np.zeros((5, self.forest.capacity))
 
     def _sync(self) -> None:
         """The slopes and sums follow the forest's capacity (it grows in place)."""
