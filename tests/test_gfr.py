@@ -23,9 +23,10 @@ def _key(f, t, k=0):
             _key(f, t, f.right[t, k]))
 
 
-def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega):
+def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega, max_depth=64):
     """Probability of every tree that one grow-from-root update can return, written from the
-    rule in ``pymc_trees.bart.kernels.gfr`` by plain recursion over row subsets."""
+    rule in ``pymc_trees.bart.kernels.gfr`` by plain recursion over row subsets; a node at
+    ``max_depth`` is a leaf."""
 
     def ml(rows):
         return math.exp(log_ml(omega[rows].sum(), (omega[rows] * r[rows]).sum(), prec0))
@@ -38,7 +39,7 @@ def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega):
             cs = [c for c in range(ncuts[v]) if (Xb[rows, v] <= c).sum() >= min_leaf
                   and (Xb[rows, v] > c).sum() >= min_leaf]
             rules += [(v, c, len(cs)) for c in cs]
-        if not rules:
+        if not rules or d >= max_depth:
             return {"L": 1.0}
         wsum = sum(sp[v] for v in {v for v, _, _ in rules})
         ps = alpha * (1 + d) ** -beta
@@ -60,10 +61,12 @@ def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega):
     return grow(np.arange(Xb.shape[0]), 0)
 
 
-def test_gfr_tree_distribution_matches_enumeration():
+@pytest.mark.parametrize("max_depth", [64, 2])
+def test_gfr_tree_distribution_matches_enumeration(max_depth):
     """20,000 regrowths of one tree on 9 rows and 2 features (min_leaf 2, split weights 2:1,
     unequal row precisions): the frequency of every tree against its probability under the
-    stated rule, by a chi-square test over the trees expected at least 10 times."""
+    stated rule, by a chi-square test over the trees expected at least 10 times; with no
+    depth limit that binds, and with nodes at depth 2 kept as leaves."""
     rng = np.random.default_rng(5)
     X = np.column_stack([rng.permutation(np.arange(9.0)), rng.integers(0, 4, 9).astype(float)])
     r = np.array([-1.2, 0.3, 2.0, -0.4, 1.1, 0.9, -2.0, 0.2, 1.5])
@@ -71,8 +74,11 @@ def test_gfr_tree_distribution_matches_enumeration():
     prior = TreePrior(m=1, alpha=0.95, beta=1.0, min_leaf=2, split_prior=(2.0, 1.0))
     fs = ForestSampler(X, prior, 0.0, 0.7)
     probs = _naive_gfr(fs.Xb.astype(np.int64), fs.ncuts, fs.split_prior, 2, 0.95, 1.0,
-                       fs.prec0, r, omega)
-    assert abs(sum(probs.values()) - 1) < 1e-12 and len(probs) > 30
+                       fs.prec0, r, omega, max_depth)
+    assert abs(sum(probs.values()) - 1) < 1e-12 and len(probs) > (30 if max_depth > 2 else 10)
+    if max_depth == 2:  # the limit binds: the unlimited rule has trees of depth 3 or more
+        assert len(_naive_gfr(fs.Xb.astype(np.int64), fs.ncuts, fs.split_prior, 2, 0.95, 1.0,
+                              fs.prec0, r, omega)) > len(probs)
     f = fs.forest
     f.ensure_capacity(64)
     scratch = new_gfr_scratch(9, 2, fs.cuts.shape[1], f.capacity)
@@ -82,7 +88,8 @@ def test_gfr_tree_distribution_matches_enumeration():
     counts: dict = {}
     for _ in range(N):
         remove_tree(0, f.value, f.leaf_of_row, fsum, r, np.empty(9))
-        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.iscat, fs.split_prior, 2, 0.95, 1.0, fs.prec0,
+        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.iscat, fs.split_prior, 2, max_depth, 0.95,
+                          1.0, fs.prec0,
                           r, omega, fsum, f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value,
                           f.wavail, f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
                           *scratch)

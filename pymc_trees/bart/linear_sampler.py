@@ -54,6 +54,19 @@ class LinearForestSampler(ForestSampler):
         self.mix = self.prior.response == "mix"
         self.lin = np.full(self.prior.m, 0 if self.mix else 1, np.uint8)
 
+    def __getstate__(self) -> dict:
+        """As :meth:`ForestSampler.__getstate__`, and without ``Z`` (n x p floats), which is
+        standardised again from X on arrival."""
+        state = super().__getstate__()
+        state.pop("Z", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        cat = (np.zeros(np.shape(state["X"])[1], bool) if state["categorical"] is None
+               else np.asarray(state["categorical"], bool))
+        state["Z"] = standardize_columns(state["X"], cat)[0]
+        super().__setstate__(state)
+
     def forest_state(self):
         """The compact forest with the leaves' slopes and the trees' kinds."""
         self._sync()

@@ -17,7 +17,8 @@ from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_dra
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
-from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
+from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
+                                        remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles,
                                         pg_tree_update)
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
@@ -317,6 +318,9 @@ class ForestSampler:
             self.dart_log_s = np.full(p, -np.log(p))
             self.dart_x = 0.0
             self._store_weights(np.ones(p))  # before the new forest, whose root reads them
+        old = getattr(self, "forest", None)
+        if old is not None:  # let go of the old rows' leaves before the new ones exist
+            old.leaf_of_row = old.leaf_of_row[:, :0]
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
@@ -336,6 +340,27 @@ class ForestSampler:
         self._values_seen = (self._forest_key(), float(self.offset), out.copy())
         return out
 
+    def __getstate__(self) -> dict:
+        """Pickled (PyMC sends the step to each worker process) without the per-row arrays
+        that follow from the rest: the rows' leaves, routed again on arrival, and the sweeps'
+        scratch, allocated again (200 + 36 bytes a training row at m = 200)."""
+        state = dict(self.__dict__)
+        state["forest"] = self.forest.compact()
+        for name in ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs",
+                     "_pool"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        forest = state.pop("forest")
+        self.__dict__.update(state)
+        forest.leaf_of_row = np.zeros((forest.m, self.n), forest.leaf_of_row.dtype)
+        route_leaves(forest.var, forest.cut, forest.left, forest.right, self.Xb,
+                     forest.leaf_of_row)
+        self.forest = forest
+        self._values_seen = None
+        self._alloc_scratch()
+
     def forest_state(self) -> Forest:
         """The forest for a step's saved state: :meth:`Forest.compact` (no per-row arrays)."""
         return self.forest.compact()
@@ -345,7 +370,13 @@ class ForestSampler:
         routed anew from the training rows; a full forest is taken as it is."""
         f = state.copy()
         if f.leaf_of_row.shape[1] != self.n:
-            f.leaf_of_row = np.zeros((f.m, self.n), f.leaf_of_row.dtype)
+            # into the live forest's leaf index when it fits: a second m x n array would
+            # double the largest allocation of the sampler at the start of every chain
+            old = self.forest.leaf_of_row
+            self.forest.leaf_of_row = None
+            f.leaf_of_row = (old if old.shape == (f.m, self.n) and old.dtype == f.leaf_of_row.dtype
+                             else np.zeros((f.m, self.n), f.leaf_of_row.dtype))
+            del old
             route_leaves(f.var, f.cut, f.left, f.right, self.Xb, f.leaf_of_row)
         self.forest = f
         self._values_seen = None
@@ -370,7 +401,9 @@ class ForestSampler:
             forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
 
     def _forest_with_room(self):
-        """The forest, with room for the two nodes a sweep may add to its largest tree."""
+        """The forest, with room for the two nodes a sweep may add to its largest tree.  An
+        exact sweep starts here, after the warm start: its scratch (2 n int32) is let go."""
+        self._gfr = None
         f = self.forest
         needed = int(f.n_nodes.max()) + 2
         if needed > f.capacity:
@@ -593,6 +626,7 @@ class ForestSampler:
 
         Returns the fraction of trees whose returned tree differs from the old one.
         """
+        self._gfr = None  # the warm start is over (see _forest_with_room)
         f = self.forest
         n = self.n
         C = int(num_particles)
@@ -655,7 +689,7 @@ class ForestSampler:
             while True:
                 state = rng.bit_generator.state
                 status = gfr_tree(rng, t, self.Xb, self.ncuts, self.iscat, self.split_prior,
-                                  pr.min_leaf,
+                                  pr.min_leaf, GFR_MAX_DEPTH,
                                   pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
                                   f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
                                   f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,

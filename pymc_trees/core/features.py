@@ -45,7 +45,8 @@ class FeatureLayout:
 
     Attributes
     ----------
-    Xb : ndarray of shape (n, q), dtype uint16
+    Xb : ndarray of shape (n, q), dtype uint8 (uint16 when a feature has more than 255
+        rules)
         Bin of every row in each of the q features.
     ncuts : ndarray of shape (q,), dtype int32
         Rules' cut indices run ``0 .. ncuts - 1`` (numeric); bins run ``0 .. ncuts``.
@@ -97,6 +98,16 @@ class FeatureLayout:
     def feature_weights(self, column_weights: np.ndarray) -> np.ndarray:
         """Split weights of the features from those of the columns, shape (q,)."""
         return np.ascontiguousarray(column_weights[self.fmap] * self.share)
+
+
+def _bin_matrix(cols: list, ncuts: list, n: int) -> np.ndarray:
+    """The (n, q) bin indices in the narrowest unsigned type: uint8 when every bin index
+    (0 .. ncuts[v]) fits, as with the default 100 cutpoints; else uint16."""
+    dt = np.uint8 if not ncuts or max(ncuts) <= np.iinfo(np.uint8).max else np.uint16
+    out = np.empty((n, len(cols)), dt)
+    for v, b in enumerate(cols):
+        out[:, v] = b
+    return out
 
 
 def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int,
@@ -189,7 +200,7 @@ def build_layout(X: np.ndarray, categorical: np.ndarray | None, numcut: int,
         thr_tab[v, :len(thr[v])] = thr[v]
         ml_tab[v, :len(ml[v])] = ml[v]
     return FeatureLayout(
-        Xb=np.ascontiguousarray(np.stack(cols, axis=1)) if q else np.zeros((n, 0), np.uint16),
+        Xb=_bin_matrix(cols, ncuts, n),
         ncuts=np.asarray(ncuts, np.int32), iscat=np.asarray(iscat, bool),
         fmap=np.asarray(fmap, np.int32), share=np.asarray(share, float), thr_tab=thr_tab,
         ml_tab=ml_tab, nlev=np.asarray(nlev, np.int32), nan_bin=np.asarray(nanb, np.int32),

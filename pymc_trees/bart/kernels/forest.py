@@ -72,9 +72,11 @@ class Forest:
         High-water mark of used slots.
     free, n_free : ndarray of shape (m, K) and (m,), dtype int32
         Stack of freed slots below the high-water mark.
-    leaf_of_row : ndarray of shape (m, n), dtype uint16 (int32 above 65,535 node slots)
+    leaf_of_row : ndarray of shape (m, n), dtype uint8 up to 256 node slots a tree, uint16
+        up to 65,536, else int32
         Leaf slot holding each training row, per tree (:func:`leaf_index_dtype`): at m = 200,
-        400 bytes a training row instead of 800.
+        200 bytes a training row while every tree fits in 256 slots (which the warm start's
+        depth limit and the tree prior keep), 400 above, instead of int32's 800.
     """
 
     var: np.ndarray
@@ -137,8 +139,12 @@ class Forest:
 
 
 def leaf_index_dtype(capacity: int) -> np.dtype:
-    """The narrowest type of a row's leaf slot in trees of ``capacity`` node slots."""
-    return np.dtype(np.uint16) if capacity <= np.iinfo(np.uint16).max else np.dtype(np.int32)
+    """The narrowest type of a row's leaf slot in trees of ``capacity`` node slots (slots
+    run 0 .. capacity - 1): uint8 up to 256 slots, uint16 up to 65,536, else int32."""
+    for dt in (np.uint8, np.uint16):
+        if capacity - 1 <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.int32)
 
 
 def new_forest(m: int, n: int, root_wavail: float, root_mask: np.ndarray,

@@ -28,9 +28,17 @@ from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, draw_leaf_values,
                                            goes_left, log_ml, log_psplit, split_node)
 
-__all__ = ["GFR_OK", "GFR_FULL", "new_gfr_scratch", "remove_tree", "gfr_tree"]
+__all__ = ["GFR_OK", "GFR_FULL", "GFR_MAX_DEPTH", "new_gfr_scratch", "remove_tree", "gfr_tree"]
 
 GFR_OK, GFR_FULL = 0, 1
+
+#: Deepest node the warm start splits (the root is depth 0): at most 127 node slots, 64 leaves
+#: a tree, so that the rows' leaf index fits in 8 bits (:func:`~pymc_trees.bart.kernels.forest.
+#: leaf_index_dtype`) and the node arrays stay small.  Without it, grow-from-root grows trees of
+#: 1,000 nodes at 100,000 rows, which the exact sweeps then take many iterations to prune.
+#: stochtree limits its grow-from-root trees the same way (``max_depth``, default 10); bartz
+#: limits every tree to depth 6.  The exact samplers that follow have no depth limit.
+GFR_MAX_DEPTH = 6
 
 
 def new_gfr_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
@@ -112,12 +120,14 @@ def _categorical_candidates(v, P, bv, cnt, hW, hS, Wn, Sn, n_node, min_leaf, pre
 
 
 @numba.njit(cache=True)
-def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, r, omega, fsum,
+def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, max_depth, alpha, beta, prec0, r,
+             omega, fsum,
              var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
              n_free, leaf_of_row, idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W,
              S):
     """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
-    precisions ``omega``), draw its leaf values, and add it to ``fsum``.
+    precisions ``omega``), draw its leaf values, and add it to ``fsum``.  Nodes at depth
+    ``max_depth`` stay leaves (their available rules are still stored for the exact moves).
 
     Returns ``GFR_FULL`` without touching ``fsum`` when the tree needs more node slots than
     the arrays hold (the caller grows them and calls again with the same generator state);
@@ -157,9 +167,9 @@ def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0
         wsum = availability_from_hist(cnt, e - s, ncuts, iscat, min_leaf, split_prior, lo, hi)
         wavail[t, k] = wsum
         store_mask(amask, t, k, lo, hi)
-        if wsum <= 0.0:
-            continue
         d = depth[t, k]
+        if wsum <= 0.0 or d >= max_depth:
+            continue
         # log weights: index 0 is "stop", then every available (v, c) in order
         logw[0] = math.log1p(-alpha * (1.0 + d) ** (-beta)) + log_ml(Wn, Sn, prec0)
         base = log_psplit(d, alpha, beta) - math.log(wsum)

@@ -1,0 +1,87 @@
+"""What a training row costs: narrow leaf-index and bin types that widen when they must, a
+sampler pickled (to PyMC's worker processes) without its per-row arrays, and the rows' leaves
+of the old forest let go before a new one is allocated."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from pymc_trees.bart.kernels.forest import leaf_index_dtype
+from pymc_trees.bart.linear_sampler import make_forest_sampler
+from pymc_trees.bart.sampler import TreePrior
+
+MOVES = np.array([0.25, 0.5, 0.9, 1.0])
+
+
+def test_leaf_index_type_holds_every_slot():
+    assert leaf_index_dtype(256) == np.uint8  # slots 0 .. 255
+    assert leaf_index_dtype(257) == np.uint16
+    assert leaf_index_dtype(65_536) == np.uint16
+    assert leaf_index_dtype(65_537) == np.int32
+
+
+def _fitted(response="constant", numcut=100, m=20, n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 4))
+    X[rng.uniform(size=X.shape) < 0.05] = np.nan
+    y = np.sin(6 * np.nan_to_num(X[:, 0])) + X[:, 1] + rng.normal(0, 0.1, n)
+    fs = make_forest_sampler(X, TreePrior(m=m, numcut=numcut, response=response), 0.0, 0.3)
+    w = np.full(n, 100.0)
+    fs.gfr_sweep(np.random.default_rng(1), y, w)
+    fs.cgm_sweep(np.random.default_rng(2), y, w, MOVES)
+    return fs, X, y, w
+
+
+def test_leaf_index_widens_past_256_slots_and_keeps_every_row():
+    """The warm start keeps trees within 127 slots (8-bit leaf index); a forest that needs more
+    slots moves to 16 bits with the same leaves, values and predictions."""
+    fs, X, y, w = _fitted()
+    f = fs.forest
+    assert f.capacity <= 256 and f.leaf_of_row.dtype == np.uint8
+    assert f.n_nodes.max() <= 127
+    leaves, values = f.leaf_of_row.copy(), fs.values()
+    f.ensure_capacity(300)
+    assert f.leaf_of_row.dtype == np.uint16
+    np.testing.assert_array_equal(f.leaf_of_row, leaves)
+    np.testing.assert_array_equal(fs.values(), values)
+    fs._alloc_scratch()
+    fs.cgm_sweep(np.random.default_rng(3), y, w, MOVES)
+    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
+
+
+def test_more_than_255_cutpoints_use_16_bit_bins():
+    fs, X, y, w = _fitted(numcut=400)
+    assert fs.Xb.dtype == np.uint16 and fs.ncuts.max() > 255
+    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
+    fs8, *_ = _fitted(numcut=100)
+    assert fs8.Xb.dtype == np.uint8
+
+
+@pytest.mark.parametrize("response", ["constant", "linear"])
+def test_pickled_sampler_leaves_its_rows_behind_and_continues_the_same_chain(response):
+    """PyMC pickles a step for each worker process: the sampler travels without the rows'
+    leaves and the sweep scratch, and on arrival routes the rows to the same leaves, so that
+    the next sweep with the same generator gives the same forest."""
+    fs, X, y, w = _fitted(response, m=200, n=20_000)
+    blob = pickle.dumps(fs)
+    # against pickling its attributes as they are: at least the m x n leaf index less
+    full = len(pickle.dumps(dict(vars(fs))))
+    assert len(blob) < full - fs.forest.leaf_of_row.nbytes
+    fs2 = pickle.loads(blob)
+    np.testing.assert_array_equal(fs2.forest.leaf_of_row, fs.forest.leaf_of_row)
+    np.testing.assert_array_equal(fs2.values(), fs.values())
+    fs.cgm_sweep(np.random.default_rng(3), y, w, MOVES)
+    fs2.cgm_sweep(np.random.default_rng(3), y, w, MOVES)
+    np.testing.assert_array_equal(fs2.values(), fs.values())
+
+
+def test_reset_lets_go_of_the_old_rows_first():
+    """A chain's start (``reset``) must not hold two m x n leaf indexes at once."""
+    fs, *_ = _fitted()
+    old = fs.forest
+    fs.reset()
+    assert old.leaf_of_row.size == 0
+    assert fs.forest.leaf_of_row.shape == (20, 3000) and not fs.forest.leaf_of_row.any()
