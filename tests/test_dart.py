@@ -21,7 +21,7 @@ from pymc_trees.bart.structure import ModelStructureError
 def _set_tree(fs, t, rules):
     """Write tree t of ``fs.forest`` from nested rules ``(v, cut, left, right)`` / ``None``
     (a leaf with value 0), with availability, masks and rows as the kernels keep them."""
-    f = fs.forest
+    f = fs.ensure_rows()  # a built step holds no rows until its chain starts
     n, p = fs.X.shape
     hist = np.zeros((p, fs.cuts.shape[1] + 1), np.int32)
     lo = np.zeros(p, np.int32)

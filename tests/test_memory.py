@@ -5,10 +5,13 @@ of the old forest let go before a new one is allocated."""
 from __future__ import annotations
 
 import pickle
+import weakref
 
 import numpy as np
+import pymc as pm
 import pytest
 
+import pymc_trees as pmt
 from pymc_trees.bart.kernels.forest import leaf_index_dtype
 from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.sampler import TreePrior
@@ -79,9 +82,43 @@ def test_pickled_sampler_leaves_its_rows_behind_and_continues_the_same_chain(res
 
 
 def test_reset_lets_go_of_the_old_rows_first():
-    """A chain's start (``reset``) must not hold two m x n leaf indexes at once."""
+    """A chain's start (``reset``) must not hold two m x n leaf indexes at once: the old
+    forest's buffer is freed (not kept alive by a view) before the new one exists."""
     fs, *_ = _fitted()
     old = fs.forest
+    gone = weakref.ref(old.leaf_of_row)
     fs.reset()
-    assert old.leaf_of_row.size == 0
+    assert gone() is None and old.leaf_of_row.size == 0
     assert fs.forest.leaf_of_row.shape == (20, 3000) and not fs.forest.leaf_of_row.any()
+
+
+def test_released_rows_come_back_routed_and_the_chain_goes_on_the_same():
+    fs, X, y, w = _fitted(m=30)
+    twin = pickle.loads(pickle.dumps(fs))
+    leaves, values = fs.forest.leaf_of_row.copy(), fs.values()
+    fs.release_rows()
+    assert fs.forest.leaf_of_row.shape == (30, 0) and fs._scratch is None
+    np.testing.assert_array_equal(fs.values(), values)
+    np.testing.assert_array_equal(fs.forest.leaf_of_row, leaves)
+    fs.release_rows()
+    fs.cgm_sweep(np.random.default_rng(5), y, w, MOVES)
+    twin.cgm_sweep(np.random.default_rng(5), y, w, MOVES)
+    np.testing.assert_array_equal(fs.values(), twin.values())
+
+
+def test_a_built_tree_step_holds_no_rows_until_its_chain_starts():
+    """PyMC builds the steps in its own process; with several cores the chains run in workers
+    from a pickled copy, so the step it keeps holds no per-row arrays of the trees."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(500, 3))
+    y = 2 * X[:, 0] + rng.normal(0, 0.2, 500)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=10)
+        pm.Normal("y", f, 0.2, observed=y)
+        step = pmt.CGMTreeStep([f])
+        assert step.sampler.forest.leaf_of_row.shape == (10, 0)
+        idata = pm.sample(tune=20, draws=20, chains=2, cores=2, step=[step], random_seed=3,
+                          progressbar=False, compute_convergence_checks=False)
+    assert step.sampler.forest.leaf_of_row.shape == (10, 0)  # the parent's copy stayed empty
+    post = idata.posterior["f"].mean(("chain", "draw")).values
+    assert np.corrcoef(post, 2 * X[:, 0])[0, 1] > 0.95

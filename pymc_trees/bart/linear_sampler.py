@@ -90,7 +90,7 @@ class LinearForestSampler(ForestSampler):
             self._sums = np.zeros((5, K))
 
     def _linear_values(self, offset: float, out: np.ndarray) -> None:
-        f = self.forest
+        f = self.ensure_rows()
         self._sync()
         linear_values(f.var, f.parent, f.n_nodes, f.value, self.slope, f.leaf_of_row,
                       self.regcol, self.lin, self.Z, float(offset), out)

@@ -320,7 +320,7 @@ class ForestSampler:
             self._store_weights(np.ones(p))  # before the new forest, whose root reads them
         old = getattr(self, "forest", None)
         if old is not None:  # let go of the old rows' leaves before the new ones exist
-            old.leaf_of_row = old.leaf_of_row[:, :0]
+            old.leaf_of_row = np.zeros((old.m, 0), old.leaf_of_row.dtype)
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
@@ -333,8 +333,32 @@ class ForestSampler:
                                     self.forest.capacity, bool(self.iscat.any()))
         self._fsum = np.zeros(n)
 
+    def release_rows(self) -> None:
+        """Let go of the arrays that follow from the trees and the rows: the rows' leaves and
+        the sweeps' scratch (236 bytes a training row at m = 200); the next use routes the
+        rows again (:meth:`ensure_rows`).  A tree step calls it once built: PyMC builds the
+        steps in its own process and, with several cores, samples in worker processes that
+        get a pickled copy, so the copy it keeps never needs them."""
+        f = self.forest
+        f.leaf_of_row = np.zeros((f.m, 0), f.leaf_of_row.dtype)
+        self._scratch = self._fsum = self._values_seen = None
+        self._gfr = self._particles = self._row_bufs = None
+
+    def ensure_rows(self) -> Forest:
+        """The forest with its rows' leaves (routed again after :meth:`release_rows`), and the
+        sweeps' scratch allocated."""
+        f = self.forest
+        if f.leaf_of_row.shape[1] != self.n:
+            f.leaf_of_row = np.zeros((f.m, self.n), f.leaf_of_row.dtype)
+            route_leaves(f.var, f.cut, f.left, f.right, self.Xb, f.leaf_of_row)
+            self._values_seen = None
+        if getattr(self, "_scratch", None) is None:
+            self._alloc_scratch()
+        return f
+
     def values(self) -> np.ndarray:
         """The term at the training rows, shape (n,), summed tree by tree from the offset."""
+        self.ensure_rows()
         out = np.empty(self.n)
         forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
         self._values_seen = (self._forest_key(), float(self.offset), out.copy())
@@ -348,18 +372,12 @@ class ForestSampler:
         state["forest"] = self.forest.compact()
         for name in ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs",
                      "_pool"):
-            state.pop(name, None)
+            state[name] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
-        forest = state.pop("forest")
         self.__dict__.update(state)
-        forest.leaf_of_row = np.zeros((forest.m, self.n), forest.leaf_of_row.dtype)
-        route_leaves(forest.var, forest.cut, forest.left, forest.right, self.Xb,
-                     forest.leaf_of_row)
-        self.forest = forest
-        self._values_seen = None
-        self._alloc_scratch()
+        self.ensure_rows()
 
     def forest_state(self) -> Forest:
         """The forest for a step's saved state: :meth:`Forest.compact` (no per-row arrays)."""
@@ -404,7 +422,7 @@ class ForestSampler:
         """The forest, with room for the two nodes a sweep may add to its largest tree.  An
         exact sweep starts here, after the warm start: its scratch (2 n int32) is let go."""
         self._gfr = None
-        f = self.forest
+        f = self.ensure_rows()
         needed = int(f.n_nodes.max()) + 2
         if needed > f.capacity:
             f.ensure_capacity(needed)
@@ -627,7 +645,7 @@ class ForestSampler:
         Returns the fraction of trees whose returned tree differs from the old one.
         """
         self._gfr = None  # the warm start is over (see _forest_with_room)
-        f = self.forest
+        f = self.ensure_rows()
         n = self.n
         C = int(num_particles)
         if getattr(self, "_particles", None) is None or self._particles[0].shape[0] != C:
@@ -675,7 +693,7 @@ class ForestSampler:
         """One grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`): every tree in turn is
         regrown from its root against the partial residual, then its leaves are drawn.  A warm
         start for the exact sweeps; it does not leave the posterior invariant."""
-        f = self.forest
+        f = self.ensure_rows()
         n, p = self.n, self.layout.q
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
@@ -822,6 +840,10 @@ class OutputSamplers:
     def forest(self, value: list) -> None:
         for p, f in zip(self.parts, value):
             p.forest = f
+
+    def release_rows(self) -> None:
+        for p in self.parts:
+            p.release_rows()
 
     def forest_state(self) -> list:
         return [p.forest_state() for p in self.parts]

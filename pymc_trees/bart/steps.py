@@ -244,6 +244,9 @@ class _TreeStep(BlockedStep):
         self.tune = True
         # the burn-in holds the trees only where no other step adapts during tuning
         self._hold_ok = self.burn_in is not None and _only_exact_steps(model)
+        # a chain starts from reset() or a saved state, which allocate the rows' arrays
+        # again: this copy (the one PyMC pickles to its worker processes) needs none
+        self.sampler.release_rows()
 
     def _select_vars(self, model, vars) -> tuple:
         """The tree term among ``vars`` and the variables sampled with it (its learned leaf

@@ -119,7 +119,7 @@ class Forest:
         mask[:, :K] = self.amask
         self.amask = mask
         dt = leaf_index_dtype(newK)
-        if self.leaf_of_row.dtype != dt and self.leaf_of_row.shape[1]:
+        if self.leaf_of_row.dtype != dt:
             self.leaf_of_row = self.leaf_of_row.astype(dt)
 
     def arrays(self) -> ForestArrays:
