@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of process ``root`` and all its descendants (from /proc)."""
+def _tree_rss(root: int) -> dict[int, int]:
+    """Resident bytes of process ``root`` and of each of its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -40,7 +40,7 @@ def _tree_rss(root: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(d))
-    total, todo = 0, [root]
+    out, todo = {}, [root]
     while todo:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
@@ -48,24 +48,31 @@ def _tree_rss(root: int) -> int:
             with open(f"/proc/{pid}/status") as fh:
                 for line in fh:
                     if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
+                        out[pid] = int(line.split()[1]) * 1024
                         break
         except OSError:
             pass
-    return total
+    return out
 
 
 class PeakMemory:
-    """Polls the resident memory of this process tree in a thread; ``peak`` in bytes."""
+    """Polls the resident memory of this process tree in a thread; ``peak`` in bytes, and
+    ``at_peak`` the resident bytes of each process at that moment (this one first)."""
 
     def __init__(self, every: float = 0.5):
-        self.every, self.peak = every, 0
+        self.every, self.peak, self.at_peak = every, 0, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        me = os.getpid()
         while not self._stop.is_set():
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            rss = _tree_rss(me)
+            total = sum(rss.values())
+            if total > self.peak:
+                self.peak = total
+                self.at_peak = [rss.get(me, 0)] + sorted(
+                    (v for k, v in rss.items() if k != me), reverse=True)
             self._stop.wait(self.every)
 
     def __enter__(self):
@@ -129,7 +136,9 @@ def main(argv=None):
     print(f"model built in {t1 - t0:.1f} s; pm.sample: {t2 - t1:.0f} s wall "
           f"({(t2 - t1) / iters:.2f} s per iteration, {iters} iterations per chain, "
           f"{idata.posterior.sizes['chain']} chains)")
-    print(f"peak resident memory, process and workers: {mem.peak / 2**30:.3f} GiB")
+    print(f"peak resident memory, process and workers: {mem.peak / 2**30:.3f} GiB (this "
+          f"process {mem.at_peak[0] / 2**30:.3f}, the others "
+          f"{', '.join(f'{b / 2**30:.3f}' for b in mem.at_peak[1:]) or 'none'})")
     print(f"trace in memory: {_nbytes(idata) / 2**20:.0f} MiB, of which the forests "
           f"{_nbytes(idata['forests']) / 2**20:.0f} MiB; f kept at the training rows: "
           f"{'f' in idata.posterior}")
