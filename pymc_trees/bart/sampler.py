@@ -209,6 +209,9 @@ class ForestSampler:
     Xb: np.ndarray = field(init=False)
     split_prior: np.ndarray = field(init=False)
     forest: Forest = field(init=False)
+    # what follows from the trees and the rows, let go by release_rows and left out of a
+    # pickle (not annotated: not a dataclass field)
+    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs")
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
@@ -341,8 +344,8 @@ class ForestSampler:
         get a pickled copy, so the copy it keeps never needs them."""
         f = self.forest
         f.leaf_of_row = np.zeros((f.m, 0), f.leaf_of_row.dtype)
-        self._scratch = self._fsum = self._values_seen = None
-        self._gfr = self._particles = self._row_bufs = None
+        for name in self._ROW_ATTRS:
+            setattr(self, name, None)
 
     def ensure_rows(self) -> Forest:
         """The forest with its rows' leaves (routed again after :meth:`release_rows`), and the
@@ -370,8 +373,7 @@ class ForestSampler:
         scratch, allocated again (200 + 36 bytes a training row at m = 200)."""
         state = dict(self.__dict__)
         state["forest"] = self.forest.compact()
-        for name in ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs",
-                     "_pool"):
+        for name in self._ROW_ATTRS + ("_pool",):
             state[name] = None
         return state
 
@@ -386,19 +388,11 @@ class ForestSampler:
     def restore_forest(self, state: Forest) -> None:
         """Take a forest from a saved state (:meth:`forest_state`), with the rows' leaves
         routed anew from the training rows; a full forest is taken as it is."""
-        f = state.copy()
-        if f.leaf_of_row.shape[1] != self.n:
-            # into the live forest's leaf index when it fits: a second m x n array would
-            # double the largest allocation of the sampler at the start of every chain
-            old = self.forest.leaf_of_row
-            self.forest.leaf_of_row = None
-            f.leaf_of_row = (old if old.shape == (f.m, self.n) and old.dtype == f.leaf_of_row.dtype
-                             else np.zeros((f.m, self.n), f.leaf_of_row.dtype))
-            del old
-            route_leaves(f.var, f.cut, f.left, f.right, self.Xb, f.leaf_of_row)
-        self.forest = f
-        self._values_seen = None
-        self._alloc_scratch()
+        # the live rows' leaves go before the new ones are routed: two m x n arrays at once
+        # would double the largest allocation of the sampler at the start of every chain
+        self.release_rows()
+        self.forest = state.copy()
+        self.ensure_rows()
 
     def _forest_key(self) -> tuple:
         """The trees' rules, links and leaf values, which determine their sum at every
