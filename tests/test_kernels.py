@@ -256,45 +256,6 @@ def test_forest_values_in_blocks_equal_tree_order_sums():
     np.testing.assert_array_equal(out, expect)
 
 
-@pytest.mark.parametrize("omega_const", [0.0, 2.5])
-@pytest.mark.parametrize("l1,l2", [(-1, -1), (2, -1), (1, 3)])
-def test_tree_pass_sums_against_naive(omega_const, l1, l2):
-    """The pass of the CGM sweep: residual update, leaf sums, and the rows of leaves l1, l2
-    that a rule sends left, summed apart (a grow of l1, a change above l1 and l2)."""
-    from pymc_trees.bart.kernels.cgm import _tree_pass
-
-    rng = np.random.default_rng(11)
-    m, n, K = 3, 1003, 6
-    leaf = rng.integers(0, 5, size=(m, n)).astype(np.uint8)
-    value = rng.normal(size=(m, K))
-    XbT = rng.integers(0, 9, size=(2, n)).astype(np.uint8)
-    omega = np.full(n, omega_const) if omega_const else rng.uniform(0.5, 2.0, n)
-    r0 = rng.normal(size=n)
-    t, v, c = 1, 1, 4
-    r = r0.copy()
-    W = np.zeros(K)
-    S = np.zeros(K)
-    acc = np.zeros(8 * (K + 2))
-    WA, SA, WB, SB = _tree_pass(t, leaf, value, r, omega, omega_const, acc, K + 2, 5, W, S,
-                                l1, l2, XbT, v, c)
-    r_exp = r0 + value[t, leaf[t]] - value[t - 1, leaf[t - 1]]
-    np.testing.assert_allclose(r, r_exp, rtol=0, atol=1e-14)
-    w = np.full(n, omega_const) if omega_const else omega
-    left = XbT[v] <= c
-    apart = np.zeros(n, bool)
-    for ll in (l1, l2):
-        if ll >= 0:
-            apart |= (leaf[t] == ll) & left
-    for k in range(5):
-        rows = (leaf[t] == k) & ~apart
-        np.testing.assert_allclose([W[k], S[k]], [w[rows].sum(), (w * r_exp)[rows].sum()],
-                                   rtol=1e-12, atol=1e-12)
-    for ll, (Wl, Sl) in ((l1, (WA, SA)), (l2, (WB, SB))):
-        rows = (leaf[t] == ll) & left if ll >= 0 else np.zeros(n, bool)
-        np.testing.assert_allclose([Wl, Sl], [w[rows].sum(), (w * r_exp)[rows].sum()],
-                                   rtol=1e-12, atol=1e-12)
-
-
 @pytest.mark.parametrize("with_categorical", [False, True])
 def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categorical):
     """The blocked, branch-free prediction kernel (serial and parallel) against a plain walk:

@@ -16,8 +16,7 @@ import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
-                                           draw_leaf_values, draw_node_levels, draw_node_rule,
-                                           draw_rule, free_node,
+                                           draw_leaf_values, draw_node_rule, free_node,
                                            log_1m_psplit, log_ml, log_psplit, node_availability,
                                            rule_valid, split_node)
 
@@ -183,17 +182,6 @@ def pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes):
 
 
 @numba.njit(cache=True, inline="always")
-def collect_leaf_rows(t, ell, leaf_of_row, idx):
-    """``idx[:cnt]`` = the rows in leaf ``ell`` of tree ``t``, in order; returns ``cnt``."""
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):  # written always, kept when in the leaf: no branch on the data
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == ell
-    return cnt
-
-
-@numba.njit(cache=True, inline="always")
 def propose_split(rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail,
                   amask, n_nodes, leaf_of_row, idx, lo, hi, tmp):
     """The proposal of a grow: a splittable leaf of tree t uniformly, its rule from the
@@ -206,7 +194,11 @@ def propose_split(rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, pare
         return -1, 0, 0, 0, 0, 0, 0, 0
     w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    cnt = collect_leaf_rows(t, ell, leaf_of_row, idx)
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):  # written always, kept when in the leaf: no branch on the data
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == ell
     # the leaf's available cutpoints were kept when its rows last changed
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
@@ -269,11 +261,9 @@ def _mark_subtree(t, root, var, left, right, stack, in_sub, flag):
 
 
 @numba.njit(cache=True)
-def _subtree_prior(t, root, skip_root_rule, var, left, right, depth, wavail, ncut, split_prior,
-                   alpha, beta, stack):
-    """log prior factors of the current subtree: ``p_split`` of its internal nodes and their
-    rules' probabilities (the root's left out with ``skip_root_rule``), ``1 - p_split`` of its
-    leaves."""
+def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut, W, S,
+                 split_prior, alpha, beta, prec0, stack):
+    """log prior factors plus leaf log marginal likelihoods of the current subtree."""
     total = 0.0
     stack[0] = root
     top = 1
@@ -290,29 +280,7 @@ def _subtree_prior(t, root, skip_root_rule, var, left, right, depth, wavail, ncu
             top += 2
         else:
             total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
-    return total
-
-
-@numba.njit(cache=True)
-def _subtree_ml(t, root, with_psplit, var, left, right, depth, alpha, beta, prec0, Ws, Ss,
-                stack):
-    """The log marginal likelihoods of the subtree's leaves from the sums ``(Ws, Ss)``, plus
-    (``with_psplit``) ``log p_split`` of its internal nodes: then what
-    :func:`_route_subtree` returns, from sums made elsewhere."""
-    total = 0.0
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        if var[t, k] >= 0:
-            if with_psplit:
-                total += log_psplit(depth[t, k], alpha, beta)
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            total += log_ml(Ws[k], Ss[k], prec0)
+            total += log_ml(W[k], S[k], prec0)
     return total
 
 
@@ -452,59 +420,27 @@ def collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, 
 
 
 @numba.njit(cache=True)
-def pick_grow(rng, t, split_prior, var, left, right, parent, wavail, amask, n_nodes, lo, hi):
-    """The part of a grow's proposal that needs no rows, drawn before the tree's pass over
-    the rows so that the pass can sum the new left child too: a splittable leaf uniformly
-    and its rule from the prior.  Returns ``(leaf, b, w_new, v, c, nc, P)``: ``b`` the
-    tree's splittable leaves, ``w_new`` its prunable nodes after the grow; for a categorical
-    feature ``c`` is still to be drawn from the leaf's levels (``P > 0``, the present levels;
-    :func:`draw_node_levels`), else ``P = 0``; ``leaf = -1`` when no leaf can split."""
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    if b == 0:
-        return -1, 0, 0, 0, 0, 0, 0
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    # the leaf's available cutpoints were kept when its rows last changed
-    load_mask(amask, t, ell, lo, hi)
-    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
-    P = -lo[v] if lo[v] < 0 else 0
-    w_new = w + 1
-    par = parent[t, ell]
-    if par >= 0:
-        sib = left[t, par] if right[t, par] == ell else right[t, par]
-        if var[t, sib] == LEAF:
-            w_new -= 1
-    return ell, b, w_new, v, c, nc, P
-
-
-@numba.njit(cache=True)
-def _grow(rng, t, ell, b, w_new, v, c, nc, P, WL, SL, WR, SR, Xb, XbT, ncuts, iscat, min_leaf,
-          split_prior, alpha, beta, prec0, pg, pp, var, cut, left, right, parent, depth, wavail,
-          ncut, n_nodes, free, n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask,
-          nmask, tmp):
-    """The grow drawn by :func:`pick_grow`, after the tree's pass: for a numeric rule the
-    pass summed the children (``WL, SL`` left, ``WR, SR`` right), and the rows are only
-    gathered when the move gets past the likelihood's test; for a categorical one (``P >
-    0``) the level set is drawn from the leaf's rows here and the children summed from them.
-    Returns 1/0 for accepted/rejected."""
-    cnt = 0
-    mid = 0
-    if P > 0:
-        cnt = collect_leaf_rows(t, ell, leaf_of_row, idx)
-        c = draw_node_levels(rng, P, Xb, idx, 0, cnt, v, min_leaf)
-        mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
-        WL = 0.0
-        SL = 0.0
-        WR = 0.0
-        SR = 0.0
-        for q in range(mid):
-            i = idx[q]
-            WL += omega[i]
-            SL += omega[i] * r[i]
-        for q in range(mid, cnt):
-            i = idx[q]
-            WR += omega[i]
-            SR += omega[i] * r[i]
+def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
+          cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
+          omega, idx, hist, lo, hi, W, S, amask, nmask, tmp):
+    """Returns -1 when impossible, else 1/0 for accepted/rejected."""
+    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    if ell < 0:
+        return -1
+    WL = 0.0
+    SL = 0.0
+    WR = 0.0
+    SR = 0.0
+    for q in range(mid):
+        i = idx[q]
+        WL += omega[i]
+        SL += omega[i] * r[i]
+    for q in range(mid, cnt):
+        i = idx[q]
+        WR += omega[i]
+        SR += omega[i] * r[i]
     d = depth[t, ell]
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
             + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
@@ -515,9 +451,6 @@ def _grow(rng, t, ell, b, w_new, v, c, nc, P, WL, SL, WR, SR, Xb, XbT, ncuts, is
     # the children are not counted (the same decision as with the full ratio).
     if not accept_u(u, logr):
         return 0
-    if P == 0:
-        cnt = collect_leaf_rows(t, ell, leaf_of_row, idx)
-        mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     # the children's available cutpoints, from their bin counts
     wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
@@ -576,30 +509,21 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 
 
 @numba.njit(cache=True)
-def pick_change_or_swap(rng, is_swap, t, split_prior, var, cut, left, right, parent, depth,
-                        wavail, ncut, n_nodes, amask, lo, hi, alpha, beta, stack, saved):
-    """The part of a change or swap that needs no rows, drawn before the tree's pass over the
-    rows: the node (CHANGE) or the parent-child pair (SWAP, identified by the child), and a
-    change's new rule from the prior at the node.  The proposed rules are written into the
-    tree (the old ones kept in ``saved``: root, its three rules, the root's children).
-
-    Returns ``(status, old, P, fused)``: status -1 impossible, 0 rejected without looking at
-    the rows (the ratio is 0), 1 proposed; ``old`` the current subtree's prior factors (its
-    leaves' likelihoods are added after the pass); ``P > 0`` when the change's new feature is
-    categorical: its level set is drawn from the rows after the pass
-    (:func:`finish_change_or_swap`), so its rule is not written yet.  ``fused``: a change
-    of a numeric rule whose children are both leaves, whose new leaves' sums the tree's pass
-    makes (:func:`_tree_pass` with ``l1, l2`` the children); other proposals route the
-    subtree's rows after the pass."""
+def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
+                    prec0, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row,
+                    r, omega, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
+                    in_sub, amask, nmask, tmp):
+    # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
     count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
-        return -1, 0.0, 0, False
+        return -1
     chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
     v_root, c_root = var[t, root], cut[t, root]
+    v_l, c_l, v_r, c_r = var[t, kl], cut[t, kl], var[t, kr], cut[t, kr]
     both = False
     sib = kl
     if is_swap:
@@ -609,17 +533,10 @@ def pick_change_or_swap(rng, is_swap, t, split_prior, var, cut, left, right, par
         if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
             # The proposal would leave both children with the same rule; its reverse move
             # (swap with both children) does not lead back, so the move has ratio 0.
-            return 0, 0.0, 0, False
-    saved[0] = root
-    saved[1] = v_root
-    saved[2] = c_root
-    saved[3] = var[t, kl]
-    saved[4] = cut[t, kl]
-    saved[5] = var[t, kr]
-    saved[6] = cut[t, kr]
-    old = _subtree_prior(t, root, not is_swap, var, left, right, depth, wavail, ncut,
-                         split_prior, alpha, beta, stack)
-    P = 0
+            return 0
+    cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+    old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
+                       split_prior, alpha, beta, prec0, stack)
     if is_swap:
         v_c, c_c = var[t, chosen], cut[t, chosen]
         var[t, root] = v_c
@@ -629,59 +546,20 @@ def pick_change_or_swap(rng, is_swap, t, split_prior, var, cut, left, right, par
         if both:
             var[t, sib] = v_root
             cut[t, sib] = c_root
-    else:
-        # the subtree's root keeps its rows, hence its available cutpoints
-        load_mask(amask, t, root, lo, hi)
-        v_new, c_new, _ = draw_rule(rng, lo, hi, split_prior, wavail[t, root])
-        if lo[v_new] < 0:
-            saved[7] = v_new
-            return 1, old, -lo[v_new], False
+    # the subtree's root keeps its rows, hence its available cutpoints
+    load_mask(amask, t, root, lo, hi)
+    root_wsum = wavail[t, root]
+    if not is_swap:
+        v_new, c_new, _ = draw_node_rule(rng, lo, hi, split_prior, root_wsum, Xb, idx, 0, cnt,
+                                         min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
-        return 1, old, P, var[t, kl] < 0 and var[t, kr] < 0
-    return 1, old, P, False
-
-
-@numba.njit(cache=True)
-def finish_change_or_swap(rng, is_swap, t, P, fused, old, Xb, XbT, ncuts, iscat, min_leaf,
-                          split_prior, alpha, beta, prec0, var, cut, left, right, depth, wavail,
-                          ncut, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, nW, nS, nwav,
-                          nnc, seg_s, seg_e, stack, in_sub, amask, nmask, tmp, saved):
-    """The change or swap proposed by :func:`pick_change_or_swap`, after the tree's pass:
-    when ``fused``, the pass left the new leaves' sums in ``(nW, nS)`` and the rows are only
-    gathered when the move gets past the likelihood's test; else the subtree's rows are
-    gathered and routed here (with ``P > 0`` after drawing the change's level set from
-    them).  Returns 1/0 for accepted/rejected, with the old rules back when rejected."""
-    root = saved[0]
-    root_wsum = wavail[t, root]
-    # the old leaves' sums are the pass's (the tree's shape, hence its leaves, is the same)
-    old += _subtree_ml(t, root, False, var, left, right, depth, alpha, beta, prec0, W, S, stack)
-    cnt = 0
-    if fused:
-        bound = _subtree_ml(t, root, True, var, left, right, depth, alpha, beta, prec0, nW, nS,
-                            stack) - old
-        routed = False
-    else:
-        cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
-        if P > 0:
-            v_new = saved[7]
-            var[t, root] = v_new
-            cut[t, root] = draw_node_levels(rng, P, Xb, idx, 0, cnt, v_new, min_leaf)
-        bound = _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
-                               depth, r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp) - old
-        routed = True
+    bound = _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
+                           r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp) - old
     u = rng.random()
-    # the rows are gathered, and the rules' availability counted, only when the bound does
-    # not already reject
+    # the rules' availability is counted only when the bound does not already reject
     accept = accept_u(u, bound)
     if accept:
-        if not routed:
-            cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
-                                       idx)
-            _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
-                           depth, r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp)
-        # the root keeps its rows, hence its available cutpoints
-        load_mask(amask, t, root, lo, hi)
         rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
@@ -690,128 +568,13 @@ def finish_change_or_swap(rng, is_swap, t, P, fused, old, Xb, XbT, ncuts, iscat,
         commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W, S, nW, nS,
                         nwav, nnc, seg_s, seg_e, stack, amask, nmask)
         return 1
-    kl = left[t, root]
-    kr = right[t, root]
-    var[t, root] = saved[1]
-    cut[t, root] = saved[2]
-    var[t, kl] = saved[3]
-    cut[t, kl] = saved[4]
-    var[t, kr] = saved[5]
-    cut[t, kr] = saved[6]
+    var[t, root] = v_root
+    cut[t, root] = c_root
+    var[t, kl] = v_l
+    cut[t, kl] = c_l
+    var[t, kr] = v_r
+    cut[t, kr] = c_r
     return 0
-
-
-@numba.njit(cache=True, inline="always")
-def _slot(k, l1, l2, x, c, A, B):
-    """The partial-sum slot of a row in leaf ``k`` with bin ``x`` (:func:`_tree_pass`)."""
-    hit = ((k == l1) | (k == l2)) & (x <= c)
-    return (A if k == l1 else B) if hit else k
-
-
-@numba.njit(cache=True)
-def _tree_pass(t, leaf_of_row, value, r, omega, omega_const, acc, K1, nk, W, S, l1, l2, XbT, v,
-               c):
-    """One pass over the rows for tree t: take tree t - 1 (drawn last) out of the residual
-    ``r`` and put tree t back, and sum ``(W, S)`` per leaf of tree t, in four interleaved
-    partial sums (rows i mod 4), so that consecutive rows in the same leaf do not wait on
-    each other's additions; with equal row precisions (``omega_const > 0``) W is that
-    precision times the leaf's row count and ``omega`` is not read.
-
-    With ``l1 >= 0`` the rows of leaf ``l1`` (and of leaf ``l2``, when it is one) that the
-    numeric rule ``c`` of feature ``v`` sends left are summed apart, into the last two slots
-    of each partial sum (``acc`` has ``8 * K1`` entries, ``K1`` = capacity + 2), and returned
-    as ``(WA, SA, WB, SB)`` for ``l1`` and ``l2``; ``W, S`` of the two leaves then hold their
-    other rows only.  A grow of leaf ``l1`` by the rule, or a change of the rule above the
-    leaves ``l1`` and ``l2``, is then judged without another look at the rows."""
-    m, n = leaf_of_row.shape
-    n4 = n - (n & 3)
-    A = K1 - 2
-    B = K1 - 1
-    for j in range(4):
-        for k in range(nk):
-            acc[2 * j * K1 + k] = 0.0
-            acc[(2 * j + 1) * K1 + k] = 0.0
-        for k in range(A, K1):
-            acc[2 * j * K1 + k] = 0.0
-            acc[(2 * j + 1) * K1 + k] = 0.0
-    tp = t - 1 if t > 0 else m - 1
-    back = 1.0 if t > 0 else 0.0
-    if omega_const > 0.0:
-        if l1 >= 0:
-            for i0 in range(0, n4, 4):
-                for j in range(4):
-                    i = i0 + j
-                    k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                    r[i] = ri
-                    kk = _slot(k, l1, l2, XbT[v, i], c, A, B)
-                    acc[2 * j * K1 + kk] += 1.0
-                    acc[(2 * j + 1) * K1 + kk] += ri
-            for i in range(n4, n):
-                k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                r[i] = ri
-                kk = _slot(k, l1, l2, XbT[v, i], c, A, B)
-                acc[kk] += 1.0
-                acc[K1 + kk] += ri
-        else:
-            for i0 in range(0, n4, 4):
-                for j in range(4):
-                    i = i0 + j
-                    k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                    r[i] = ri
-                    acc[2 * j * K1 + k] += 1.0
-                    acc[(2 * j + 1) * K1 + k] += ri
-            for i in range(n4, n):
-                k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                r[i] = ri
-                acc[k] += 1.0
-                acc[K1 + k] += ri
-        scale = omega_const
-    else:
-        if l1 >= 0:
-            for i0 in range(0, n4, 4):
-                for j in range(4):
-                    i = i0 + j
-                    k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                    r[i] = ri
-                    kk = _slot(k, l1, l2, XbT[v, i], c, A, B)
-                    acc[2 * j * K1 + kk] += omega[i]
-                    acc[(2 * j + 1) * K1 + kk] += omega[i] * ri
-            for i in range(n4, n):
-                k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                r[i] = ri
-                kk = _slot(k, l1, l2, XbT[v, i], c, A, B)
-                acc[kk] += omega[i]
-                acc[K1 + kk] += omega[i] * ri
-        else:
-            for i0 in range(0, n4, 4):
-                for j in range(4):
-                    i = i0 + j
-                    k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                    r[i] = ri
-                    acc[2 * j * K1 + k] += omega[i]
-                    acc[(2 * j + 1) * K1 + k] += omega[i] * ri
-            for i in range(n4, n):
-                k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
-                r[i] = ri
-                acc[k] += omega[i]
-                acc[K1 + k] += omega[i] * ri
-        scale = 1.0
-    for k in range(nk):
-        W[k] = scale * ((acc[k] + acc[2 * K1 + k]) + (acc[4 * K1 + k] + acc[6 * K1 + k]))
-        S[k] = scale * ((acc[K1 + k] + acc[3 * K1 + k]) + (acc[5 * K1 + k] + acc[7 * K1 + k]))
-    WA = scale * ((acc[A] + acc[2 * K1 + A]) + (acc[4 * K1 + A] + acc[6 * K1 + A]))
-    SA = scale * ((acc[K1 + A] + acc[3 * K1 + A]) + (acc[5 * K1 + A] + acc[7 * K1 + A]))
-    WB = scale * ((acc[B] + acc[2 * K1 + B]) + (acc[4 * K1 + B] + acc[6 * K1 + B]))
-    SB = scale * ((acc[K1 + B] + acc[3 * K1 + B]) + (acc[5 * K1 + B] + acc[7 * K1 + B]))
-    return WA, SA, WB, SB
 
 
 @numba.njit(cache=True)
@@ -853,80 +616,78 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
     K = W.shape[0]
-    K1 = K + 2  # the last two slots of each partial sum: rows a rule sends left (_tree_pass)
-    acc = np.zeros(8 * K1)
-    saved = np.zeros(8, np.int64)  # a change's or swap's old rules (pick_change_or_swap)
+    acc = np.zeros(8 * K)
+    n4 = n - (n & 3)
     # r: the residual against every tree but the one being updated
     for i in range(n):
         r[i] = z[i] - fsum[i]
     for t in range(m):
-        # the move, and a grow's leaf and rule, need no rows: drawn first, so that the pass
-        # below also sums the rows of the grow's left child
+        # one pass: take tree t - 1 (drawn last) out of the residual and put tree t back, and
+        # sum (W, S) per leaf in four interleaved partial sums (rows i mod 4), so that
+        # consecutive rows in the same leaf do not wait on each other's additions; with equal
+        # row precisions (omega_const > 0) W is that precision times the leaf's row count
+        nk = n_nodes[t]
+        for j in range(4):
+            for k in range(nk):
+                acc[2 * j * K + k] = 0.0
+                acc[(2 * j + 1) * K + k] = 0.0
+        tp = t - 1 if t > 0 else m - 1
+        back = 1.0 if t > 0 else 0.0
+        if omega_const > 0.0:
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[2 * j * K + k] += 1.0
+                    acc[(2 * j + 1) * K + k] += ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += 1.0
+                acc[K + k] += ri
+            for k in range(nk):
+                W[k] = omega_const * ((acc[k] + acc[2 * K + k])
+                                      + (acc[4 * K + k] + acc[6 * K + k]))
+                S[k] = omega_const * ((acc[K + k] + acc[3 * K + k])
+                                      + (acc[5 * K + k] + acc[7 * K + k]))
+        else:
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[2 * j * K + k] += omega[i]
+                    acc[(2 * j + 1) * K + k] += omega[i] * ri
+            for i in range(n4, n):
+                k = leaf_of_row[t, i]
+                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                r[i] = ri
+                acc[k] += omega[i]
+                acc[K + k] += omega[i] * ri
+            for k in range(nk):
+                W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
+                S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
         u = rng.random()
         move = GROW
         while move < SWAP and u >= move_cp[move]:
             move += 1
-        ell = -1
-        b = w_new = v = c = nc = P = 0
-        status = -1
-        old = 0.0
-        fused = False
-        l1 = l2 = -1
         if move == GROW:
-            ell, b, w_new, v, c, nc, P = pick_grow(rng, t, split_prior, var, left, right,
-                                                   parent, wavail, amask, n_nodes, lo, hi)
-            fused = ell >= 0 and P == 0
-            l1 = ell
-        elif move != PRUNE:
-            status, old, P, fused = pick_change_or_swap(
-                rng, move == SWAP, t, split_prior, var, cut, left, right, parent, depth, wavail,
-                ncut, n_nodes, amask, lo, hi, alpha, beta, stack, saved)
-            if fused:
-                root = saved[0]
-                l1 = left[t, root]
-                l2 = right[t, root]
-                v = var[t, root]
-                c = cut[t, root]
-        if not fused:
-            l1 = l2 = -1
-        WA, SA, WB, SB = _tree_pass(t, leaf_of_row, value, r, omega, omega_const, acc, K1,
-                                    n_nodes[t], W, S, l1, l2, XbT, v, c)
-        if fused and move != GROW:
-            # the old leaves hold their rows that stay right; the new ones, left, right
-            nW[l1] = WA + WB
-            nS[l1] = SA + SB
-            nW[l2] = W[l1] + W[l2]
-            nS[l2] = S[l1] + S[l2]
-            W[l1] += WA
-            S[l1] += SA
-            W[l2] += WB
-            S[l2] += SB
-        if move == GROW:
-            if ell < 0:
-                res = -1
-            else:
-                WL = WA
-                SL = SA
-                WR = W[ell]
-                SR = S[ell]
-                if fused:  # the pass put the left child's rows apart from the leaf's
-                    W[ell] = WL + WR
-                    S[ell] = SL + SR
-                res = _grow(rng, t, ell, b, w_new, v, c, nc, P, WL, SL, WR, SR, Xb, XbT, ncuts,
-                            iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut,
-                            left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
-                            leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask, nmask, tmp)
+            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0,
+                        pg, pp, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
+                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask, nmask, tmp)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
-        elif status == 1:
-            res = finish_change_or_swap(rng, move == SWAP, t, P, fused, old, Xb, XbT, ncuts,
-                                        iscat, min_leaf, split_prior, alpha, beta, prec0, var,
-                                        cut, left, right, depth, wavail, ncut, leaf_of_row, r,
-                                        omega, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc,
-                                        seg_s, seg_e, stack, in_sub, amask, nmask, tmp, saved)
         else:
-            res = status
+            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf,
+                                  split_prior, alpha, beta, prec0, var, cut, left, right, parent,
+                                  depth, wavail, ncut, n_nodes, leaf_of_row, r, omega, idx, hist,
+                                  lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
+                                  amask, nmask, tmp)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res

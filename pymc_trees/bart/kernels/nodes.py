@@ -39,7 +39,6 @@ __all__ = [
     "partition",
     "goes_left",
     "draw_node_rule",
-    "draw_node_levels",
     "draw_level_set",
     "rule_valid",
     "log_ml",
@@ -304,22 +303,14 @@ def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf
     v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
     if lo[v] >= 0:
         return v, c, nc
-    return v, draw_node_levels(rng, -lo[v], Xb, idx, start, end, v, min_leaf), nc
-
-
-@numba.njit(cache=True)
-def draw_node_levels(rng, P, Xb, idx, start, end, v, min_leaf):
-    """The rule of categorical feature ``v`` (present levels ``P``, a bit set) at the node
-    holding rows ``idx[start:end]``: the set of levels going left drawn uniformly among the
-    valid subsets (:func:`draw_level_set`), returned complemented (``~set < 0`` marks a
-    categorical rule)."""
+    P = -lo[v]
     nb = 0
     while (P >> nb) > 0:
         nb += 1
     counts = np.zeros(nb, np.int64)
     for q in range(start, end):
         counts[Xb[idx[q], v]] += 1
-    return ~draw_level_set(rng, counts, P, min_leaf)
+    return v, ~draw_level_set(rng, counts, P, min_leaf), nc
 
 
 @numba.njit(cache=True)
