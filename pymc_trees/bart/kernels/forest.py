@@ -239,13 +239,23 @@ def forest_values(value, leaf_of_row, offset, out):
     """
     m, n = leaf_of_row.shape
     # in blocks of rows, so that a block's sums stay in the first-level cache while every
-    # tree adds to them (one pass over ``out`` instead of m); each row's order is unchanged
+    # tree adds to them (one pass over ``out`` instead of m), and four trees at a time, so
+    # that a row's sum is loaded and stored once per four trees (the rows of a block are
+    # independent chains of additions); each row's order of addition is unchanged
     B = 2048
+    m4 = m - (m & 3)
     for i0 in range(0, n, B):
         i1 = min(i0 + B, n)
         for i in range(i0, i1):
             out[i] = offset
-        for t in range(m):
+        for t in range(0, m4, 4):
+            for i in range(i0, i1):
+                o = out[i] + value[t, leaf_of_row[t, i]]
+                o += value[t + 1, leaf_of_row[t + 1, i]]
+                o += value[t + 2, leaf_of_row[t + 2, i]]
+                o += value[t + 3, leaf_of_row[t + 3, i]]
+                out[i] = o
+        for t in range(m4, m):
             for i in range(i0, i1):
                 out[i] += value[t, leaf_of_row[t, i]]
 
