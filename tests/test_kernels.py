@@ -350,3 +350,64 @@ def test_sweep_reuses_tree_sums_only_for_the_same_trees():
     fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)  # starts from the cache
     assert np.all(np.isfinite(fs._fsum))
     check()
+
+
+@pytest.mark.parametrize("omega_const", [0.0, 2.5])
+@pytest.mark.parametrize("rule", [7, ~0b1011])
+def test_split_sums_equal_naive_children_sums(omega_const, rule):
+    # the grow's and the change's children statistics, taken without moving the rows, for a
+    # numeric cut (bin <= 7) and a categorical set (levels {0, 1, 3} go left), on rows in an
+    # uneven number (not a multiple of the four lanes) and in no particular order
+    from pymc_trees.bart.kernels.cgm import split_sums
+
+    rng = np.random.default_rng(11)
+    n, p, v = 1003, 3, 1
+    XbT = rng.integers(0, 16 if rule >= 0 else 5, size=(p, n)).astype(np.uint8)
+    r = rng.normal(size=n) * 10.0 ** rng.integers(-3, 3, size=n)
+    omega = np.full(n, omega_const) if omega_const > 0 else rng.gamma(2.0, size=n)
+    idx = rng.permutation(n)[:997].astype(np.int32)
+    out = np.zeros(4)
+    split_sums(XbT, v, rule, idx, idx.size, r, omega, omega_const, out)
+    b = XbT[v, idx]
+    left = b <= rule if rule >= 0 else ((~rule >> b) & 1) == 1
+    assert 0 < left.sum() < idx.size
+    w, x = omega[idx], omega[idx] * r[idx]
+    expect = [w[left].sum(), x[left].sum(), w[~left].sum(), x[~left].sum()]
+    np.testing.assert_allclose(out, expect, rtol=1e-12, atol=1e-12)
+
+
+def test_sweep_keeps_every_leafs_row_count():
+    """With equal precisions the sweep's pass reads each leaf's W from the counts the sweeps
+    keep (it sums the residuals only): after sweeps with all four moves, and after a sweep of
+    another kind changed the trees, the kept counts are the counts of the rows' leaves."""
+    from pymc_trees.bart.kernels.cgm import leaf_counts
+    from pymc_trees.bart.kernels.forest import LEAF
+
+    rng = np.random.default_rng(5)
+    n = 403
+    X = rng.uniform(size=(n, 3))
+    y = np.sin(5 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(n)
+    fs = ForestSampler(X, TreePrior(m=6, min_leaf=3), 0.3, 0.4)
+    cp = np.cumsum([0.3, 0.2, 0.35, 0.15])
+    accepted = 0.0
+
+    def check():
+        f = fs.forest
+        key, kept = fs._counts
+        assert key == fs._structure_key()
+        recount = np.zeros(f.var.shape)
+        leaf_counts(f.leaf_of_row, recount)
+        leaves = f.var == LEAF
+        np.testing.assert_array_equal(kept[leaves], recount[leaves])
+
+    for s in range(30):
+        rates = fs.cgm_sweep(rng, y - 0.3, np.full(n, 4.0 + s), cp)
+        accepted += sum(v for v in rates.values() if np.isfinite(v))
+        check()
+    assert accepted > 0  # the trees did change
+    # unequal precisions: the counts are not kept; the next equal-precision sweep counts anew
+    fs.cgm_sweep(rng, y - 0.3, rng.uniform(1.0, 5.0, n), cp)
+    assert fs._counts is None
+    fs.gfr_sweep(rng, y - 0.3, np.full(n, 4.0))
+    fs.cgm_sweep(rng, y - 0.3, np.full(n, 4.0), cp)
+    check()

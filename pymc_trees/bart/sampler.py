@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest_summary,
-                                         new_scratch)
+                                         leaf_counts, new_scratch)
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw, pack_forest,
                                             forest_values, mask_dtype, mask_width, new_forest,
                                             reweight, split_prior_gibbs, store_mask)
@@ -211,7 +211,8 @@ class ForestSampler:
     forest: Forest = field(init=False)
     # what follows from the trees and the rows, let go by release_rows and left out of a
     # pickle (not annotated: not a dataclass field)
-    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs")
+    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs",
+                  "_counts")
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
@@ -436,10 +437,30 @@ class ForestSampler:
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                           float(self.prior.beta), float(self.prec0))
+        counts = self._leaf_counts() if same else np.zeros((0, 0))
         cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
-                  self._scratch, proposed, accepted)
+                  self._scratch, counts, proposed, accepted)
+        # the sweep kept the counts with equal precisions; they belong to the trees' rules
+        self._counts = (self._structure_key(), counts) if same else None
         return acceptance_rates(accepted, proposed, MOVES)
+
+    def _structure_key(self) -> tuple:
+        """The trees' rules and links, which determine every leaf's rows."""
+        f = self.forest
+        return tuple(a.tobytes() for a in (f.var, f.cut, f.left, f.right))
+
+    def _leaf_counts(self) -> np.ndarray:
+        """Every leaf's number of training rows, shape (m, capacity): the ones the last sweep
+        kept when the trees' rules are still the same (a sweep with equal precisions keeps
+        them up to date), else counted."""
+        kept = getattr(self, "_counts", None)
+        f = self.forest
+        if kept is not None and kept[1].shape == f.var.shape and kept[0] == self._structure_key():
+            return kept[1]
+        counts = np.zeros(f.var.shape)
+        leaf_counts(f.leaf_of_row, counts)
+        return counts
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None) -> dict[str, float]:

@@ -21,7 +21,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, c
                                            rule_valid, split_node)
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "SweepData", "TreeRules", "SweepScratch",
-           "new_scratch", "cgm_sweep", "propose_split", "children_masks", "commit_children",
+           "new_scratch", "cgm_sweep", "leaf_counts", "propose_split", "children_masks", "commit_children",
            "forest_summary"]
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
@@ -189,28 +189,145 @@ def propose_split(rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, pare
     mid)``: ``b`` the tree's splittable leaves, ``w_new`` its prunable nodes after the grow,
     ``idx[:cnt]`` the leaf's rows with the left child's ``idx[:mid]`` first; ``leaf = -1``
     when no leaf can split."""
+    ell, b, w_new, cnt, v, c, nc = pick_split(rng, t, Xb, split_prior, min_leaf, var, left,
+                                              right, parent, wavail, amask, n_nodes,
+                                              leaf_of_row, idx, lo, hi)
+    if ell < 0:
+        return -1, 0, 0, 0, 0, 0, 0, 0
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
+    return ell, b, w_new, cnt, v, c, nc, mid
+
+
+@numba.njit(cache=True, inline="always")
+def pick_split(rng, t, Xb, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+               n_nodes, leaf_of_row, idx, lo, hi):
+    """:func:`propose_split` without the partition: ``(leaf, b, w_new, cnt, v, c, nc)``, the
+    leaf's rows ``idx[:cnt]`` in increasing order."""
     b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
-        return -1, 0, 0, 0, 0, 0, 0, 0
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+        return -1, 0, 0, 0, 0, 0, 0
     ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    n = leaf_of_row.shape[1]
+    cnt = leaf_rows(t, ell, leaf_of_row, idx)
+    w_new, v, c, nc = leaf_rule(rng, t, ell, Xb, split_prior, min_leaf, var, left, right,
+                                parent, wavail, amask, n_nodes, idx, cnt, lo, hi)
+    return ell, b, w_new, cnt, v, c, nc
+
+
+@numba.njit(cache=True)
+def leaf_rows(t, ell, leaf_of_row, idx):
+    """The rows of leaf ``ell`` of tree t into ``idx`` in increasing order; returns their
+    number."""
     cnt = 0
-    for i in range(n):  # written always, kept when in the leaf: no branch on the data
+    for i in range(leaf_of_row.shape[1]):  # written always, kept when in the leaf: no branch
         idx[cnt] = i
         cnt += leaf_of_row[t, i] == ell
+    return cnt
+
+
+@numba.njit(cache=True, inline="always")
+def leaf_rule(rng, t, ell, Xb, split_prior, min_leaf, var, left, right, parent, wavail, amask,
+              n_nodes, idx, cnt, lo, hi):
+    """The rest of a grow's proposal once its leaf ``ell`` and the leaf's rows ``idx[:cnt]``
+    are known: ``(w_new, v, c, nc)``, the tree's prunable nodes after the grow and the rule
+    drawn from the prior."""
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     # the leaf's available cutpoints were kept when its rows last changed
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
                               min_leaf)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     w_new = w + 1
     par = parent[t, ell]
     if par >= 0:
         sib = left[t, par] if right[t, par] == ell else right[t, par]
         if var[t, sib] == LEAF:
             w_new -= 1
-    return ell, b, w_new, cnt, v, c, nc, mid
+    return w_new, v, c, nc
+
+
+@numba.njit(cache=True, inline="always")
+def _goes(XbT, v, c, i):
+    """1.0 when row i goes left under rule ``c`` of feature ``v``, else 0.0 (a number, so that
+    sums take it by multiplication rather than by a branch on the data)."""
+    b = XbT[v, i]
+    if c >= 0:  # the same for every row of a rule: predicted
+        return np.float64(b <= c)
+    return np.float64(((~c) >> b) & 1)
+
+
+@numba.njit(cache=True)
+def split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, out):
+    """The two children's leaf statistics under rule ``c`` of feature ``v`` for the rows
+    ``idx[:cnt]``, without moving them: ``out = (W_left, S_left, W_right, S_right)``.  Each
+    row adds ``omega r`` times 1 to the side its rule sends it to and times 0 to the other (no
+    branch on the data), in four interleaved partial sums held in registers (rows ``q mod
+    4``), so that consecutive rows do not wait on each other's additions.  With equal
+    precisions (``omega_const > 0``) W is that precision times a row count and S that
+    precision times a sum of residuals."""
+    q4 = cnt - (cnt & 3)
+    l0 = l1 = l2 = l3 = 0.0  # left sums, lanes 0..3
+    r0 = r1 = r2 = r3 = 0.0  # right sums
+    if omega_const > 0.0:
+        nl = 0.0
+        for q in range(0, q4, 4):
+            i0, i1, i2, i3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
+            g0, g1 = _goes(XbT, v, c, i0), _goes(XbT, v, c, i1)
+            g2, g3 = _goes(XbT, v, c, i2), _goes(XbT, v, c, i3)
+            x0, x1, x2, x3 = r[i0], r[i1], r[i2], r[i3]
+            nl += (g0 + g1) + (g2 + g3)
+            l0 += g0 * x0
+            l1 += g1 * x1
+            l2 += g2 * x2
+            l3 += g3 * x3
+            r0 += (1.0 - g0) * x0
+            r1 += (1.0 - g1) * x1
+            r2 += (1.0 - g2) * x2
+            r3 += (1.0 - g3) * x3
+        for q in range(q4, cnt):
+            i = idx[q]
+            g = _goes(XbT, v, c, i)
+            nl += g
+            l0 += g * r[i]
+            r0 += (1.0 - g) * r[i]
+        out[0] = omega_const * nl
+        out[1] = omega_const * ((l0 + l1) + (l2 + l3))
+        out[2] = omega_const * (cnt - nl)
+        out[3] = omega_const * ((r0 + r1) + (r2 + r3))
+        return
+    wl0 = wl1 = wl2 = wl3 = 0.0
+    wr0 = wr1 = wr2 = wr3 = 0.0
+    for q in range(0, q4, 4):
+        i0, i1, i2, i3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
+        g0, g1 = _goes(XbT, v, c, i0), _goes(XbT, v, c, i1)
+        g2, g3 = _goes(XbT, v, c, i2), _goes(XbT, v, c, i3)
+        w0, w1, w2, w3 = omega[i0], omega[i1], omega[i2], omega[i3]
+        x0, x1, x2, x3 = w0 * r[i0], w1 * r[i1], w2 * r[i2], w3 * r[i3]
+        wl0 += g0 * w0
+        wl1 += g1 * w1
+        wl2 += g2 * w2
+        wl3 += g3 * w3
+        wr0 += (1.0 - g0) * w0
+        wr1 += (1.0 - g1) * w1
+        wr2 += (1.0 - g2) * w2
+        wr3 += (1.0 - g3) * w3
+        l0 += g0 * x0
+        l1 += g1 * x1
+        l2 += g2 * x2
+        l3 += g3 * x3
+        r0 += (1.0 - g0) * x0
+        r1 += (1.0 - g1) * x1
+        r2 += (1.0 - g2) * x2
+        r3 += (1.0 - g3) * x3
+    for q in range(q4, cnt):
+        i = idx[q]
+        g = _goes(XbT, v, c, i)
+        wl0 += g * omega[i]
+        wr0 += (1.0 - g) * omega[i]
+        l0 += g * omega[i] * r[i]
+        r0 += (1.0 - g) * omega[i] * r[i]
+    out[0] = (wl0 + wl1) + (wl2 + wl3)
+    out[1] = (l0 + l1) + (l2 + l3)
+    out[2] = (wr0 + wr1) + (wr2 + wr3)
+    out[3] = (r0 + r1) + (r2 + r3)
 
 
 @numba.njit(cache=True, inline="always")
@@ -304,10 +421,46 @@ def split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack, to
 
 
 @numba.njit(cache=True)
-def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r,
-                   omega, idx, nW, nS, seg_s, seg_e, stack, tmp):
-    """Route the rows ``idx[:cnt]`` of a subtree through its (possibly new) rules, filling the
-    node segments and the leaves' proposed ``(nW, nS)``.
+def segment_sums(idx, s, e, r, omega, omega_const):
+    """A leaf's statistics ``(W, S)`` from its rows ``idx[s:e]``, in four interleaved partial
+    sums held in registers (with equal precisions W is that precision times the count)."""
+    e4 = e - ((e - s) & 3)
+    w0 = w1 = w2 = w3 = 0.0
+    s0 = s1 = s2 = s3 = 0.0
+    if omega_const > 0.0:
+        for q in range(s, e4, 4):
+            s0 += r[idx[q]]
+            s1 += r[idx[q + 1]]
+            s2 += r[idx[q + 2]]
+            s3 += r[idx[q + 3]]
+        for q in range(e4, e):
+            s0 += r[idx[q]]
+        return omega_const * (e - s), omega_const * ((s0 + s1) + (s2 + s3))
+    for q in range(s, e4, 4):
+        i0, i1, i2, i3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
+        w0 += omega[i0]
+        w1 += omega[i1]
+        w2 += omega[i2]
+        w3 += omega[i3]
+        s0 += omega[i0] * r[i0]
+        s1 += omega[i1] * r[i1]
+        s2 += omega[i2] * r[i2]
+        s3 += omega[i3] * r[i3]
+    for q in range(e4, e):
+        i = idx[q]
+        w0 += omega[i]
+        s0 += omega[i] * r[i]
+    return (w0 + w1) + (w2 + w3), (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(cache=True)
+def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r, omega,
+                 omega_const, idx, nW, nS, seg_s, seg_e, stack, tmp, sums):
+    """The leaves' proposed ``(nW, nS)`` of a subtree under its (possibly new) rules, for its
+    rows ``idx[:cnt]``.  Rows are partitioned down to the nodes above two leaves only: those
+    two leaves' sums come from :func:`split_sums` over the node's rows, unmoved (most
+    changes act on such a node, so most subtrees move no rows at all here); the segments
+    are completed by :func:`route_segments` when the move is not already rejected.
 
     Returns the leaf log marginal likelihoods plus ``log p_split`` of every internal node: an
     upper bound of the subtree's full log factor, whose remaining factors (rule
@@ -326,15 +479,17 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
         v = var[t, k]
         if v >= 0:
             total += log_psplit(depth[t, k], alpha, beta)
-            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
-                                top, tmp)
+            kl = left[t, k]
+            kr = right[t, k]
+            if var[t, kl] < 0 and var[t, kr] < 0:
+                split_sums(XbT, v, cut[t, k], idx[s:e], e - s, r, omega, omega_const, sums)
+                nW[kl], nS[kl], nW[kr], nS[kr] = sums[0], sums[1], sums[2], sums[3]
+                total += log_ml(sums[0], sums[1], prec0) + log_ml(sums[2], sums[3], prec0)
+            else:
+                top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
+                                    top, tmp)
         else:
-            w = 0.0
-            sr = 0.0
-            for q in range(s, e):
-                i = idx[q]
-                w += omega[i]
-                sr += omega[i] * r[i]
+            w, sr = segment_sums(idx, s, e, r, omega, omega_const)
             nW[k] = w
             nS[k] = sr
             total += log_ml(w, sr, prec0)
@@ -342,10 +497,27 @@ def _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
 
 
 @numba.njit(cache=True)
+def route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp):
+    """Partition the rows ``idx[:cnt]`` of a subtree by its rules into its nodes' segments
+    ``idx[seg_s[k]:seg_e[k]]`` (a segment already partitioned by its rule, by
+    :func:`subtree_sums`, is partitioned again to the same order: the partition is stable)."""
+    seg_s[root] = 0
+    seg_e[root] = cnt
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if var[t, k] >= 0:
+            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
+                                top, tmp)
+
+
+@numba.njit(cache=True)
 def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf, split_prior,
                    alpha, beta, var, cut, left, right, depth, idx, hist, lo, hi, nwav, nnc,
                    seg_s, seg_e, stack, nmask):
-    """The factors :func:`_route_subtree` leaves out, from the available cutpoints of every
+    """The factors :func:`subtree_sums` leaves out, from the available cutpoints of every
     node of the routed subtree: ``(log factor, True)``, or ``(-inf, False)`` when some rule is
     no longer available (prior probability 0).  Fills ``nwav``, ``nnc`` and the masks.
 
@@ -422,25 +594,16 @@ def collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, 
 @numba.njit(cache=True)
 def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
           cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
-          omega, idx, hist, lo, hi, W, S, amask, nmask, tmp):
-    """Returns -1 when impossible, else 1/0 for accepted/rejected."""
-    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
-        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
-        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+          omega, omega_const, idx, hist, lo, hi, W, S, amask, nmask, tmp, sums):
+    """Returns -1 when impossible, else 1/0 for accepted/rejected.  The leaf's rows are
+    partitioned between the children only when the likelihood does not already reject."""
+    ell, b, w_new, cnt, v, c, nc = pick_split(rng, t, Xb, split_prior, min_leaf, var, left,
+                                              right, parent, wavail, amask, n_nodes,
+                                              leaf_of_row, idx, lo, hi)
     if ell < 0:
         return -1
-    WL = 0.0
-    SL = 0.0
-    WR = 0.0
-    SR = 0.0
-    for q in range(mid):
-        i = idx[q]
-        WL += omega[i]
-        SL += omega[i] * r[i]
-    for q in range(mid, cnt):
-        i = idx[q]
-        WR += omega[i]
-        SR += omega[i] * r[i]
+    split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums)
+    WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
     d = depth[t, ell]
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
             + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
@@ -451,6 +614,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     # the children are not counted (the same decision as with the full ratio).
     if not accept_u(u, logr):
         return 0
+    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     # the children's available cutpoints, from their bin counts
     wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
@@ -511,8 +675,8 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 @numba.njit(cache=True)
 def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
                     prec0, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row,
-                    r, omega, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
-                    in_sub, amask, nmask, tmp):
+                    r, omega, omega_const, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
+                    seg_e, stack, in_sub, amask, nmask, tmp, sums):
     # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
     flag = SWAPPABLE if is_swap else INTERNAL
     count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
@@ -554,12 +718,15 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
                                          min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
-    bound = _route_subtree(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
-                           r, omega, idx, nW, nS, seg_s, seg_e, stack, tmp) - old
+    bound = subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
+                         r, omega, omega_const, idx, nW, nS, seg_s, seg_e, stack, tmp,
+                         sums) - old
     u = rng.random()
-    # the rules' availability is counted only when the bound does not already reject
+    # the rows are partitioned among the nodes, and the rules' availability counted, only
+    # when the bound does not already reject
     accept = accept_u(u, bound)
     if accept:
+        route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp)
         rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
@@ -578,8 +745,8 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, proposed,
-              accepted):
+def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, counts,
+              proposed, accepted):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -603,6 +770,10 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     fsum : ndarray of shape (n,)
         Sum of all trees at the training rows on entry; on return, ``z`` minus the final
         residual (the new sum, up to rounding).
+    counts : ndarray of shape (m, capacity)
+        With equal precisions (``omega_const > 0``): every leaf's number of rows on entry
+        (:func:`leaf_counts`), kept up to date by the sweep, so that the pass over the rows
+        sums the residuals only.  Not read otherwise (then the pass sums the precisions too).
     proposed, accepted : ndarray of shape (4,), dtype int64
         Incremented per move type (impossible moves are not counted as proposed).
     """
@@ -617,6 +788,7 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     pp = move_cp[1] - move_cp[0]
     K = W.shape[0]
     acc = np.zeros(8 * K)
+    sums = np.zeros(4)
     n4 = n - (n & 3)
     # r: the residual against every tree but the one being updated
     for i in range(n):
@@ -625,7 +797,8 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         # one pass: take tree t - 1 (drawn last) out of the residual and put tree t back, and
         # sum (W, S) per leaf in four interleaved partial sums (rows i mod 4), so that
         # consecutive rows in the same leaf do not wait on each other's additions; with equal
-        # row precisions (omega_const > 0) W is that precision times the leaf's row count
+        # row precisions (omega_const > 0) W is that precision times the leaf's row count,
+        # which ``counts`` holds
         nk = n_nodes[t]
         for j in range(4):
             for k in range(nk):
@@ -640,19 +813,15 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                     k = leaf_of_row[t, i]
                     ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
                     r[i] = ri
-                    acc[2 * j * K + k] += 1.0
-                    acc[(2 * j + 1) * K + k] += ri
+                    acc[j * K + k] += ri
             for i in range(n4, n):
                 k = leaf_of_row[t, i]
                 ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
                 r[i] = ri
-                acc[k] += 1.0
-                acc[K + k] += ri
+                acc[k] += ri
             for k in range(nk):
-                W[k] = omega_const * ((acc[k] + acc[2 * K + k])
-                                      + (acc[4 * K + k] + acc[6 * K + k]))
-                S[k] = omega_const * ((acc[K + k] + acc[3 * K + k])
-                                      + (acc[5 * K + k] + acc[7 * K + k]))
+                W[k] = omega_const * counts[t, k] if var[t, k] == LEAF else 0.0
+                S[k] = omega_const * ((acc[k] + acc[K + k]) + (acc[2 * K + k] + acc[3 * K + k]))
         else:
             for i0 in range(0, n4, 4):
                 for j in range(4):
@@ -678,23 +847,40 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         if move == GROW:
             res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0,
                         pg, pp, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, S, amask, nmask, tmp)
+                        n_free, leaf_of_row, r, omega, omega_const, idx, hist, lo, hi, W, S, amask,
+                        nmask, tmp, sums)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
             res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf,
                                   split_prior, alpha, beta, prec0, var, cut, left, right, parent,
-                                  depth, wavail, ncut, n_nodes, leaf_of_row, r, omega, idx, hist,
-                                  lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub,
-                                  amask, nmask, tmp)
+                                  depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
+                                  omega_const, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
+                                  seg_e, stack, in_sub, amask, nmask, tmp, sums)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res
+        if omega_const > 0.0:
+            # every leaf's W after the move is omega_const times its count, up to rounding
+            for k in range(n_nodes[t]):
+                if var[t, k] == LEAF:
+                    counts[t, k] = np.round(W[k] / omega_const)
         draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
     for i in range(n):
         r[i] -= value[m - 1, leaf_of_row[m - 1, i]]
         fsum[i] = z[i] - r[i]
+
+
+@numba.njit(cache=True)
+def leaf_counts(leaf_of_row, counts):
+    """``counts[t, k]`` = the number of rows in node k of tree t (0 for internal nodes)."""
+    m, n = leaf_of_row.shape
+    for t in range(m):
+        for k in range(counts.shape[1]):
+            counts[t, k] = 0.0
+        for i in range(n):
+            counts[t, leaf_of_row[t, i]] += 1.0
 
 
 @numba.njit(cache=True)
