@@ -411,3 +411,60 @@ def test_sweep_keeps_every_leafs_row_count():
     fs.gfr_sweep(rng, y - 0.3, np.full(n, 4.0))
     fs.cgm_sweep(rng, y - 0.3, np.full(n, 4.0), cp)
     check()
+
+
+@pytest.mark.parametrize("min_leaf", [1, 5])
+def test_availability_below_equals_counting_every_bin(min_leaf):
+    """A child's available rules from its parent's ranges (reading rows until both ends are
+    settled, counting a feature's bins only when they are not) equal the full count, for
+    children of numeric and categorical splits, small children, a feature the parent lacked
+    and one with split probability 0."""
+    from pymc_trees.bart.kernels.nodes import availability_below
+
+    rng = np.random.default_rng(9)
+    n, p = 2000, 5
+    Xb = np.empty((n, p), np.uint8)
+    Xb[:, 0] = rng.integers(0, 40, n)           # numeric, many bins
+    Xb[:, 1] = rng.integers(0, 3, n)            # numeric, few bins
+    Xb[:, 2] = rng.integers(0, 5, n)            # categorical levels
+    Xb[:, 3] = rng.integers(0, 40, n) // 8 * 8  # numeric, bins with gaps
+    Xb[:, 4] = 0                                # one value: no rule
+    XbT = np.ascontiguousarray(Xb.T)
+    ncuts = np.array([39, 2, 4, 39, 0], np.int32)
+    iscat = np.array([False, False, True, False, False])
+    hist = np.zeros((p, 41), np.int32)
+    checked = 0
+    for trial in range(60):
+        split_prior = rng.uniform(0.5, 1.5, p)
+        if trial % 7 == 0:
+            split_prior[3] = 0.0
+        size = int(rng.choice([8, 30, 400, 2000]))
+        parent = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
+        plo = np.zeros(p, np.int32)
+        phi = np.zeros(p, np.int32)
+        node_availability(Xb, parent, 0, size, ncuts, iscat, min_leaf, split_prior, hist, plo,
+                          phi)
+        # the child: a numeric or categorical rule of the parent, or random rows of it
+        kind = trial % 3
+        if kind == 0:
+            child = parent[Xb[parent, 0] <= rng.integers(0, 40)]
+        elif kind == 1:
+            child = parent[np.isin(Xb[parent, 2], rng.choice(5, 2, replace=False))]
+        else:
+            child = parent[rng.uniform(size=size) < 0.5]
+        idx = np.concatenate([np.zeros(3, np.int32), child.astype(np.int32)])  # start 3
+        lo = np.zeros(p, np.int32)
+        hi = np.zeros(p, np.int32)
+        w = availability_below(XbT, idx, 3, idx.size, ncuts, iscat, min_leaf, split_prior,
+                               plo, phi, hist, lo, hi)
+        elo = np.zeros(p, np.int32)
+        ehi = np.zeros(p, np.int32)
+        ew = node_availability(Xb, idx, 3, idx.size, ncuts, iscat, min_leaf, split_prior, hist,
+                               elo, ehi)
+        assert w == ew
+        np.testing.assert_array_equal(lo <= hi, elo <= ehi)
+        has = elo <= ehi
+        np.testing.assert_array_equal(lo[has], elo[has])
+        np.testing.assert_array_equal(hi[has], ehi[has])
+        checked += has.sum()
+    assert checked > 100

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
-from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, count_bins,
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_below,
                                            draw_leaf_values, draw_node_rule, free_node,
                                            log_1m_psplit, log_ml, log_psplit, node_availability,
                                            rule_valid, split_node)
@@ -331,17 +331,19 @@ def split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, out):
 
 
 @numba.njit(cache=True, inline="always")
-def children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo, hi,
+def children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo, hi,
                    nmask):
     """The available rules of the two children of a split, ``idx[:mid]`` and
-    ``idx[mid:cnt]``, from their bin counts: kept in the last two rows of ``nmask``; returns
-    their available weights ``(wL, wR)``."""
+    ``idx[mid:cnt]``, given their parent's in ``lo``, ``hi`` (:func:`availability_below`):
+    kept in the last two rows of ``nmask``; returns their available weights ``(wL, wR)``."""
     K2 = nmask.shape[1] - 2
-    count_bins(Xb, idx, 0, mid, ncuts, hist)
-    wL = availability_from_hist(hist, mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    plo = lo.copy()
+    phi = hi.copy()
+    wL = availability_below(XbT, idx, 0, mid, ncuts, iscat, min_leaf, split_prior, plo, phi,
+                            hist, lo, hi)
     store_mask(nmask, 0, K2, lo, hi)
-    count_bins(Xb, idx, mid, cnt, ncuts, hist)
-    wR = availability_from_hist(hist, cnt - mid, ncuts, iscat, min_leaf, split_prior, lo, hi)
+    wR = availability_below(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, plo, phi,
+                            hist, lo, hi)
     store_mask(nmask, 0, K2 + 1, lo, hi)
     return wL, wR
 
@@ -514,9 +516,9 @@ def route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, 
 
 
 @numba.njit(cache=True)
-def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf, split_prior,
-                   alpha, beta, var, cut, left, right, depth, idx, hist, lo, hi, nwav, nnc,
-                   seg_s, seg_e, stack, nmask):
+def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
+                  split_prior, alpha, beta, var, cut, left, right, parent, depth, idx, hist, lo,
+                  hi, nwav, nnc, seg_s, seg_e, stack, nmask):
     """The factors :func:`subtree_sums` leaves out, from the available cutpoints of every
     node of the routed subtree: ``(log factor, True)``, or ``(-inf, False)`` when some rule is
     no longer available (prior probability 0).  Fills ``nwav``, ``nnc`` and the masks.
@@ -524,6 +526,8 @@ def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf
     ``root_wsum >= 0`` says that ``lo``, ``hi`` already hold the root's available cutpoints
     (with weight sum ``root_wsum``): the root keeps its rows, so they are not recounted."""
     total = 0.0
+    plo = np.empty_like(lo)
+    phi = np.empty_like(hi)
     stack[0] = root
     top = 1
     while top > 0:
@@ -531,6 +535,11 @@ def prior_subtree(t, root, skip_root_rule, root_wsum, Xb, ncuts, iscat, min_leaf
         k = stack[top]
         if k == root and root_wsum >= 0.0:
             wsum = root_wsum
+        elif k != root:
+            # the parent's ranges were kept just before (the walk goes down from the root)
+            load_mask(nmask, 0, parent[t, k], plo, phi)
+            wsum = availability_below(XbT, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf,
+                                      split_prior, plo, phi, hist, lo, hi)
         else:
             wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf,
                                      split_prior, hist, lo, hi)
@@ -616,7 +625,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
         return 0
     mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     # the children's available cutpoints, from their bin counts
-    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
@@ -727,8 +736,8 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
     accept = accept_u(u, bound)
     if accept:
         route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp)
-        rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
-                                     split_prior, alpha, beta, var, cut, left, right, depth, idx,
+        rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
+                                     split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
                                      hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
         accept = valid and accept_u(u, bound + rest)
     if accept:

@@ -131,7 +131,7 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
         i = idx[q]
         GR += g[i]
         HR += h[i]
-    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     d = depth[t, ell]
     muL = _draw_q(rng, GL, HL, prec0)
@@ -364,8 +364,8 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
         cut[t, root] = c_new
     new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
                          depth, g, h, idx, nV, seg_s, seg_e, stack, tmp)
-    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, ncuts, iscat, min_leaf,
-                                 split_prior, alpha, beta, var, cut, left, right, depth, idx,
+    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
+                                 split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
                                  hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
     if not valid:
         restructure_revert(t, var, cut, left, right, out_i)

@@ -184,7 +184,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     u = rng.random()
     if not accept_u(u, logr):
         return 0
-    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
@@ -285,7 +285,7 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
             - linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
             - log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
             - log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0))
-    wL, wR = children_masks(Xb, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
              + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))

@@ -34,6 +34,7 @@ from pymc_trees.bart.kernels.forest import FREE, LEAF
 __all__ = [
     "node_availability",
     "availability_from_hist",
+    "availability_below",
     "count_bins",
     "draw_rule",
     "partition",
@@ -117,41 +118,100 @@ def availability_from_hist(hist, cnt, ncuts, iscat, min_leaf, split_prior, lo, h
             hi[v] = 0
         return wsum
     for v in range(p):
+        if ncuts[v] == 0 or split_prior[v] <= 0.0:
+            lo[v] = 1
+            hi[v] = 0
+            continue
+        if _range_from_hist(hist[v], cnt, ncuts[v], iscat[v], min_leaf, lo, hi, v):
+            wsum += split_prior[v]
+    return wsum
+
+
+@numba.njit(cache=True, inline="always")
+def _range_from_hist(h, cnt, nc, iscat_v, min_leaf, lo, hi, v):
+    """Feature v's available rules at a node of ``cnt`` rows from its bin counts ``h``, into
+    ``lo[v]``, ``hi[v]``; returns whether there is one."""
+    if iscat_v:
+        P, N = _subset_count(h, nc + 1, min_leaf)
+        if N > 0:
+            lo[v] = -P
+            hi[v] = N - 1 - P
+            return True
+        lo[v] = 1
+        hi[v] = 0
+        return False
+    # lo: smallest k with #(bin <= k) >= min_leaf
+    acc = 0
+    k = 0
+    while k < nc:
+        acc += h[k]
+        if acc >= min_leaf:
+            break
+        k += 1
+    lo[v] = k
+    # hi: largest k with #(bin > k) >= min_leaf
+    acc = 0
+    k = nc - 1
+    while k >= 0:
+        acc += h[k + 1]
+        if acc >= min_leaf:
+            break
+        k -= 1
+    hi[v] = k
+    return lo[v] <= hi[v]
+
+
+@numba.njit(cache=True)
+def availability_below(XbT, idx, start, end, ncuts, iscat, min_leaf, split_prior, plo, phi,
+                       hist, lo, hi):
+    """:func:`node_availability` of a node whose rows ``idx[start:end]`` are some of its
+    parent's, given the parent's available ranges ``plo``, ``phi``; the same result, mostly
+    without counting every row's bins.
+
+    A numeric feature's lowest available cut is the smallest k with ``min_leaf`` rows in bins
+    ``<= k``: a subset of the parent's rows has no more rows there than the parent, so its
+    lowest cut is at least the parent's ``plo[v]``, and exactly that once ``min_leaf`` of its
+    rows lie in bins ``<= plo[v]``; likewise the highest, with rows in bins ``> phi[v]``.  The
+    rows are read until both counts reach ``min_leaf`` (in a large node, after a few hundred
+    rows at most); a feature where they do not (the one just split on, typically), a
+    categorical one, or one the parent lacked, has its bins counted in full.  ``XbT`` is the
+    binned data feature-major, (p, n)."""
+    p = XbT.shape[0]
+    cnt = end - start
+    wsum = 0.0
+    if cnt < 2 * min_leaf:
+        for v in range(p):
+            lo[v] = 1
+            hi[v] = 0
+        return wsum
+    for v in range(p):
         nc = ncuts[v]
         if nc == 0 or split_prior[v] <= 0.0:
             lo[v] = 1
             hi[v] = 0
             continue
-        h = hist[v]
-        if iscat[v]:
-            P, N = _subset_count(h, nc + 1, min_leaf)
-            if N > 0:
-                lo[v] = -P
-                hi[v] = N - 1 - P
+        if not iscat[v] and plo[v] <= phi[v]:
+            a = plo[v]
+            b = phi[v]
+            na = 0
+            nb = 0
+            q = start
+            while q < end and (na < min_leaf or nb < min_leaf):
+                x = XbT[v, idx[q]]
+                na += x <= a
+                nb += x > b
+                q += 1
+            if na >= min_leaf and nb >= min_leaf:
+                lo[v] = a
+                hi[v] = b
                 wsum += split_prior[v]
-            else:
-                lo[v] = 1
-                hi[v] = 0
-            continue
-        # lo: smallest k with #(bin <= k) >= min_leaf
-        acc = 0
-        k = 0
-        while k < nc:
-            acc += h[k]
-            if acc >= min_leaf:
-                break
-            k += 1
-        lo[v] = k
-        # hi: largest k with #(bin > k) >= min_leaf
-        acc = 0
-        k = nc - 1
-        while k >= 0:
-            acc += h[k + 1]
-            if acc >= min_leaf:
-                break
-            k -= 1
-        hi[v] = k
-        if lo[v] <= hi[v]:
+                continue
+        h = hist[v]
+        for k in range(nc + 1):
+            h[k] = 0
+        for q in range(start, end):
+            h[XbT[v, idx[q]]] += 1
+        if _range_from_hist(h, cnt, nc, iscat[v], min_leaf, lo, hi, v):
             wsum += split_prior[v]
     return wsum
 
