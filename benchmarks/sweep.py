@@ -10,7 +10,8 @@ noise variance.  One chain on one core.
 * pymc_trees in pm.sample: the wall time per iteration of ``pm.sample`` (CGMTreeStep +
   NoiseGibbs, one chain), i.e. including PyMC's per-draw overhead and storing the forests,
   with the warm start off so that its burn-in starts from single leaves like the others (the
-  grow-from-root sweeps of the warm start are timed on their own);
+  grow-from-root sweeps of the warm start are timed on their own); timed between the draws
+  after the burn-in by a ``callback``, without the fixed costs of the call;
 * stochtree 0.4.5: ``BARTModel.sample`` with grow/prune MCMC only (num_gfr = 0), 200 trees,
   one thread;
 * bartz 0.13 (JAX on the CPU, one thread): ``bartz.Bart`` (grow/prune), 200 trees, one chain,
@@ -67,28 +68,35 @@ def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
 
 
 def time_pymc(X, y, sweeps, seed=0):
+    """Wall seconds per iteration of ``pm.sample`` between the draws after the burn-in: taken
+    from a callback at every draw, so that the fixed costs of a call (building and compiling
+    the model's functions, which vary by a second or more) do not enter."""
     import pymc as pm
 
     import pymc_trees as pmt
 
     burn = max(20, sweeps // 5)
+    stamps = []
 
     def run(draws, X=X, y=y):
+        stamps.clear()
         with pm.Model():
             f = pmt.BARTTree("f", X, Y=y, m=200)
             s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
-            t = time.perf_counter()
             # the warm start is off so that the burn-in starts from single leaves like every
             # other column; its grow-from-root sweeps are timed on their own (time_gfr)
             pm.sample(draws=draws, tune=burn, chains=1, cores=1, random_seed=seed,
                       progressbar=False, compute_convergence_checks=False,
-                      cgm_tree={"warm_start": 0})
-            return time.perf_counter() - t
+                      cgm_tree={"warm_start": 0},
+                      callback=lambda **kw: stamps.append(time.perf_counter()))
 
     run(2, X[:2000], y[:2000])  # compile (on a few rows: the same types)
-    short, long_ = 5, sweeps + 5
-    return (run(long_) - run(short)) / (long_ - short)
+    run(sweeps + 1)
+    # the callback runs after every iteration, tuning included: the last sweeps + 1 stamps
+    # bound the sweeps iterations after the burn-in
+    ts = stamps[-(sweeps + 1):]
+    return (ts[-1] - ts[0]) / sweeps
 
 
 def time_gfr(X, y, sweeps=3, seed=0):
