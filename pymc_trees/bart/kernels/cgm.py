@@ -217,8 +217,13 @@ def pick_split(rng, t, Xb, split_prior, min_leaf, var, left, right, parent, wava
 def leaf_rows(t, ell, leaf_of_row, idx):
     """The rows of leaf ``ell`` of tree t into ``idx`` in increasing order; returns their
     number."""
+    n = leaf_of_row.shape[1]
+    if ell == 0:  # the tree is a single leaf
+        for i in range(n):
+            idx[i] = i
+        return n
     cnt = 0
-    for i in range(leaf_of_row.shape[1]):  # written always, kept when in the leaf: no branch
+    for i in range(n):  # written always, kept when in the leaf: no branch on the data
         idx[cnt] = i
         cnt += leaf_of_row[t, i] == ell
     return cnt
@@ -590,8 +595,14 @@ def commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, W,
 
 @numba.njit(cache=True)
 def collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx):
-    _mark_subtree(t, root, var, left, right, stack, in_sub, True)
+    """The rows of the subtree below ``root`` into ``idx`` in increasing order; returns their
+    number.  Below the tree's root (node 0) that is every row, without reading their leaves."""
     n = leaf_of_row.shape[1]
+    if root == 0:
+        for i in range(n):
+            idx[i] = i
+        return n
+    _mark_subtree(t, root, var, left, right, stack, in_sub, True)
     cnt = 0
     for i in range(n):  # written always, kept when in the subtree: no branch on the data
         idx[cnt] = i
