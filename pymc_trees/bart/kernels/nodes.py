@@ -71,6 +71,15 @@ def log_1m_psplit(depth, alpha, beta, splittable):
     return math.log1p(-alpha * (1.0 + depth) ** (-beta))
 
 
+@numba.njit(cache=True, inline="always")
+def _none_available(lo, hi):
+    """No feature has an available rule (every range empty); returns their weight, 0."""
+    for v in range(lo.shape[0]):
+        lo[v] = 1
+        hi[v] = 0
+    return 0.0
+
+
 @numba.njit(cache=True)
 def node_availability(Xb, idx, start, end, ncuts, iscat, min_leaf, split_prior, hist, lo, hi):
     """Available rules at a node holding rows ``idx[start:end]``.
@@ -80,14 +89,9 @@ def node_availability(Xb, idx, start, end, ncuts, iscat, min_leaf, split_prior, 
     ``split_prior`` over the features whose range is non-empty.  ``hist`` is scratch of shape
     (p, max_cuts + 1).
     """
-    p = Xb.shape[1]
     cnt = end - start
-    wsum = 0.0
     if cnt < 2 * min_leaf:
-        for v in range(p):
-            lo[v] = 1
-            hi[v] = 0
-        return wsum
+        return _none_available(lo, hi)
     count_bins(Xb, idx, start, end, ncuts, hist)
     return availability_from_hist(hist, cnt, ncuts, iscat, min_leaf, split_prior, lo, hi)
 
@@ -113,10 +117,7 @@ def availability_from_hist(hist, cnt, ncuts, iscat, min_leaf, split_prior, lo, h
     p = ncuts.shape[0]
     wsum = 0.0
     if cnt < 2 * min_leaf:
-        for v in range(p):
-            lo[v] = 1
-            hi[v] = 0
-        return wsum
+        return _none_available(lo, hi)
     for v in range(p):
         if ncuts[v] == 0 or split_prior[v] <= 0.0:
             lo[v] = 1
@@ -180,10 +181,7 @@ def availability_below(XbT, idx, start, end, ncuts, iscat, min_leaf, split_prior
     cnt = end - start
     wsum = 0.0
     if cnt < 2 * min_leaf:
-        for v in range(p):
-            lo[v] = 1
-            hi[v] = 0
-        return wsum
+        return _none_available(lo, hi)
     for v in range(p):
         nc = ncuts[v]
         if nc == 0 or split_prior[v] <= 0.0:
