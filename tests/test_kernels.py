@@ -468,3 +468,29 @@ def test_availability_below_equals_counting_every_bin(min_leaf):
         np.testing.assert_array_equal(hi[has], ehi[has])
         checked += has.sum()
     assert checked > 100
+
+
+@pytest.mark.parametrize("shape", ["both", "left_leaf", "right_leaf"])
+def test_two_level_sums_equal_naive_leaf_sums(shape):
+    # a node whose children split into two leaves each (or one child is a leaf): the four
+    # leaves' statistics in one pass over the rows, against sums over boolean masks
+    from pymc_trees.bart.kernels.cgm import ALL_LEFT, two_level_sums
+
+    rng = np.random.default_rng(17)
+    n, p = 1001, 3
+    XbT = rng.integers(0, 6, size=(p, n)).astype(np.uint8)
+    r = rng.normal(size=n)
+    idx = rng.permutation(n)[:995].astype(np.int32)
+    v0, c0 = 0, 2
+    vL, cL = (1, 3) if shape != "left_leaf" else (0, ALL_LEFT)
+    vR, cR = (2, ~0b10110) if shape != "right_leaf" else (0, ALL_LEFT)  # categorical on the right
+    out = np.zeros(8)
+    two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, idx.size, r, 0.5, out)
+    b = XbT[:, idx]
+    g = b[v0] <= c0
+    gl = b[vL] <= cL
+    gr = ((~cR >> b[vR]) & 1) == 1 if cR < 0 else b[vR] <= cR
+    masks = [g & gl, g & ~gl, ~g & gr, ~g & ~gr]
+    expect = np.ravel([[0.5 * m.sum(), 0.5 * r[idx][m].sum()] for m in masks])
+    np.testing.assert_allclose(out, expect, rtol=1e-12, atol=1e-12)
+    assert all(m.sum() > 0 for m in masks if shape == "both")

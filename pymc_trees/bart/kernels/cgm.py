@@ -335,6 +335,67 @@ def split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, out):
     out[3] = (r0 + r1) + (r2 + r3)
 
 
+ALL_LEFT = 1 << 30  # a numeric rule every bin satisfies: a leaf in the place of a split
+
+
+@numba.njit(cache=True)
+def two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out):
+    """With equal precisions ``omega_const``: the leaf statistics of a node with rule ``(v0,
+    c0)`` whose children split by ``(vL, cL)`` and ``(vR, cR)`` into two leaves each (a child
+    that is a leaf passes ``ALL_LEFT``), for the rows ``idx[:cnt]``, without moving them:
+    ``out = (W, S)`` of the leaves left-left, left-right, right-left, right-right.  Each row
+    adds its residual times 1 to its leaf and times 0 to the others, in two interleaved
+    partial sums held in registers (rows ``q mod 2``)."""
+    a0 = b0 = c_0 = d0 = 0.0  # S of the four leaves, lane 0
+    a1 = b1 = c_1 = d1 = 0.0  # lane 1
+    na = nb = nc = 0.0
+    q2 = cnt - (cnt & 1)
+    for q in range(0, q2, 2):
+        i0, i1 = idx[q], idx[q + 1]
+        g0, g1 = _goes(XbT, v0, c0, i0), _goes(XbT, v0, c0, i1)
+        l0, l1 = _goes(XbT, vL, cL, i0), _goes(XbT, vL, cL, i1)
+        h0, h1 = _goes(XbT, vR, cR, i0), _goes(XbT, vR, cR, i1)
+        x0, x1 = r[i0], r[i1]
+        wa0, wa1 = g0 * l0, g1 * l1
+        wb0, wb1 = g0 - wa0, g1 - wa1
+        wc0, wc1 = (1.0 - g0) * h0, (1.0 - g1) * h1
+        wd0, wd1 = (1.0 - g0) - wc0, (1.0 - g1) - wc1
+        na += wa0 + wa1
+        nb += wb0 + wb1
+        nc += wc0 + wc1
+        a0 += wa0 * x0
+        a1 += wa1 * x1
+        b0 += wb0 * x0
+        b1 += wb1 * x1
+        c_0 += wc0 * x0
+        c_1 += wc1 * x1
+        d0 += wd0 * x0
+        d1 += wd1 * x1
+    for q in range(q2, cnt):
+        i = idx[q]
+        g, lft, h = _goes(XbT, v0, c0, i), _goes(XbT, vL, cL, i), _goes(XbT, vR, cR, i)
+        wa = g * lft
+        wc = (1.0 - g) * h
+        na += wa
+        nb += g - wa
+        nc += wc
+        a0 += wa * r[i]
+        b0 += (g - wa) * r[i]
+        c_0 += wc * r[i]
+        d0 += ((1.0 - g) - wc) * r[i]
+    oc = omega_const
+    out[0], out[1] = oc * na, oc * (a0 + a1)
+    out[2], out[3] = oc * nb, oc * (b0 + b1)
+    out[4], out[5] = oc * nc, oc * (c_0 + c_1)
+    out[6], out[7] = oc * (cnt - na - nb - nc), oc * (d0 + d1)
+
+
+@numba.njit(cache=True, inline="always")
+def _above_leaves(t, k, var, left, right):
+    """Whether node k is a leaf or splits into two leaves."""
+    return var[t, k] < 0 or (var[t, left[t, k]] < 0 and var[t, right[t, k]] < 0)
+
+
 @numba.njit(cache=True, inline="always")
 def children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo, hi,
                    nmask):
@@ -461,6 +522,43 @@ def segment_sums(idx, s, e, r, omega, omega_const):
 
 
 @numba.njit(cache=True)
+def _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right, depth, r,
+               omega_const, idx, nW, nS, out):
+    """:func:`two_level_sums` at node k (rows ``idx[s:e]``), whose children are leaves or
+    nodes above two leaves: fills the leaves' ``(nW, nS)``; returns the children's
+    ``log p_split`` plus the leaves' log marginal likelihoods."""
+    total = 0.0
+    kids = (left[t, k], right[t, k])
+    rules = np.empty(4, np.int64)
+    for j in range(2):
+        c = kids[j]
+        if var[t, c] >= 0:
+            total += log_psplit(depth[t, c], alpha, beta)
+            rules[2 * j] = var[t, c]
+            rules[2 * j + 1] = cut[t, c]
+        else:
+            rules[2 * j] = var[t, k]
+            rules[2 * j + 1] = ALL_LEFT
+    two_level_sums(XbT, var[t, k], cut[t, k], rules[0], rules[1], rules[2], rules[3], idx[s:e],
+                   e - s, r, omega_const, out)
+    for j in range(2):
+        c = kids[j]
+        for h in range(2):
+            if var[t, c] >= 0:
+                lf = left[t, c] if h == 0 else right[t, c]
+            elif h == 0:
+                lf = c  # a leaf child: all its rows went to the first slot
+            else:
+                continue
+            w = out[4 * j + 2 * h]
+            sr = out[4 * j + 2 * h + 1]
+            nW[lf] = w
+            nS[lf] = sr
+            total += log_ml(w, sr, prec0)
+    return total
+
+
+@numba.njit(cache=True)
 def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r, omega,
                  omega_const, idx, nW, nS, seg_s, seg_e, stack, tmp, sums):
     """The leaves' proposed ``(nW, nS)`` of a subtree under its (possibly new) rules, for its
@@ -474,6 +572,7 @@ def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, d
     probabilities ``split_prior[v] / wsum / nc`` of available rules, and ``1 - p_split`` of
     splittable leaves) are all at most 1 (:func:`prior_subtree` adds them)."""
     total = 0.0
+    sums2 = np.empty(8)
     seg_s[root] = 0
     seg_e[root] = cnt
     stack[0] = root
@@ -492,6 +591,11 @@ def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, d
                 split_sums(XbT, v, cut[t, k], idx[s:e], e - s, r, omega, omega_const, sums)
                 nW[kl], nS[kl], nW[kr], nS[kr] = sums[0], sums[1], sums[2], sums[3]
                 total += log_ml(sums[0], sums[1], prec0) + log_ml(sums[2], sums[3], prec0)
+            elif (omega_const > 0.0 and _above_leaves(t, kl, var, left, right)
+                  and _above_leaves(t, kr, var, left, right)):
+                # two levels above leaves (a swap's subtree, mostly): one pass, no partition
+                total += _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right,
+                                    depth, r, omega_const, idx, nW, nS, sums2)
             else:
                 top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
                                     top, tmp)
