@@ -322,9 +322,9 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categ
 
 
 def test_sweep_reuses_tree_sums_only_for_the_same_trees():
-    """The tree sums a CGM sweep starts from come from the last values() only while the trees
-    (rules, links, leaf values) are unchanged since; after a level shift or a sweep they are
-    summed again."""
+    """The tree sums a CGM sweep starts from come from the last values() (kept in ``_fsum``)
+    only while the trees (rules, links, leaf values) and ``_fsum`` are unchanged since; after
+    a level shift, new scratch or a sweep they are summed again."""
     rng = np.random.default_rng(2)
     X = rng.uniform(size=(300, 3))
     y = np.sin(5 * X[:, 0]) + 0.1 * rng.standard_normal(300)
@@ -342,13 +342,17 @@ def test_sweep_reuses_tree_sums_only_for_the_same_trees():
 
     fs.values()
     check()  # the cached sums
+    assert fs._values_seen is None  # taken by the sweep's start, which writes _fsum
+    fs.values()
     fs.level_shift(rng, 0.0, 0.0, 1.0)  # every leaf moves: the cache must not be used
-    assert fs._values_seen[0] != fs._forest_key()
+    assert fs._values_seen != fs._forest_key()
     check()
-    fs._fsum[:] = np.nan
+    fs.values()
+    fs._alloc_scratch()  # a new, zeroed _fsum (the forest's capacity grew)
+    check()
     fs.values()
     fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)  # starts from the cache
-    assert np.all(np.isfinite(fs._fsum))
+    assert np.all(np.isfinite(fs._fsum)) and fs._values_seen is None
     check()
 
 

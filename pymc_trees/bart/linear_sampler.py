@@ -98,7 +98,7 @@ class LinearForestSampler(ForestSampler):
     def values(self) -> np.ndarray:
         out = np.empty(self.n)
         self._linear_values(self.offset, out)
-        self._values_seen = (self._forest_key(), float(self.offset), out.copy())
+        self._remember_values(out)
         return out
 
     def _forest_key(self) -> tuple:
@@ -106,10 +106,7 @@ class LinearForestSampler(ForestSampler):
         return super()._forest_key() + (self.slope.tobytes(), self.lin.tobytes())
 
     def _load_tree_sums(self) -> None:
-        seen = getattr(self, "_values_seen", None)
-        if seen is not None and seen[0] == self._forest_key():
-            np.subtract(seen[2], seen[1], out=self._fsum)
-        else:
+        if not self._take_values_seen():
             self._linear_values(0.0, self._fsum)
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,

@@ -336,6 +336,7 @@ class ForestSampler:
         self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
                                     self.forest.capacity, bool(self.iscat.any()))
         self._fsum = np.zeros(n)
+        self._values_seen = None  # a new _fsum holds no trees' sum
 
     def release_rows(self) -> None:
         """Let go of the arrays that follow from the trees and the rows: the rows' leaves and
@@ -365,8 +366,16 @@ class ForestSampler:
         self.ensure_rows()
         out = np.empty(self.n)
         forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
-        self._values_seen = (self._forest_key(), float(self.offset), out.copy())
+        self._remember_values(out)
         return out
+
+    def _remember_values(self, out: np.ndarray) -> None:
+        """Keep the trees' sum at the training rows, ``out`` minus the offset, in ``_fsum``
+        for the next sweep (the step asks for the values after every sweep, so that sweep
+        need not sum m trees over n rows again); ``_values_seen`` holds the trees' key.
+        Writing into ``_fsum`` rather than keeping a copy of ``out`` saves n floats."""
+        np.subtract(out, float(self.offset), out=self._fsum)
+        self._values_seen = self._forest_key()
 
     def __getstate__(self) -> dict:
         """Pickled (PyMC sends the step to each worker process) without the per-row arrays
@@ -406,12 +415,16 @@ class ForestSampler:
         last :meth:`values` when the trees are the same as then (the step asks for the values
         after every sweep, so the next sweep need not sum m trees over n rows again), else
         summed.  The two agree up to rounding."""
-        seen = getattr(self, "_values_seen", None)
-        if seen is not None and seen[0] == self._forest_key():
-            np.subtract(seen[2], seen[1], out=self._fsum)
-        else:
+        if not self._take_values_seen():
             f = self.forest
             forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+
+    def _take_values_seen(self) -> bool:
+        """Whether ``_fsum`` holds the current trees' sum (:meth:`_remember_values`); the
+        caller is about to change ``_fsum``, so it no longer does afterwards."""
+        seen = getattr(self, "_values_seen", None)
+        self._values_seen = None
+        return seen is not None and seen == self._forest_key()
 
     def _forest_with_room(self):
         """The forest, with room for the two nodes a sweep may add to its largest tree.  An
@@ -670,6 +683,7 @@ class ForestSampler:
             self._node_cache = new_node_cache(1 + 2 * C * 32, self.layout.q)
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
+        self._values_seen = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         sc = self._scratch
         r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
@@ -712,6 +726,7 @@ class ForestSampler:
         n, p = self.n, self.layout.q
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
+        self._values_seen = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
             self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
