@@ -199,7 +199,10 @@ class TreeLikelihood:
             else:  # pragma: no cover - families are fixed in tree_likelihood
                 raise AssertionError(self.family)
         if np.all(b != 0):
-            r = (z - a) / b - offset
+            # r = (z - a) / b - offset, in one new array (no n-row temporaries)
+            r = np.subtract(z, a)
+            np.divide(r, b, out=r)
+            np.subtract(r, offset, out=r)
             omega = w * b * b
         else:
             nz = b != 0
@@ -217,6 +220,12 @@ def _constant(var) -> float | None:
         return float(pt.get_underlying_scalar_constant_value(var))
     except Exception:
         return None
+
+
+def _as_scalar_if_constant(var):
+    """``var`` as a 0-d constant when it is one value broadcast over the rows, else itself."""
+    c = _constant(var)
+    return var if c is None else pt.constant(c, dtype="float64")
 
 
 _WRAPPERS = ("DeepCopyOp", "OutputGuard", "ViewOp", "SpecifyShape")
@@ -346,6 +355,8 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     zeros = pt.zeros_like(f_rv)
     a = graph_replace(eta, {f_rv: zeros}, strict=False)
     b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
+    # a and b the same at every row (eta = f: 0 and 1) are computed as scalars, not n-vectors
+    a, b = (_as_scalar_if_constant(x) for x in (a, b))
     y = model.rvs_to_values[obs]
     outs = [y, a, b, *(par for _, par in params)]
     fn = _compile(model, outs)
