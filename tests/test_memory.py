@@ -122,3 +122,24 @@ def test_a_built_tree_step_holds_no_rows_until_its_chain_starts():
     assert step.sampler.forest.leaf_of_row.shape == (10, 0)  # the parent's copy stayed empty
     post = idata.posterior["f"].mean(("chain", "draw")).values
     assert np.corrcoef(post, 2 * X[:, 0])[0, 1] > 0.95
+
+
+def test_a_chains_last_step_lets_go_of_the_rows():
+    """PyMC converts the trace after the last draw, copying X into ``constant_data``; with the
+    rows' leaves still held that was the run's peak of memory.  The last step of a chain lets
+    go of them; the next chain (cores=1), or a step called by hand, routes the rows again to
+    the same leaves: the values of the step's forest equal the trace's last f."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(400, 3))
+    y = 2 * X[:, 0] + rng.normal(0, 0.2, 400)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=10)
+        pm.Normal("y", f, 0.2, observed=y)
+        step = pmt.CGMTreeStep([f])
+        idata = pm.sample(tune=6, draws=5, chains=2, cores=1, step=[step], random_seed=3,
+                          progressbar=False, compute_convergence_checks=False)
+    smp = step.sampler
+    assert smp.forest.leaf_of_row.shape == (10, 0) and smp._scratch is None
+    assert not np.array_equal(idata.posterior["f"][0, -1], idata.posterior["f"][1, -1])
+    np.testing.assert_array_equal(smp.values(), idata.posterior["f"][1, -1].values)
+    assert smp.forest.leaf_of_row.shape == (10, 400)

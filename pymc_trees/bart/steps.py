@@ -443,6 +443,18 @@ class _TreeStep(BlockedStep):
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self._burn_left = self.burn_in if self._hold_ok else None
         self._held = None
+        # the chain's last step lets go of the rows' arrays (release_rows): PyMC then
+        # converts the trace and copies X into it, the peak of a run's memory while they lived
+        self._steps_left = tune + draws
+
+    def step(self, point):
+        out = self._step(point)
+        left = getattr(self, "_steps_left", None)
+        if left is not None:
+            self._steps_left = left - 1
+            if left == 1:
+                self.sampler.release_rows()
+        return out
 
     def _warm_stats(self) -> dict:
         raise NotImplementedError
@@ -452,7 +464,7 @@ class _TreeStep(BlockedStep):
         precisions ``omega``."""
         raise NotImplementedError
 
-    def step(self, point):
+    def _step(self, point):
         if self.tune and self._burn_left is not None:
             if self._burn_left == 0:
                 return self._hold(point)
