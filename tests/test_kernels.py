@@ -498,3 +498,27 @@ def test_two_level_sums_equal_naive_leaf_sums(shape):
     expect = np.ravel([[0.5 * m.sum(), 0.5 * r[idx][m].sum()] for m in masks])
     np.testing.assert_allclose(out, expect, rtol=1e-12, atol=1e-12)
     assert all(m.sum() > 0 for m in masks if shape == "both")
+
+
+@pytest.mark.parametrize("m", [1, 4, 5, 23])
+@pytest.mark.parametrize("equal", [True, False])
+def test_sweep_returns_the_values_forest_values_gives(m, equal):
+    """A CGM sweep adds every tree, once final, to the values it returns (in the pass of the
+    next tree), in tree order from the offset: the same numbers as forest_values to the last
+    bit, which values() then hands out without summing the trees again; after two sweeps
+    without values() between, and with equal or unequal row precisions."""
+    rng = np.random.default_rng(m)
+    n = 3001  # not a multiple of the pass's four rows
+    X = rng.uniform(size=(n, 4))
+    y = np.sin(5 * X[:, 0]) + rng.normal(0, 0.1, n)
+    w = np.full(n, 50.0) if equal else rng.uniform(10, 60, n)
+    fs = ForestSampler(X, TreePrior(m=m), 0.37, 0.2)
+    cp = np.cumsum([0.25, 0.25, 0.4, 0.1])
+    direct = np.empty(n)
+    for it in range(8):
+        fs.cgm_sweep(rng, y - 0.37, w, cp)
+        if it % 3 == 0:
+            fs.cgm_sweep(rng, y - 0.37, w, cp)
+        v = fs.values()
+        forest_values(fs.forest.value, fs.forest.leaf_of_row, 0.37, direct)
+        np.testing.assert_array_equal(v, direct)

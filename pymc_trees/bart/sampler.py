@@ -211,8 +211,8 @@ class ForestSampler:
     forest: Forest = field(init=False)
     # what follows from the trees and the rows, let go by release_rows and left out of a
     # pickle (not annotated: not a dataclass field)
-    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_gfr", "_particles", "_row_bufs",
-                  "_counts")
+    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_f_in_fsum", "_gfr", "_particles",
+                  "_row_bufs", "_counts")
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
@@ -336,7 +336,7 @@ class ForestSampler:
         self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
                                     self.forest.capacity, bool(self.iscat.any()))
         self._fsum = np.zeros(n)
-        self._values_seen = None  # a new _fsum holds no trees' sum
+        self._values_seen = self._f_in_fsum = None  # a new _fsum holds no trees' sum
 
     def release_rows(self) -> None:
         """Let go of the arrays that follow from the trees and the rows: the rows' leaves and
@@ -364,8 +364,13 @@ class ForestSampler:
     def values(self) -> np.ndarray:
         """The term at the training rows, shape (n,), summed tree by tree from the offset."""
         self.ensure_rows()
-        out = np.empty(self.n)
-        forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
+        mark = getattr(self, "_f_in_fsum", None)
+        self._f_in_fsum = None
+        if mark is not None and mark == (self._forest_key(), float(self.offset)):
+            out = self._fsum.copy()  # the last CGM sweep summed them, in tree order
+        else:
+            out = np.empty(self.n)
+            forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
         self._remember_values(out)
         return out
 
@@ -424,6 +429,7 @@ class ForestSampler:
         caller is about to change ``_fsum``, so it no longer does afterwards."""
         seen = getattr(self, "_values_seen", None)
         self._values_seen = None
+        self._f_in_fsum = None
         return seen is not None and seen == self._forest_key()
 
     def _forest_with_room(self):
@@ -453,7 +459,9 @@ class ForestSampler:
         counts = self._leaf_counts() if same else np.zeros((0, 0))
         cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
-                  self._scratch, counts, proposed, accepted)
+                  self._scratch, counts, proposed, accepted, float(self.offset))
+        # _fsum now holds the offset plus the trees' values in tree order: values() takes them
+        self._f_in_fsum = (self._forest_key(), float(self.offset))
         # the sweep kept the counts with equal precisions; they belong to the trees' rules
         self._counts = (self._structure_key(), counts) if same else None
         return acceptance_rates(accepted, proposed, MOVES)
@@ -683,7 +691,7 @@ class ForestSampler:
             self._node_cache = new_node_cache(1 + 2 * C * 32, self.layout.q)
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
-        self._values_seen = None  # _fsum is rewritten
+        self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         sc = self._scratch
         r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
@@ -726,7 +734,7 @@ class ForestSampler:
         n, p = self.n, self.layout.q
         z = np.ascontiguousarray(z, dtype=np.float64)
         omega = np.ascontiguousarray(omega, dtype=np.float64)
-        self._values_seen = None  # _fsum is rewritten
+        self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
             self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)

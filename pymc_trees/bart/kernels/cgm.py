@@ -870,7 +870,7 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
 
 @numba.njit(cache=True)
 def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, counts,
-              proposed, accepted):
+              proposed, accepted, offset):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -892,14 +892,17 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         The common value of ``omega`` when all rows have the same precision, else 0 (then
         ``omega`` is read row by row).
     fsum : ndarray of shape (n,)
-        Sum of all trees at the training rows on entry; on return, ``z`` minus the final
-        residual (the new sum, up to rounding).
+        Sum of all trees at the training rows on entry; on return, ``offset`` plus the new
+        trees' values summed in tree order, the numbers :func:`forest_values` gives (each
+        tree is added in the pass of the next one, which reads its leaf and value anyway).
     counts : ndarray of shape (m, capacity)
         With equal precisions (``omega_const > 0``): every leaf's number of rows on entry
         (:func:`leaf_counts`), kept up to date by the sweep, so that the pass over the rows
         sums the residuals only.  Not read otherwise (then the pass sums the precisions too).
     proposed, accepted : ndarray of shape (4,), dtype int64
         Incremented per move type (impossible moves are not counted as proposed).
+    offset : float
+        Added to the trees' sum returned in ``fsum``.
     """
     Xb, XbT, ncuts, iscat, split_prior = data
     min_leaf, alpha, beta, prec0 = rules
@@ -917,6 +920,7 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     # r: the residual against every tree but the one being updated
     for i in range(n):
         r[i] = z[i] - fsum[i]
+        fsum[i] = offset  # from here on, the trees' values added in tree order
     for t in range(m):
         # one pass: take tree t - 1 (drawn last) out of the residual and put tree t back, and
         # sum (W, S) per leaf in four interleaved partial sums (rows i mod 4), so that
@@ -935,13 +939,17 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                 for j in range(4):
                     i = i0 + j
                     k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    vb = back * value[tp, leaf_of_row[tp, i]]  # tree t - 1, final
+                    ri = r[i] + value[t, k] - vb
                     r[i] = ri
+                    fsum[i] += vb
                     acc[j * K + k] += ri
             for i in range(n4, n):
                 k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                vb = back * value[tp, leaf_of_row[tp, i]]
+                ri = r[i] + value[t, k] - vb
                 r[i] = ri
+                fsum[i] += vb
                 acc[k] += ri
             for k in range(nk):
                 W[k] = omega_const * counts[t, k] if var[t, k] == LEAF else 0.0
@@ -951,14 +959,18 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                 for j in range(4):
                     i = i0 + j
                     k = leaf_of_row[t, i]
-                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    vb = back * value[tp, leaf_of_row[tp, i]]  # tree t - 1, final
+                    ri = r[i] + value[t, k] - vb
                     r[i] = ri
+                    fsum[i] += vb
                     acc[2 * j * K + k] += omega[i]
                     acc[(2 * j + 1) * K + k] += omega[i] * ri
             for i in range(n4, n):
                 k = leaf_of_row[t, i]
-                ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                vb = back * value[tp, leaf_of_row[tp, i]]
+                ri = r[i] + value[t, k] - vb
                 r[i] = ri
+                fsum[i] += vb
                 acc[k] += omega[i]
                 acc[K + k] += omega[i] * ri
             for k in range(nk):
@@ -992,8 +1004,9 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                     counts[t, k] = np.round(W[k] / omega_const)
         draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
     for i in range(n):
-        r[i] -= value[m - 1, leaf_of_row[m - 1, i]]
-        fsum[i] = z[i] - r[i]
+        vb = value[m - 1, leaf_of_row[m - 1, i]]
+        r[i] -= vb
+        fsum[i] += vb
 
 
 @numba.njit(cache=True)
