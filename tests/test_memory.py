@@ -106,19 +106,27 @@ def test_released_rows_come_back_routed_and_the_chain_goes_on_the_same():
     np.testing.assert_array_equal(fs.values(), twin.values())
 
 
-def test_a_built_tree_step_holds_no_rows_until_its_chain_starts():
-    """PyMC builds the steps in its own process; with several cores the chains run in workers
-    from a pickled copy, so the step it keeps holds no per-row arrays of the trees."""
+def _small_run(n, cores, tune, draws):
+    """Two chains of a 10-tree term on y = 2 x0 + noise, with a CGM step built first: X, the
+    step, the trace and the shape of the built step's leaf index."""
     rng = np.random.default_rng(1)
-    X = rng.uniform(size=(500, 3))
-    y = 2 * X[:, 0] + rng.normal(0, 0.2, 500)
+    X = rng.uniform(size=(n, 3))
+    y = 2 * X[:, 0] + rng.normal(0, 0.2, n)
     with pm.Model():
         f = pmt.BARTTree("f", X, y, m=10)
         pm.Normal("y", f, 0.2, observed=y)
         step = pmt.CGMTreeStep([f])
-        assert step.sampler.forest.leaf_of_row.shape == (10, 0)
-        idata = pm.sample(tune=20, draws=20, chains=2, cores=2, step=[step], random_seed=3,
-                          progressbar=False, compute_convergence_checks=False)
+        built = step.sampler.forest.leaf_of_row.shape
+        idata = pm.sample(tune=tune, draws=draws, chains=2, cores=cores, step=[step],
+                          random_seed=3, progressbar=False, compute_convergence_checks=False)
+    return X, step, idata, built
+
+
+def test_a_built_tree_step_holds_no_rows_until_its_chain_starts():
+    """PyMC builds the steps in its own process; with several cores the chains run in workers
+    from a pickled copy, so the step it keeps holds no per-row arrays of the trees."""
+    X, step, idata, built = _small_run(500, cores=2, tune=20, draws=20)
+    assert built == (10, 0)
     assert step.sampler.forest.leaf_of_row.shape == (10, 0)  # the parent's copy stayed empty
     post = idata.posterior["f"].mean(("chain", "draw")).values
     assert np.corrcoef(post, 2 * X[:, 0])[0, 1] > 0.95
@@ -129,15 +137,7 @@ def test_a_chains_last_step_lets_go_of_the_rows():
     rows' leaves still held that was the run's peak of memory.  The last step of a chain lets
     go of them; the next chain (cores=1), or a step called by hand, routes the rows again to
     the same leaves: the values of the step's forest equal the trace's last f."""
-    rng = np.random.default_rng(1)
-    X = rng.uniform(size=(400, 3))
-    y = 2 * X[:, 0] + rng.normal(0, 0.2, 400)
-    with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=10)
-        pm.Normal("y", f, 0.2, observed=y)
-        step = pmt.CGMTreeStep([f])
-        idata = pm.sample(tune=6, draws=5, chains=2, cores=1, step=[step], random_seed=3,
-                          progressbar=False, compute_convergence_checks=False)
+    _, step, idata, _ = _small_run(400, cores=1, tune=6, draws=5)
     smp = step.sampler
     assert smp.forest.leaf_of_row.shape == (10, 0) and smp._scratch is None
     assert not np.array_equal(idata.posterior["f"][0, -1], idata.posterior["f"][1, -1])
