@@ -134,14 +134,19 @@ def learned_scale_draw(rng: np.random.Generator, sd0: float, n_leaves: float,
 
 
 def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``loglik(f, derivatives=True)`` as float64 arrays: NaN log-likelihoods become -inf
+    """``loglik(f, derivatives=True)`` at ``f`` of shape (J, n) (for J = 1, ``loglik`` takes
+    and returns rows of shape (n,)) as float64 arrays, ``ll`` (n,), ``g``, ``h`` (J, n): NaN log-likelihoods become -inf
     (zero density); non-finite first derivatives become 0.  The curvature h that shapes the
     proposals is ``-d2 l_i / d eta_i^2`` where that is finite and positive; elsewhere (a
     piecewise-linear log density such as the asymmetric Laplace, or a Student-t row far in
     the tail) it is ``g_i ** 2``, the row's outer-product estimate of the Fisher information,
     so that a leaf's proposal still has a scale set by its rows.  Any rule that is a fixed
     function of the state keeps the moves exact; this one only affects their acceptance."""
-    ll, g, h = (np.array(x, dtype=np.float64) for x in loglik(f, derivatives=True))
+    J, n = f.shape
+    one = J == 1 and np.ndim(f) == 2
+    ll, g, h = loglik(f[0] if one else f, derivatives=True)
+    ll = np.array(ll, dtype=np.float64)
+    g, h = (np.array(x, dtype=np.float64).reshape(J, n) for x in (g, h))
     gk.clean_rows(ll, g, h)
     return ll, g, h
 
@@ -497,7 +502,10 @@ class ForestSampler:
             ``loglik(f, derivatives=True)`` with ``f`` of shape (n,), the term's value at the
             training rows (offset included), returns ``(l, g, h)``, each of shape (n,): every
             row's log-likelihood, its first derivative and its negated second derivative in
-            the row's own ``f_i``.  Non-finite derivatives count as 0 and negative ``h`` as 0
+            the row's own ``f_i``.  For J outputs that share the trees
+            (:class:`~pymc_trees.bart.shared_sampler.SharedOutputSampler`) ``f``, ``g`` and
+            ``h`` have shape (J, n) (the derivatives in each output's own value).
+            Non-finite derivatives count as 0 and negative ``h`` as 0
             (they only shape the proposals); a NaN log-likelihood counts as -inf, which
             rejects the proposal.
         move_cumprobs : ndarray of shape (4,)
@@ -517,26 +525,24 @@ class ForestSampler:
         if compiled is not None:
             return self._general_kernel_sweep(rng, compiled, move_cumprobs)
         f = self._forest_with_room()
+        value = self.leaf_values()
+        J = value.shape[0]
         n, m = self.n, f.m
+        b = gk.new_row_buffers(n, f.capacity, J)
         sc = self._scratch
         idx, hist, lo, hi, tmp, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.tmp, sc.nmask
-        G, H, nV, spare = sc.W, sc.S, sc.nW, sc.nS  # the general step's own statistics
         nwav, nnc, seg_s, seg_e, stack, in_sub = (sc.nwav, sc.nnc, sc.seg_s, sc.seg_e,
                                                   sc.stack, sc.in_sub)
-        K = G.size
-        spare2, Ga, Ha = np.zeros(K), np.zeros(K), np.zeros(K)
-        keep = np.zeros(K, np.int64)
-        out_i = np.zeros(8, np.int64)
-        out_f = np.zeros(5)
+        S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
         prec0 = self.prec0
         pr = self.prior
         cp = np.asarray(move_cumprobs, dtype=np.float64)
         pg, pp = float(cp[0]), float(cp[1] - cp[0])
-        f_cur = self.values()
+        f_cur = self.values().reshape(J, n)
         ll_cur, g_cur, h_cur = _row_derivatives(loglik, f_cur)
         _check_start(ll_cur)
         f_prop = f_cur.copy()
-        tv = np.empty(n)
+        tv = np.empty((J, n))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
         Xb, XbT, ncuts, iscat, sp = self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior
@@ -550,15 +556,16 @@ class ForestSampler:
                     + reverse(gc, h))
             u = rng.random()
             if logr == logr and (logr >= 0.0 or u < np.exp(logr)):
-                f_cur[rows] = f_prop[rows]
+                f_cur[:, rows] = f_prop[:, rows]
                 ll_cur[rows] = ll[rows]
-                g_cur[rows] = g[rows]
-                h_cur[rows] = h[rows]
+                g_cur[:, rows] = g[:, rows]
+                h_cur[:, rows] = h[:, rows]
                 return True
             return False
 
         for t in range(m):
-            gk.tree_values(t, f.value, f.leaf_of_row, tv)
+            vt = value[:, t]
+            gk.tree_values(t, value, f.leaf_of_row, tv)
             f_minus = f_cur - tv
             gc = g_cur + h_cur * tv
             ok = False
@@ -570,95 +577,100 @@ class ForestSampler:
                 st = gk.grow_propose(rng, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha,
                                      pr.beta,
                                      prec0, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
-                                     f.wavail, f.amask, f.leaf_of_row, f.value, f.n_nodes, gc,
-                                     h_cur, idx, hist, lo, hi, nmask, tmp, out_i, out_f)
+                                     f.wavail, f.amask, f.leaf_of_row, value, f.n_nodes, gc,
+                                     h_cur, idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f)
                 if st == 1:
                     ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
-                    rows = idx[:cnt].copy()
-                    f_prop[rows[:mid]] = f_minus[rows[:mid]] + out_f[0]
-                    f_prop[rows[mid:]] = f_minus[rows[mid:]] + out_f[1]
-                    mu_l = float(f.value[t, ell])
-                    ok = evaluate(rows, out_f[2], lambda gcp, hp: gk.group_log_q(
-                        rows, 0, cnt, gcp, hp, mu_l, prec0))
+                    rows = idx[:cnt].astype(np.int64)
+                    f_prop[:, rows[:mid]] = f_minus[:, rows[:mid]] + mu[:, :1]
+                    f_prop[:, rows[mid:]] = f_minus[:, rows[mid:]] + mu[:, 1:]
+                    ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.group_log_q(
+                        rows, 0, cnt, gcp, hp, vt, ell, prec0, S))
                     if ok:
                         gk.grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
                                        f.depth, f.wavail, f.amask, f.n_nodes, f.free, f.n_free,
-                                       f.leaf_of_row, f.value, idx, nmask, out_i, out_f)
-                    f_prop[rows] = f_cur[rows]
+                                       f.leaf_of_row, value, idx, nmask, mu, out_i, out_f)
+                    f_prop[:, rows] = f_cur[:, rows]
             elif move == 1:
                 st = gk.prune_propose(rng, t, pr.alpha, pr.beta, prec0, pg, pp, f.var, f.left,
                                       f.right, f.parent, f.depth, f.wavail, f.n_nodes,
-                                      f.leaf_of_row, f.value, gc, h_cur, idx, out_i, out_f)
+                                      f.leaf_of_row, value, gc, h_cur, idx, S, mu, out_i, out_f)
                 if st == 1:
                     node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
-                    rows = idx[:cnt].copy()
-                    f_prop[rows] = f_minus[rows] + out_f[0]
-                    mu_lr = (float(f.value[t, f.left[t, node]]),
-                             float(f.value[t, f.right[t, node]]))
-                    ok = evaluate(rows, out_f[1], lambda gcp, hp: (
-                        gk.group_log_q(rows, 0, mid, gcp, hp, mu_lr[0], prec0)
-                        + gk.group_log_q(rows, mid, cnt, gcp, hp, mu_lr[1], prec0)))
+                    rows = idx[:cnt].astype(np.int64)
+                    f_prop[:, rows] = f_minus[:, rows] + mu[:, :1]
+                    kl, kr = int(f.left[t, node]), int(f.right[t, node])
+                    ok = evaluate(rows, out_f[0], lambda gcp, hp: (
+                        gk.group_log_q(rows, 0, mid, gcp, hp, vt, kl, prec0, S)
+                        + gk.group_log_q(rows, mid, cnt, gcp, hp, vt, kr, prec0, S)))
                     if ok:
                         gk.prune_commit(t, f.var, f.left, f.right, f.free, f.n_free,
-                                        f.leaf_of_row, f.value, idx, out_i, out_f)
-                    f_prop[rows] = f_cur[rows]
+                                        f.leaf_of_row, value, idx, mu, out_i)
+                    f_prop[:, rows] = f_cur[:, rows]
             else:
                 st = gk.restructure_propose(
                     rng, move == 3, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha, pr.beta,
                     prec0,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
-                    f.n_nodes, f.leaf_of_row, f.value, gc, h_cur, idx, hist, lo, hi, nV, nwav,
+                    f.n_nodes, f.leaf_of_row, value, gc, h_cur, idx, hist, lo, hi, b.nV, nwav,
                     nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f)
                 if st == 1:
                     root, cnt = int(out_i[0]), int(out_i[1])
-                    rows = idx[:cnt].copy()
-                    gk.restructure_values(t, root, f.var, f.left, f.right, f.value,
-                                          f.leaf_of_row, idx, nV, seg_s, seg_e, stack, f_cur,
+                    rows = idx[:cnt].astype(np.int64)
+                    gk.restructure_values(t, root, f.var, f.left, f.right, value,
+                                          f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack, f_cur,
                                           f_prop)
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
-                        t, root, f.var, f.left, f.right, f.value, f.leaf_of_row, idx, cnt, gcp,
-                        hp, prec0, Ga, Ha, stack))
+                        t, root, f.var, f.left, f.right, value, f.leaf_of_row, idx, cnt, gcp,
+                        hp, prec0, b.Ga, b.Ha, stack))
                     if ok:
                         gk.restructure_commit(t, root, f.var, f.left, f.right, f.wavail,
-                                              f.ncut, f.leaf_of_row, idx, f.value[t], nV, spare,
-                                              spare2, nwav, nnc, seg_s, seg_e, stack, f.amask,
+                                              f.ncut, f.leaf_of_row, idx, value, b.nV, b.spare,
+                                              b.dll, nwav, nnc, seg_s, seg_e, stack, f.amask,
                                               nmask)
                     else:
                         gk.restructure_revert(t, f.var, f.cut, f.left, f.right, out_i)
-                    f_prop[rows] = f_cur[rows]
+                    f_prop[:, rows] = f_cur[:, rows]
             if st >= 0:
                 proposed[move] += 1
                 accepted[move] += ok
             # the leaves, one Metropolis-Hastings update each, from the current state
-            gk.tree_values(t, f.value, f.leaf_of_row, tv)
+            gk.tree_values(t, value, f.leaf_of_row, tv)
             np.multiply(h_cur, tv, out=gc)
             gc += g_cur
-            gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, G, H)
-            gk.leaf_proposals(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H, prec0, nV,
-                              f_cur, f_prop)
+            gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, b.G, b.H)
+            gk.leaf_proposals(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G, b.H, prec0,
+                              b.nV, f_cur, f_prop)
             ll, g, h = _row_derivatives(loglik, f_prop)
             gcp = g + h * (f_prop - f_minus)
-            a, tot = gk.leaf_decisions(rng, t, f.var, f.n_nodes, f.value, f.leaf_of_row, G, H,
-                                       prec0, nV, ll_cur, ll, gcp, h, Ga, Ha, spare, keep)
-            moved = keep[f.leaf_of_row[t]] == 1
-            f_cur[moved] = f_prop[moved]
+            a, tot = gk.leaf_decisions(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G,
+                                       b.H, prec0, b.nV, ll_cur, ll, gcp, h, b.Ga, b.Ha, b.dll,
+                                       b.keep)
+            moved = b.keep[f.leaf_of_row[t]] == 1
+            f_cur[:, moved] = f_prop[:, moved]
             ll_cur[moved] = ll[moved]
-            g_cur[moved] = g[moved]
-            h_cur[moved] = h[moved]
+            g_cur[:, moved] = g[:, moved]
+            h_cur[:, moved] = h[:, moved]
             f_prop[:] = f_cur
             accepted[4] += a
             proposed[4] += tot
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
+    def leaf_values(self) -> np.ndarray:
+        """The leaf values as the general sweep reads them, shape (J, m, K): here J = 1, a
+        view of the forest's values."""
+        return self.forest.value[None]
+
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
                               move_cumprobs: np.ndarray) -> dict[str, float]:
         rows_fn, pre = compiled
         f = self._forest_with_room()
-        n = self.n
+        value = self.leaf_values()
+        J, n = value.shape[0], self.n
         bufs = getattr(self, "_row_bufs", None)
-        if bufs is None or bufs.Ga.size != f.capacity or bufs.f_prop.size != n:
-            bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity)
-        fv = np.ascontiguousarray(self.values(), dtype=np.float64)
+        if bufs is None or bufs.Ga.shape != (J, f.capacity) or bufs.ll_p.size != n:
+            bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity, J)
+        fv = np.ascontiguousarray(self.values().reshape(J, n), dtype=np.float64)
         ll, g, h = gk.call_all(rows_fn, fv, pre)
         gk.clean_rows(ll, g, h)
         _check_start(ll)
@@ -669,8 +681,8 @@ class ForestSampler:
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
         gk.general_sweep(rng, rows_fn, pre, data, rules,
-                         np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), self._scratch,
-                         st, bufs, proposed, accepted)
+                         np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
+                         self._scratch, st, bufs, proposed, accepted)
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,

@@ -48,19 +48,24 @@ __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
            "grow_commit", "prune_propose", "prune_commit", "restructure_propose",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
            "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
-           "clean_row", "clean_rows", "general_sweep", "call_rows", "call_all"]
+           "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
+           "prior_at", "q_at", "group_sums"]
 
 
 @numba.njit(cache=True)
 def leaf_gh(t, leaf_of_row, n_nodes, g, h, G, H):
-    """Per-leaf sums ``G[k]``, ``H[k]`` of g and h over the rows of every leaf of tree t."""
+    """Per-leaf sums ``G[j, k]``, ``H[j, k]`` of ``g[j]`` and ``h[j]`` over the rows of every
+    leaf k of tree t, for every output j (``g``, ``h`` of shape (J, n))."""
+    J = g.shape[0]
     for k in range(n_nodes[t]):
-        G[k] = 0.0
-        H[k] = 0.0
+        for j in range(J):
+            G[j, k] = 0.0
+            H[j, k] = 0.0
     for i in range(leaf_of_row.shape[1]):
         k = leaf_of_row[t, i]
-        G[k] += g[i]
-        H[k] += h[i]
+        for j in range(J):
+            G[j, k] += g[j, i]
+            H[j, k] += h[j, i]
 
 
 @numba.njit(cache=True, inline="always")
@@ -83,102 +88,132 @@ def _draw_q(rng, G, H, prec0):
     return G / P + rng.standard_normal() / math.sqrt(P)
 
 
+@numba.njit(cache=True, inline="always")
+def prior_at(A, k, prec0):
+    """The log prior of the leaf vector ``A[:, k]`` (J independent leaf values)."""
+    s = 0.0
+    for j in range(A.shape[0]):
+        s += log_prior(A[j, k], prec0)
+    return s
+
+
+@numba.njit(cache=True, inline="always")
+def q_at(A, k, G, H, kq, prec0):
+    """``log q(A[:, k])`` for the proposal with sums ``G[:, kq]``, ``H[:, kq]``: the product of
+    the J outputs' Newton proposals (a leaf vector's proposal is diagonal)."""
+    s = 0.0
+    for j in range(A.shape[0]):
+        s += log_q(A[j, k], G[j, kq], H[j, kq], prec0)
+    return s
+
+
+@numba.njit(cache=True, inline="always")
+def _draw_at(rng, G, H, kq, prec0, A, k):
+    """``A[:, k]`` drawn from q with sums ``G[:, kq]``, ``H[:, kq]``, output by output."""
+    for j in range(A.shape[0]):
+        A[j, k] = _draw_q(rng, G[j, kq], H[j, kq], prec0)
+
+
 @numba.njit(cache=True)
-def group_log_q(idx, start, end, gc, h, mu, prec0):
-    """``log q(mu)`` for the proposal built from the rows ``idx[start:end]``."""
-    G = 0.0
-    H = 0.0
-    for q in range(start, end):
-        i = idx[q]
-        G += gc[i]
-        H += h[i]
-    return log_q(mu, G, H, prec0)
+def group_sums(idx, start, end, gc, h, S, col):
+    """``S[0, j, col]``, ``S[1, j, col]`` = sums of ``gc[j]``, ``h[j]`` over the rows
+    ``idx[start:end]``."""
+    for j in range(gc.shape[0]):
+        G = 0.0
+        H = 0.0
+        for q in range(start, end):
+            i = idx[q]
+            G += gc[j, i]
+            H += h[j, i]
+        S[0, j, col] = G
+        S[1, j, col] = H
+
+
+@numba.njit(cache=True)
+def group_log_q(idx, start, end, gc, h, A, k, prec0, S):
+    """``log q(A[:, k])`` for the proposal built from the rows ``idx[start:end]``."""
+    group_sums(idx, start, end, gc, h, S, 0)
+    return q_at(A, k, S[0], S[1], 0, prec0)
 
 
 @numba.njit(cache=True)
 def tree_values(t, value, leaf_of_row, out):
-    """``out[i]`` = the value of tree t at training row i."""
+    """``out[j, i]`` = the value of output j of tree t at training row i."""
     for i in range(leaf_of_row.shape[1]):
-        out[i] = value[t, leaf_of_row[t, i]]
+        k = leaf_of_row[t, i]
+        for j in range(value.shape[0]):
+            out[j, i] = value[j, t, k]
 
 
 @numba.njit(cache=True)
 def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
                  var, left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
-                 idx, hist, lo, hi, nmask, tmp, out_i, out_f):
+                 idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
-    rule from the prior, the children's values from their q.
+    rule from the prior, the children's value vectors from their q.
 
     Returns -1 when no leaf can split, else 1 (the caller evaluates the likelihood).  Fills
     ``idx[:cnt]`` with the leaf's rows (the left child's first), ``out_i = (leaf, v, c, nc,
-    cnt, mid)``, ``out_f = (mu_L, mu_R, log ratio without the log-likelihood)``, and the
-    children's available cutpoints in the last two rows of ``nmask``.  ``G``, ``H`` hold the
-    current leaves' sums (:func:`leaf_gh`)."""
+    cnt, mid)``, ``mu[:, 0]``, ``mu[:, 1]`` with the children's values (shape (J, 2)),
+    ``out_f = (log ratio without the log-likelihood, wL, wR)``, and the children's available
+    cutpoints in the last two rows of ``nmask``.  ``value`` has shape (J, m, K), ``g`` and
+    ``h`` (J, n); ``S`` (2, J, 2) is scratch."""
     ell, b, w_new, cnt, v, c, nc, mid = propose_split(
         rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
         n_nodes, leaf_of_row, idx, lo, hi, tmp)
     if ell < 0:
         return -1
-    GL = 0.0
-    HL = 0.0
-    GR = 0.0
-    HR = 0.0
-    for q in range(mid):
-        i = idx[q]
-        GL += g[i]
-        HL += h[i]
-    for q in range(mid, cnt):
-        i = idx[q]
-        GR += g[i]
-        HR += h[i]
+    group_sums(idx, 0, mid, g, h, S, 0)
+    group_sums(idx, mid, cnt, g, h, S, 1)
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     d = depth[t, ell]
-    muL = _draw_q(rng, GL, HL, prec0)
-    muR = _draw_q(rng, GR, HR, prec0)
+    _draw_at(rng, S[0], S[1], 0, prec0, mu, 0)
+    _draw_at(rng, S[0], S[1], 1, prec0, mu, 1)
     logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
             + math.log(pp * b) - math.log(pg * w_new)
-            + log_prior(muL, prec0) + log_prior(muR, prec0) - log_prior(value[t, ell], prec0)
-            - log_q(muL, GL, HL, prec0) - log_q(muR, GR, HR, prec0))
+            + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
+            - q_at(mu, 0, S[0], S[1], 0, prec0) - q_at(mu, 1, S[0], S[1], 1, prec0))
     out_i[0] = ell
     out_i[1] = v
     out_i[2] = c
     out_i[3] = nc
     out_i[4] = cnt
     out_i[5] = mid
-    out_f[0] = muL
-    out_f[1] = muR
-    out_f[2] = logr
-    out_f[3] = wL
-    out_f[4] = wR
+    out_f[0] = logr
+    out_f[1] = wL
+    out_f[2] = wR
     return 1
 
 
 @numba.njit(cache=True)
 def grow_commit(t, var, cut, ncut, left, right, parent, depth, wavail, amask, n_nodes, free,
-                n_free, leaf_of_row, value, idx, nmask, out_i, out_f):
-    """Carry out the grow that :func:`grow_propose` described in ``out_i``, ``out_f``."""
+                n_free, leaf_of_row, value, idx, nmask, mu, out_i, out_f):
+    """Carry out the grow that :func:`grow_propose` described in ``out_i``, ``mu``,
+    ``out_f``."""
     ell, v, c, nc, cnt, mid = out_i[0], out_i[1], out_i[2], out_i[3], out_i[4], out_i[5]
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
     split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    commit_children(t, kl, kr, out_f[3], out_f[4], wavail, amask, nmask, leaf_of_row, idx,
+    commit_children(t, kl, kr, out_f[1], out_f[2], wavail, amask, nmask, leaf_of_row, idx,
                     mid, cnt)
-    value[t, kl] = out_f[0]
-    value[t, kr] = out_f[1]
+    for j in range(value.shape[0]):
+        value[j, t, kl] = mu[j, 0]
+        value[j, t, kr] = mu[j, 1]
 
 
 @numba.njit(cache=True)
 def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail,
-                  n_nodes, leaf_of_row, value, g, h, idx, out_i, out_f):
+                  n_nodes, leaf_of_row, value, g, h, idx, S, mu, out_i, out_f):
     """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
-    ones), the merged leaf's value from its q: the reverse of :func:`grow_propose`.
+    ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse of
+    :func:`grow_propose`.
 
     Returns -1 when no node is prunable, else 1.  Fills ``idx[:cnt]`` with the rows of the
-    two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (mu, log
-    ratio)``; the log ratio lacks the log-likelihood difference and the reverse proposal
+    two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (log
+    ratio,)``; the log ratio lacks the log-likelihood difference and the reverse proposal
     densities of the two leaves' values."""
     w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
@@ -205,36 +240,32 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
         if leaf_of_row[t, i] == kr:
             idx[cnt] = i
             cnt += 1
-    Gm = 0.0
-    Hm = 0.0
-    for q in range(cnt):
-        i = idx[q]
-        Gm += g[i]
-        Hm += h[i]
-    mu = _draw_q(rng, Gm, Hm, prec0)
+    group_sums(idx, 0, cnt, g, h, S, 0)
+    _draw_at(rng, S[0], S[1], 0, prec0, mu, 0)
     struct = (log_psplit(d, alpha, beta)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
               - log_1m_psplit(d, alpha, beta, wavail[t, node] > 0.0)
               + math.log(pp * b_new) - math.log(pg * w))
+    vt = value[:, t]
     out_i[0] = node
     out_i[1] = cnt
     out_i[2] = mid
-    out_f[0] = mu
-    out_f[1] = (-struct + log_prior(mu, prec0) - log_prior(value[t, kl], prec0)
-                - log_prior(value[t, kr], prec0) - log_q(mu, Gm, Hm, prec0))
+    out_f[0] = (-struct + prior_at(mu, 0, prec0) - prior_at(vt, kl, prec0)
+                - prior_at(vt, kr, prec0) - q_at(mu, 0, S[0], S[1], 0, prec0))
     return 1
 
 
 @numba.njit(cache=True)
-def prune_commit(t, var, left, right, free, n_free, leaf_of_row, value, idx, out_i, out_f):
+def prune_commit(t, var, left, right, free, n_free, leaf_of_row, value, idx, mu, out_i):
     """Carry out the prune that :func:`prune_propose` described."""
     node, cnt = out_i[0], out_i[1]
     kl = left[t, node]
     kr = right[t, node]
     for q in range(cnt):
         leaf_of_row[t, idx[q]] = node
-    value[t, node] = out_f[0]
+    for j in range(value.shape[0]):
+        value[j, t, node] = mu[j, 0]
     var[t, node] = LEAF
     left[t, node] = -1
     right[t, node] = -1
@@ -247,6 +278,7 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
                  split_prior, alpha, beta, prec0, stack):
     """Structural log prior of the current subtree plus its leaves' log priors."""
     total = 0.0
+    vt = value[:, t]
     stack[0] = root
     top = 1
     while top > 0:
@@ -262,7 +294,7 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
             top += 2
         else:
             total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
-            total += log_prior(value[t, k], prec0)
+            total += prior_at(vt, k, prec0)
     return total
 
 
@@ -270,8 +302,9 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, g,
                    h, idx, nV, seg_s, seg_e, stack, tmp):
     """Route the rows ``idx[:cnt]`` of a subtree through its (new) rules, filling the node
-    segments, and draw every leaf's value from its q into ``nV``.  Returns ``log p_split`` of
-    every internal node plus, per leaf, its log prior minus its log proposal density."""
+    segments, and draw every leaf's value vector from its q into ``nV[:, leaf]``.  Returns
+    ``log p_split`` of every internal node plus, per leaf, its log prior minus its log
+    proposal density."""
     total = 0.0
     seg_s[root] = 0
     seg_e[root] = cnt
@@ -288,15 +321,16 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
             top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
                                 top, tmp)
         else:
-            gs = 0.0
-            hs = 0.0
-            for q in range(s, e):
-                i = idx[q]
-                gs += g[i]
-                hs += h[i]
-            mu = _draw_q(rng, gs, hs, prec0)
-            nV[k] = mu
-            total += log_prior(mu, prec0) - log_q(mu, gs, hs, prec0)
+            for j in range(g.shape[0]):
+                gs = 0.0
+                hs = 0.0
+                for q in range(s, e):
+                    i = idx[q]
+                    gs += g[j, i]
+                    hs += h[j, i]
+                mu = _draw_q(rng, gs, hs, prec0)
+                nV[j, k] = mu
+                total += log_prior(mu, prec0) - log_q(mu, gs, hs, prec0)
     return total
 
 
@@ -307,7 +341,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
                         nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f):
     """Propose a CHANGE (a new rule from the prior at an internal node) or a SWAP (exchange
     the rules of a parent and a child) in tree t; every leaf below the node gets a new value
-    from its q.
+    vector from its q (into ``nV``, shape (J, K)).
 
     Returns -1 when impossible, 0 when the proposal has prior probability 0 (rejected; the
     tree is as before), else 1: the rules are changed in place and the caller evaluates the
@@ -377,8 +411,8 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
 @numba.njit(cache=True)
 def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, seg_s, seg_e,
                        stack, f_cur, f_prop):
-    """``f_prop[i]`` for the rows of the proposed subtree: the current term value with tree
-    t's current leaf value replaced by the proposed one."""
+    """``f_prop[j, i]`` for the rows of the proposed subtree: the current term value with tree
+    t's current leaf value replaced by the proposed one, for every output j."""
     stack[0] = root
     top = 1
     while top > 0:
@@ -391,7 +425,9 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
         else:
             for q in range(seg_s[k], seg_e[k]):
                 i = idx[q]
-                f_prop[i] = f_cur[i] - value[t, leaf_of_row[t, i]] + nV[k]
+                kc = leaf_of_row[t, i]
+                for j in range(value.shape[0]):
+                    f_prop[j, i] = f_cur[j, i] - value[j, t, kc] + nV[j, k]
 
 
 @numba.njit(cache=True)
@@ -399,14 +435,16 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
                        Ga, Ha, stack):
     """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
     leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
-    densities of a change or swap.  ``Ga``, ``Ha`` are scratch (one entry per node slot)."""
+    densities of a change or swap.  ``Ga``, ``Ha`` are scratch (shape (J, K))."""
+    J = gc.shape[0]
     stack[0] = root
     top = 1
     while top > 0:
         top -= 1
         k = stack[top]
-        Ga[k] = 0.0
-        Ha[k] = 0.0
+        for j in range(J):
+            Ga[j, k] = 0.0
+            Ha[j, k] = 0.0
         if var[t, k] >= 0:
             stack[top] = left[t, k]
             stack[top + 1] = right[t, k]
@@ -414,9 +452,11 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
     for q in range(cnt):
         i = idx[q]
         k = leaf_of_row[t, i]
-        Ga[k] += gc[i]
-        Ha[k] += h[i]
+        for j in range(J):
+            Ga[j, k] += gc[j, i]
+            Ha[j, k] += h[j, i]
     total = 0.0
+    vt = value[:, t]
     stack[0] = root
     top = 1
     while top > 0:
@@ -427,17 +467,29 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
             stack[top + 1] = right[t, k]
             top += 2
         else:
-            total += log_q(value[t, k], Ga[k], Ha[k], prec0)
+            total += q_at(vt, k, Ga, Ha, k, prec0)
     return total
 
 
 @numba.njit(cache=True)
-def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
-                       nV, spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask):
-    """Keep the proposed subtree: rows, availability and the new leaf values (``value_t`` is
-    row t of the forest's values)."""
-    commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value_t,
-                    spare_a, nV, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
+def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value, nV,
+                       spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask):
+    """Keep the proposed subtree: rows, availability and the new leaf value vectors
+    (``value`` of shape (J, m, K), ``nV`` (J, K))."""
+    commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, spare_a,
+                   spare_b, spare_b, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if var[t, k] >= 0:
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            for j in range(value.shape[0]):
+                value[j, t, k] = nV[j, k]
 
 
 @numba.njit(cache=True)
@@ -456,36 +508,37 @@ def restructure_revert(t, var, cut, left, right, out_i):
 
 @numba.njit(cache=True)
 def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_cur, f_prop):
-    """Draw a value from its q (sums ``G``, ``H`` of the current state, :func:`leaf_gh`) for
-    every leaf of tree t into ``nV`` and write the term with tree t's leaves replaced by them
-    into ``f_prop``."""
+    """Draw a value vector from its q (sums ``G``, ``H`` of the current state,
+    :func:`leaf_gh`) for every leaf of tree t into ``nV`` and write the term with tree t's
+    leaves replaced by them into ``f_prop`` (shape (J, n))."""
     for k in range(n_nodes[t]):
         if var[t, k] == LEAF:
-            nV[k] = _draw_q(rng, G[k], H[k], prec0)
+            _draw_at(rng, G, H, k, prec0, nV, k)
     for i in range(leaf_of_row.shape[1]):
         k = leaf_of_row[t, i]
-        f_prop[i] = f_cur[i] - value[t, k] + nV[k]
+        for j in range(value.shape[0]):
+            f_prop[j, i] = f_cur[j, i] - value[j, t, k] + nV[j, k]
 
 
 @numba.njit(cache=True)
 def _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep):
-    """The Metropolis-Hastings decisions of tree t's leaves, in node order: proposal ``nV[k]``
-    from ``q`` built with ``G``, ``H`` (the current state), reverse ``q`` with ``Gp``, ``Hp``
-    (the proposed state), log-likelihood difference ``dll[k]``; an accepted leaf takes its
-    value and ``keep[k] = 1``.  Returns (accepted, proposed)."""
+    """The Metropolis-Hastings decisions of tree t's leaves, in node order: proposal
+    ``nV[:, k]`` from ``q`` built with ``G``, ``H`` (the current state), reverse ``q`` with
+    ``Gp``, ``Hp`` (the proposed state), log-likelihood difference ``dll[k]``; an accepted
+    leaf takes its value vector and ``keep[k] = 1``.  Returns (accepted, proposed)."""
     acc = 0
     tot = 0
+    vt = value[:, t]
     for k in range(nk):
         if var[t, k] != LEAF:
             continue
         tot += 1
-        mu0 = value[t, k]
-        mu1 = nV[k]
-        logr = (dll[k] + log_prior(mu1, prec0) - log_prior(mu0, prec0)
-                + log_q(mu0, Gp[k], Hp[k], prec0) - log_q(mu1, G[k], H[k], prec0))
+        logr = (dll[k] + prior_at(nV, k, prec0) - prior_at(vt, k, prec0)
+                + q_at(vt, k, Gp, Hp, k, prec0) - q_at(nV, k, G, H, k, prec0))
         u = rng.random()
         if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
-            value[t, k] = mu1
+            for j in range(vt.shape[0]):
+                vt[j, k] = nV[j, k]
             keep[k] = 1
             acc += 1
     return acc, tot
@@ -497,26 +550,31 @@ def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll
     """Metropolis-Hastings decision for every leaf of tree t on the values proposed by
     :func:`leaf_proposals`: ``dll`` gets the leaf's log-likelihood difference, ``Gp``, ``Hp``
     the sums that build the reverse proposal at the proposed state, and ``keep[k]`` is 1 for
-    an accepted leaf (its value is then replaced).  Returns (accepted, proposed)."""
+    an accepted leaf (its value vector is then replaced).  Returns (accepted, proposed)."""
     nk = n_nodes[t]
+    J = gc_prop.shape[0]
     for k in range(nk):
         dll[k] = 0.0
-        Gp[k] = 0.0
-        Hp[k] = 0.0
         keep[k] = 0
+        for j in range(J):
+            Gp[j, k] = 0.0
+            Hp[j, k] = 0.0
     n = leaf_of_row.shape[1]
     for i in range(n):
         k = leaf_of_row[t, i]
         dll[k] += ll_prop[i] - ll_cur[i]
-        Gp[k] += gc_prop[i]
-        Hp[k] += h_prop[i]
+        for j in range(J):
+            Gp[j, k] += gc_prop[j, i]
+            Hp[j, k] += h_prop[j, i]
     return _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
 
 
 class RowState(NamedTuple):
-    """The general sweep's per-row state, shape (n,) each: the term ``f`` at the training rows
-    (offset included) and the row log-likelihoods ``ll``, first derivatives ``g`` and
-    curvatures ``h`` there (see :func:`clean_rows`).  Updated in place by the sweep."""
+    """The general sweep's per-row state for a term of J outputs that share their trees (J = 1
+    for one output): the term ``f`` at the training rows (offset included), shape (J, n), the
+    row log-likelihoods ``ll``, shape (n,), and the first derivatives ``g`` and curvatures
+    ``h`` in each output there, shape (J, n) (see :func:`clean_rows`).  Updated in place by
+    the sweep."""
 
     f: np.ndarray
     ll: np.ndarray
@@ -525,11 +583,12 @@ class RowState(NamedTuple):
 
 
 class RowBuffers(NamedTuple):
-    """Buffers of :func:`general_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
-    ``rows``, ``fs`` (the proposal at the changed rows), and the proposal's ``ll_p``, ``g_p``,
-    ``h_p``, ``gc_p``; ``out`` (3, n) for the row functions; per node slot ``Ga``, ``Ha``,
-    ``spare2`` and ``keep``; ``out_i`` (8,) and ``out_f`` (5,) for the proposals; ``all_rows``
-    = 0 .. n-1."""
+    """Buffers of :func:`general_sweep` for J outputs: per output and row ``f_prop``,
+    ``f_minus``, ``gc``, ``g_p``, ``h_p``, ``gc_p`` (J, n); per row ``rows``, ``ll_p``; ``fs``
+    (J n,), the proposal at the changed rows, and ``out`` ((1 + 2 J) n,), the row function's
+    output; per output and node slot ``G``, ``H``, ``nV``, ``Ga``, ``Ha`` (J, K); per node
+    slot ``dll``, ``spare``, ``keep``; ``S`` (2, J, 2) and ``mu`` (J, 2) for the proposals'
+    sums and values; ``out_i`` (8,) and ``out_f`` (5,); ``all_rows`` = 0 .. n-1."""
 
     f_prop: np.ndarray
     f_minus: np.ndarray
@@ -541,46 +600,61 @@ class RowBuffers(NamedTuple):
     g_p: np.ndarray
     h_p: np.ndarray
     gc_p: np.ndarray
+    G: np.ndarray
+    H: np.ndarray
+    nV: np.ndarray
     Ga: np.ndarray
     Ha: np.ndarray
-    spare2: np.ndarray
+    dll: np.ndarray
+    spare: np.ndarray
     keep: np.ndarray
+    S: np.ndarray
+    mu: np.ndarray
     out_i: np.ndarray
     out_f: np.ndarray
     all_rows: np.ndarray
 
 
-def new_row_buffers(n: int, capacity: int) -> RowBuffers:
+def new_row_buffers(n: int, capacity: int, outputs: int = 1) -> RowBuffers:
     """Buffers for :func:`general_sweep` (the node-sized ones follow the forest's capacity)."""
-    return RowBuffers(np.zeros(n), np.zeros(n), np.zeros(n),
-                      np.zeros(n, np.int64), np.zeros(n), np.zeros((3, n)), np.zeros(n),
-                      np.zeros(n), np.zeros(n), np.zeros(n),
-                      np.zeros(capacity), np.zeros(capacity), np.zeros(capacity),
-                      np.zeros(capacity, np.int64), np.zeros(8, np.int64), np.zeros(5),
-                      np.arange(n, dtype=np.int64))
+    J, K = int(outputs), int(capacity)
+    return RowBuffers(np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
+                      np.zeros(n, np.int64), np.zeros(J * n), np.zeros((1 + 2 * J) * n),
+                      np.zeros(n), np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
+                      np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)),
+                      np.zeros((J, K)), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
+                      np.zeros((2, J, 2)), np.zeros((J, 2)), np.zeros(8, np.int64),
+                      np.zeros(5), np.arange(n, dtype=np.int64))
 
 
 @numba.njit(cache=True, inline="always")
-def clean_row(ll, g, h):
-    """One row's ``(ll, g, h)`` as the moves use them: a NaN log-likelihood is -inf (zero
-    density, the move is rejected); a non-finite first derivative is 0; a curvature that is
-    not finite and positive is ``g ** 2``, the row's outer-product estimate of the Fisher
-    information (a piecewise-linear log density such as the asymmetric Laplace has none).
-    These only shape the proposals; any fixed function of the state keeps the moves exact."""
-    if ll != ll:
-        ll = -math.inf
+def clean_ll(ll):
+    """A NaN log-likelihood is -inf (zero density, the move is rejected)."""
+    return -math.inf if ll != ll else ll
+
+
+@numba.njit(cache=True, inline="always")
+def clean_gh(g, h):
+    """One row's ``(g, h)`` in one output as the moves use them: a non-finite first
+    derivative is 0; a curvature that is not finite and positive is ``g ** 2``, the row's
+    outer-product estimate of the Fisher information (a piecewise-linear log density such as
+    the asymmetric Laplace has none).  These only shape the proposals; any fixed function of
+    the state keeps the moves exact."""
     if not math.isfinite(g):
         g = 0.0
     if not (math.isfinite(h) and h > 0.0):
         h = g * g
-    return ll, g, h
+    return g, h
 
 
 @numba.njit(cache=True)
 def clean_rows(ll, g, h):
-    """:func:`clean_row` on arrays, in place."""
+    """:func:`clean_ll` and :func:`clean_gh` on arrays (``ll`` (n,), ``g``, ``h`` (J, n)), in
+    place."""
     for i in range(ll.shape[0]):
-        ll[i], g[i], h[i] = clean_row(ll[i], g[i], h[i])
+        ll[i] = clean_ll(ll[i])
+        for j in range(g.shape[0]):
+            g[j, i], h[j, i] = clean_gh(g[j, i], h[j, i])
 
 
 @numba.njit(cache=True)
@@ -588,19 +662,23 @@ def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
     """Evaluate the likelihood at ``b.f_prop`` on ``rows[:cnt]`` (the rows a move changes),
     fill the proposal's row arrays there and return the log ratio without the reverse proposal
     densities."""
+    J = st.g.shape[0]
     fs = b.fs
-    for q in range(cnt):
-        fs[q] = b.f_prop[rows[q]]
+    for j in range(J):
+        for q in range(cnt):
+            fs[j * cnt + q] = b.f_prop[j, rows[q]]
     rows_fn(fs.ctypes, rows.ctypes, cnt, pre.ctypes, pre.shape[0], b.out.ctypes)
-    out = b.out.reshape(-1)
+    out = b.out
     d = 0.0
     for q in range(cnt):
         i = rows[q]
-        li, gi, hi = clean_row(out[q], out[cnt + q], out[2 * cnt + q])
+        li = clean_ll(out[q])
         b.ll_p[i] = li
-        b.g_p[i] = gi
-        b.h_p[i] = hi
-        b.gc_p[i] = gi + hi * (fs[q] - b.f_minus[i])
+        for j in range(J):
+            gi, hi = clean_gh(out[(1 + j) * cnt + q], out[(1 + J + j) * cnt + q])
+            b.g_p[j, i] = gi
+            b.h_p[j, i] = hi
+            b.gc_p[j, i] = gi + hi * (fs[j * cnt + q] - b.f_minus[j, i])
         d += li - st.ll[i]
     return logr_rest + d
 
@@ -609,42 +687,51 @@ def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
 def _keep_rows(rows, cnt, st, b):
     for q in range(cnt):
         i = rows[q]
-        st.f[i] = b.f_prop[i]
         st.ll[i] = b.ll_p[i]
-        st.g[i] = b.g_p[i]
-        st.h[i] = b.h_p[i]
+        for j in range(st.g.shape[0]):
+            st.f[j, i] = b.f_prop[j, i]
+            st.g[j, i] = b.g_p[j, i]
+            st.h[j, i] = b.h_p[j, i]
 
 
 @numba.njit(cache=True)
 def _reset_rows(rows, cnt, st, b):
     for q in range(cnt):
-        b.f_prop[rows[q]] = st.f[rows[q]]
+        for j in range(st.f.shape[0]):
+            b.f_prop[j, rows[q]] = st.f[j, rows[q]]
 
 
 @numba.njit(cache=True)
-def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, sc, st, b, proposed,
+def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b, proposed,
                   accepted):
     """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
     from Newton proposals, accepted with the exact log-likelihood, then a
     Metropolis-Hastings update of each of its leaf values.  No Python runs between trees.
 
+    The trees may carry J outputs that share their structure: every leaf holds a vector of J
+    values, proposed output by output (the proposal is the product of the J outputs' Newton
+    proposals, each from the curvature in its own output) and accepted together with the
+    joint log-likelihood of the rows.  J = 1 is one output.
+
     Parameters
     ----------
     rows_fn : C callback ``void(double *f, int64 *rows, int64 r, double *pre, int64 n_pre,
     double *out)``
-        Writes into ``out`` (3, r), row-major, the log-likelihood of the rows ``rows`` at the
-        term's values ``f`` there, and its first and negated second derivatives in each
-        row's own value, every other input of the likelihood read from ``pre`` (computed
-        once per sweep by the caller).  A move costs work proportional to the rows it
-        changes.  Every model's callbacks have this one type, so this kernel is compiled
-        once and cached.
+        Reads ``f`` (J, r) row-major, the term's values at the rows ``rows``, and writes into
+        ``out`` (1 + 2 J, r), row-major, the log-likelihood of those rows, then the first and
+        then the negated second derivatives in each output's own value at each row, every
+        other input of the likelihood read from ``pre`` (computed once per sweep by the
+        caller).  A move costs work proportional to the rows it changes.  Every model's
+        callbacks have this one type, so this kernel is compiled once and cached.
     pre : ndarray of shape (n_pre,)
         The likelihood's inputs that do not depend on the term, packed as float64.
     data, rules, forest, sc :
         :class:`SweepData`, :class:`TreeRules`, :class:`ForestArrays`, :class:`SweepScratch`.
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change, swap.
+    value : ndarray of shape (J, m, K)
+        The leaf values (for J = 1, ``forest.value[None]``).
     st : RowState
         The current state, updated in place (its ``ll``, ``g``, ``h`` cleaned by
         :func:`clean_rows`).
@@ -654,87 +741,93 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, sc, st, b, pr
         Counts per move type and for the leaf updates, incremented.
     """
     f = forest
-    n = st.f.shape[0]
-    m = f.value.shape[0]
+    J, n = st.f.shape
+    m = value.shape[1]
     prec0 = rules.prec0
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
-    G, H, nV, spare = sc.W, sc.S, sc.nW, sc.nS
-    for i in range(n):
-        b.f_prop[i] = st.f[i]
+    for j in range(J):
+        for i in range(n):
+            b.f_prop[j, i] = st.f[j, i]
     for t in range(m):
         for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
-            tv = f.value[t, f.leaf_of_row[t, i]]
-            b.f_minus[i] = st.f[i] - tv
-            b.gc[i] = st.g[i] + st.h[i] * tv
+            k = f.leaf_of_row[t, i]
+            for j in range(J):
+                tv = value[j, t, k]
+                b.f_minus[j, i] = st.f[j, i] - tv
+                b.gc[j, i] = st.g[j, i] + st.h[j, i] * tv
         ok = False
         u = rng.random()
         move = 0
         while move < 3 and u >= move_cp[move]:
             move += 1
         cnt = 0
+        vt = value[:, t]
         if move == 0:
             s = grow_propose(rng, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
                              data.split_prior, rules.alpha, rules.beta, prec0, pg, pp, f.var,
                              f.left, f.right, f.parent, f.depth, f.wavail, f.amask,
-                             f.leaf_of_row, f.value, f.n_nodes, b.gc, st.h, sc.idx, sc.hist,
-                             sc.lo, sc.hi, sc.nmask, sc.tmp, b.out_i, b.out_f)
+                             f.leaf_of_row, value, f.n_nodes, b.gc, st.h, sc.idx, sc.hist,
+                             sc.lo, sc.hi, sc.nmask, sc.tmp, b.S, b.mu, b.out_i, b.out_f)
             if s == 1:
                 ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
                 for q in range(cnt):
                     i = sc.idx[q]
                     b.rows[q] = i
-                    b.f_prop[i] = b.f_minus[i] + (b.out_f[0] if q < mid else b.out_f[1])
-                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[2], st, b)
-                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, f.value[t, ell], prec0)
+                    side = 0 if q < mid else 1
+                    for j in range(J):
+                        b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, side]
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, vt, ell, prec0, b.S)
                 ok = _decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent, f.depth,
                                 f.wavail, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
-                                f.value, sc.idx, sc.nmask, b.out_i, b.out_f)
+                                value, sc.idx, sc.nmask, b.mu, b.out_i, b.out_f)
         elif move == 1:
             s = prune_propose(rng, t, rules.alpha, rules.beta, prec0, pg, pp, f.var, f.left,
                               f.right, f.parent, f.depth, f.wavail, f.n_nodes, f.leaf_of_row,
-                              f.value, b.gc, st.h, sc.idx, b.out_i, b.out_f)
+                              value, b.gc, st.h, sc.idx, b.S, b.mu, b.out_i, b.out_f)
             if s == 1:
                 node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
                 for q in range(cnt):
                     i = sc.idx[q]
                     b.rows[q] = i
-                    b.f_prop[i] = b.f_minus[i] + b.out_f[0]
-                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[1], st, b)
-                logr += (group_log_q(b.rows, 0, mid, b.gc_p, b.h_p, f.value[t, f.left[t, node]],
-                                     prec0)
-                         + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p,
-                                       f.value[t, f.right[t, node]], prec0))
+                    for j in range(J):
+                        b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, 0]
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr += (group_log_q(b.rows, 0, mid, b.gc_p, b.h_p, vt, f.left[t, node],
+                                     prec0, b.S)
+                         + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p, vt, f.right[t, node],
+                                       prec0, b.S))
                 ok = _decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     prune_commit(t, f.var, f.left, f.right, f.free, f.n_free, f.leaf_of_row,
-                                 f.value, sc.idx, b.out_i, b.out_f)
+                                 value, sc.idx, b.mu, b.out_i)
         else:
             s = restructure_propose(
                 rng, move == 3, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
                 data.split_prior, rules.alpha, rules.beta, prec0, f.var, f.cut, f.left, f.right,
-                f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, f.value,
-                b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, nV, sc.nwav, sc.nnc, sc.seg_s,
+                f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, value,
+                b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, b.nV, sc.nwav, sc.nnc, sc.seg_s,
                 sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.out_i, b.out_f)
             if s == 1:
                 root, cnt = b.out_i[0], b.out_i[1]
                 for q in range(cnt):
                     b.rows[q] = sc.idx[q]
-                restructure_values(t, root, f.var, f.left, f.right, f.value, f.leaf_of_row,
-                                   sc.idx, nV, sc.seg_s, sc.seg_e, sc.stack, st.f, b.f_prop)
+                restructure_values(t, root, f.var, f.left, f.right, value, f.leaf_of_row,
+                                   sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, st.f, b.f_prop)
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
-                logr += reverse_old_leaves(t, root, f.var, f.left, f.right, f.value,
+                logr += reverse_old_leaves(t, root, f.var, f.left, f.right, value,
                                            f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0,
                                            b.Ga, b.Ha, sc.stack)
                 ok = _decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     restructure_commit(t, root, f.var, f.left, f.right, f.wavail, f.ncut,
-                                       f.leaf_of_row, sc.idx, f.value[t], nV, spare, b.spare2,
+                                       f.leaf_of_row, sc.idx, value, b.nV, b.spare, b.dll,
                                        sc.nwav, sc.nnc, sc.seg_s, sc.seg_e, sc.stack, f.amask,
                                        sc.nmask)
                 else:
@@ -745,54 +838,62 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, sc, st, b, pr
         if cnt > 0:
             _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
-        a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, f.value, f.leaf_of_row,
-                              prec0, G, H, nV, spare, st, b)
+        a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, value, f.leaf_of_row,
+                              prec0, st, b)
         accepted[4] += a
         proposed[4] += tot
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, G, H, nV, dll,
-                 st, b):
+def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, st, b):
     """The leaf updates of tree t in :func:`general_sweep`: :func:`leaf_gh`,
     :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
     row passes fused (the same sums in the same order, the same random numbers).  Returns
     (accepted, proposed)."""
-    n = st.f.shape[0]
+    J, n = st.f.shape
     nk = n_nodes[t]
+    G, H, nV = b.G, b.H, b.nV
     for k in range(nk):
-        G[k] = 0.0
-        H[k] = 0.0
+        for j in range(J):
+            G[j, k] = 0.0
+            H[j, k] = 0.0
     for i in range(n):
         k = leaf_of_row[t, i]
-        G[k] += st.g[i] + st.h[i] * value[t, k]
-        H[k] += st.h[i]
+        for j in range(J):
+            G[j, k] += st.g[j, i] + st.h[j, i] * value[j, t, k]
+            H[j, k] += st.h[j, i]
     leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
     rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
-    Gp, Hp, keep = b.Ga, b.Ha, b.keep
+    Gp, Hp, keep, dll = b.Ga, b.Ha, b.keep, b.dll
     for k in range(nk):
         dll[k] = 0.0
-        Gp[k] = 0.0
-        Hp[k] = 0.0
         keep[k] = 0
+        for j in range(J):
+            Gp[j, k] = 0.0
+            Hp[j, k] = 0.0
+    out = b.out
     for i in range(n):
-        li, gi, hi = clean_row(b.out[0, i], b.out[1, i], b.out[2, i])
+        li = clean_ll(out[i])
         b.ll_p[i] = li
-        b.g_p[i] = gi
-        b.h_p[i] = hi
         k = leaf_of_row[t, i]
         dll[k] += li - st.ll[i]
-        Gp[k] += gi + hi * (b.f_prop[i] - b.f_minus[i])
-        Hp[k] += hi
+        for j in range(J):
+            gi, hi = clean_gh(out[(1 + j) * n + i], out[(1 + J + j) * n + i])
+            b.g_p[j, i] = gi
+            b.h_p[j, i] = hi
+            Gp[j, k] += gi + hi * (b.f_prop[j, i] - b.f_minus[j, i])
+            Hp[j, k] += hi
     acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
     for i in range(n):
         if keep[leaf_of_row[t, i]] == 1:
-            st.f[i] = b.f_prop[i]
             st.ll[i] = b.ll_p[i]
-            st.g[i] = b.g_p[i]
-            st.h[i] = b.h_p[i]
+            for j in range(J):
+                st.f[j, i] = b.f_prop[j, i]
+                st.g[j, i] = b.g_p[j, i]
+                st.h[j, i] = b.h_p[j, i]
         else:
-            b.f_prop[i] = st.f[i]
+            for j in range(J):
+                b.f_prop[j, i] = st.f[j, i]
     return acc, tot
 
 
@@ -803,19 +904,22 @@ def _decide(rng, logr):
 
 
 @numba.njit(cache=True)
+def _call(rows_fn, F, rows, pre):
+    J, r = F.shape
+    out = np.empty((1 + 2 * J, r))
+    rows_fn(F.ctypes, rows.ctypes, r, pre.ctypes, pre.shape[0], out.ctypes)
+    return out[0].copy(), out[1:1 + J].copy(), out[1 + J:].copy()
+
+
 def call_rows(rows_fn, f_sub, rows, pre):
-    """``(ll, g, h)`` from a row callback (:func:`general_sweep`) at the rows ``rows``."""
-    r = f_sub.shape[0]
-    out = np.empty((3, r))
-    rows_fn(f_sub.ctypes, rows.ctypes, r, pre.ctypes, pre.shape[0], out.ctypes)
-    return out[0].copy(), out[1].copy(), out[2].copy()
+    """``(ll, g, h)`` from a row callback (:func:`general_sweep`) at the rows ``rows``, the
+    term's values there ``f_sub`` of shape (r,) (one output: ``g``, ``h`` of shape (r,)) or
+    (J, r) (``g``, ``h`` of shape (J, r))."""
+    F = np.ascontiguousarray(np.atleast_2d(f_sub), dtype=np.float64)
+    ll, g, h = _call(rows_fn, F, np.ascontiguousarray(rows, dtype=np.int64), pre)
+    return (ll, g[0], h[0]) if np.ndim(f_sub) == 1 else (ll, g, h)
 
 
-@numba.njit(cache=True)
 def call_all(rows_fn, f, pre):
-    """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1)."""
-    n = f.shape[0]
-    out = np.empty((3, n))
-    rows = np.arange(n)
-    rows_fn(f.ctypes, rows.ctypes, n, pre.ctypes, pre.shape[0], out.ctypes)
-    return out[0].copy(), out[1].copy(), out[2].copy()
+    """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1), as :func:`call_rows`."""
+    return call_rows(rows_fn, f, np.arange(np.shape(f)[-1], dtype=np.int64), pre)
