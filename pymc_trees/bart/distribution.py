@@ -19,6 +19,7 @@ from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior
 from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
+from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -110,15 +111,20 @@ class BARTTreeRV(RandomVariable):
         if self.prior.learned_scale:  # one leaf scale for every output, from its prior
             a, b = learned_scale_prior(sd)
             sd = float(np.sqrt(b / rng.gamma(a)))
-        for j in range(out.shape[0]):
-            fs = make_forest_sampler(np.asarray(X), self.prior, float(offset), sd,
-                                     categorical_columns(self))
+        shared = self.outputs is not None and not self.prior.separate_trees
+        for j in range(1 if shared else out.shape[0]):
+            if shared:  # one forest, k values at each leaf
+                fs = SharedOutputSampler(np.asarray(X), self.prior, float(offset), sd,
+                                         categorical_columns(self), outputs=self.outputs)
+            else:
+                fs = make_forest_sampler(np.asarray(X), self.prior, float(offset), sd,
+                                         categorical_columns(self))
             if self.prior.dart:  # DART inside the tree step: from Linero's prior
                 log_s, _ = dart_prior_draw(rng, fs.X.shape[1])
                 fs.set_split_weights(np.exp(log_s - log_s.max()))
             elif self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
-            fs.prior_values(rng, out[j])
+            fs.prior_values(rng, out if shared else out[j])
         return out[0] if self.outputs is None else out
 
 
@@ -257,6 +263,14 @@ class BARTTree(Distribution):
         (pymc-bart's): each tree's leaves are all linear or all constant, the kind a
         parameter of the tree with prior 1/2 each, drawn exactly given the tree after its
         move.  Particle Gibbs and the general tree step (other likelihoods) are refused.
+    separate_trees : bool, default True
+        For a term of shape (k, n): k independent forests (True), or one forest of m trees
+        whose every leaf holds k values, independent ``Normal(0, leaf_sd**2)`` (False;
+        pymc-bart's default form for ``shape=(k, n)``).  Shared trees are sampled by the
+        general tree step over the joint likelihood of the k outputs at each row, for any
+        likelihood (a structural move proposes the k values of each new leaf and is
+        accepted with the exact log-likelihood); no warm start, no Particle Gibbs, constant
+        leaves only (``docs/design.md``, "Outputs that share their trees").
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -269,7 +283,8 @@ class BARTTree(Distribution):
         the others (a Normal mean, a quantile, a softmax class) by the conjugate update,
         any other by the general tree step of :class:`~pymc_trees.CGMTreeStep`
         (``sampler="pg"`` is refused for those when the step is built; learned split
-        probabilities are refused).
+        probabilities are refused).  With ``separate_trees=False`` the k outputs share
+        one forest instead (below).
         ``initval`` is refused (every tree starts as a single leaf).
 
     Notes
@@ -289,7 +304,7 @@ class BARTTree(Distribution):
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
                 missing_split: bool = True, columns=None, response: str = "constant",
-                **kwargs):
+                separate_trees: bool = True, **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -302,7 +317,7 @@ class BARTTree(Distribution):
                              split_prior=split_prior, sampler=sampler, columns=columns,
                              link=link, keep_values=keep_values, categorical=schema,
                              missing=missing, missing_split=missing_split, response=response,
-                             **kwargs)
+                             separate_trees=separate_trees, **kwargs)
         return rv
 
     @classmethod
@@ -311,7 +326,8 @@ class BARTTree(Distribution):
              min_leaf: int = 5, split_prior=None, sampler: str | None = None,
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
-             missing_split: bool = True, response: str = "constant", **kwargs):
+             missing_split: bool = True, response: str = "constant",
+             separate_trees: bool = True, **kwargs):
         if response not in RESPONSES:
             raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
         if not isinstance(missing_split, (bool, np.bool_)):
@@ -402,7 +418,9 @@ class BARTTree(Distribution):
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
                           missing_split=bool(missing_split), learned_scale=internal,
-                          dart=dart, response=response)
+                          dart=dart, response=response,
+                          separate_trees=_check_separate(separate_trees, outputs, response,
+                                                         sampler))
         if weights is None:
             weights = prior.split_weights(p)
         sampler = DEFAULT_SAMPLER if sampler is None else sampler
@@ -566,6 +584,29 @@ def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> N
                       "each side, so every tree stays a single leaf and the term is a constant "
                       "plus Gaussian noise in its leaves. Check X (constant columns?) or lower "
                       "min_leaf.", UserWarning, stacklevel=4)
+
+
+def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
+    """``separate_trees`` as a bool, refused where the shared form does not apply."""
+    if not isinstance(separate_trees, (bool, np.bool_)):
+        raise ValueError(f"separate_trees must be True or False; got {separate_trees!r}.")
+    if separate_trees:
+        return True
+    if outputs is None:
+        raise ValueError("separate_trees=False makes the k outputs of a term of shape (k, n) "
+                         "share one forest (each leaf holds k values), but this term has one "
+                         "value per row of X. Pass shape=(k, n) (or two dims), or drop "
+                         "separate_trees.")
+    if response != "constant":
+        raise ValueError(f"Linear leaves (response={response!r}) hold one line per leaf; a term "
+                         "whose outputs share their trees (separate_trees=False) needs "
+                         "response='constant', or use separate_trees=True.")
+    if sampler == "pg":
+        raise ValueError("Particle Gibbs integrates one value per leaf out; a term whose "
+                         "outputs share their trees (separate_trees=False) is sampled by the "
+                         "general tree step: use sampler='cgm' (the default), or "
+                         "separate_trees=True.")
+    return False
 
 
 def _outputs_of(key: str, shape, n: int) -> int | None:

@@ -136,20 +136,33 @@ ROW_SIGNATURE = numba.types.void(
     numba.types.CPointer(numba.types.float64))
 
 
-def _c_callback(jf):
+def _c_callback(jf, outputs: int | None = None):
     """The compiled row graph ``jf`` behind a C signature (:data:`ROW_SIGNATURE`:
     ``(f, rows, r, pre, n_pre, out)``, ``out`` of shape (3, r) row-major): every model's row
-    functions have the same type, so the sweep kernel is compiled once and cached on disk."""
+    functions have the same type, so the sweep kernel is compiled once and cached on disk.
+    For J = ``outputs`` outputs that share their trees, ``f`` has shape (J, r) and ``out``
+    (1 + 2 J, r): the log density, then the J first and the J negated second derivatives."""
     carray = numba.carray
+    if outputs is None:
+        def call(fp, rp, r, pp, npre, outp):
+            ll, g, h = jf(carray(fp, (r,)), carray(rp, (r,)), carray(pp, (npre,)))
+            out = carray(outp, (3, r))
+            for i in range(r):
+                out[0, i] = ll[i]
+                out[1, i] = g[i]
+                out[2, i] = h[i]
+        return numba.cfunc(ROW_SIGNATURE)(call)
+    J = int(outputs)
 
-    def call(fp, rp, r, pp, npre, outp):
-        ll, g, h = jf(carray(fp, (r,)), carray(rp, (r,)), carray(pp, (npre,)))
-        out = carray(outp, (3, r))
+    def call_joint(fp, rp, r, pp, npre, outp):
+        ll, g, h = jf(carray(fp, (J, r)), carray(rp, (r,)), carray(pp, (npre,)))
+        out = carray(outp, (1 + 2 * J, r))
         for i in range(r):
             out[0, i] = ll[i]
-            out[1, i] = g[i]
-            out[2, i] = h[i]
-    return numba.cfunc(ROW_SIGNATURE)(call)
+            for j in range(J):
+                out[1 + j, i] = g[j, i]
+                out[1 + J + j, i] = h[j, i]
+    return numba.cfunc(ROW_SIGNATURE)(call_joint)
 
 
 def _frontier(pre_fn, roots: list, point: dict) -> list:
@@ -178,8 +191,10 @@ class RowFunctions:
     Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
     process that unpickles it, e.g. a chain's worker)."""
 
-    def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None):
+    def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None,
+                 outputs: int | None = None):
         self._graphs = graphs  # (inputs, outputs) of the row graph
+        self._outputs = outputs  # J when the row graph takes all J outputs at once
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
         self._layout = layout  # per frontier output: its shape in the packed vector
@@ -199,7 +214,7 @@ class RowFunctions:
     def _build(self):
         if self._callbacks is None:
             (fr,) = self.compiled_functions()
-            self._callbacks = _c_callback(fr.vm.jit_fn)
+            self._callbacks = _c_callback(fr.vm.jit_fn, getattr(self, "_outputs", None))
         return self._callbacks
 
     @property
@@ -225,14 +240,18 @@ class RowFunctions:
         return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_names: dict
-                 ) -> RowFunctions | str:
+def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_names: dict,
+                 outputs: int | None = None) -> RowFunctions | str:
     """Split and compile the row log density ``lp`` (shape (n,), a graph of the model's value
     variables) of tree term ``f_value`` (the term's value variable; for ``output`` j of a term
-    of shape (k, n), row j of it).  ``value_names`` maps the model's value variables to their
-    names in a point.  Returns the :class:`RowFunctions`, or the reason (a string) why this
-    graph cannot run in the kernel; the caller checks the functions' values."""
-    f_in = pt.dvector("f_rows")
+    of shape (k, n), row j of it; with ``outputs`` = k, all k outputs at once, for a term
+    whose outputs share their trees: the row graph takes f of shape (k, r) and gives the
+    derivatives in each output's own value).  ``value_names`` maps the model's value
+    variables to their names in a point.  Returns the :class:`RowFunctions`, or the reason (a
+    string) why this graph cannot run in the kernel; the caller checks the functions'
+    values."""
+    joint = outputs is not None
+    f_in = pt.dmatrix("f_rows") if joint else pt.dvector("f_rows")
     roots = [v for v in ancestors([lp]) if v.owner is None
              and not (isinstance(v, Constant) and n not in np.shape(v.data))]
     if any(not isinstance(v, (Constant, SharedVariable)) and v not in value_names
@@ -250,7 +269,8 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     _rewrite_mode().rewrite(pre_fg)
     [lp_in] = pre_fg.outputs
     g = pytensor.grad(pt.sum(lp_in), f_in)
-    h = -pytensor.grad(pt.sum(g), f_in)
+    h = (pt.stack([-pytensor.grad(pt.sum(g[j]), f_in)[j] for j in range(outputs)]) if joint
+         else -pytensor.grad(pt.sum(g), f_in))
     fg = FunctionGraph([f_in, *ph.values()], [lp_in, g, h], clone=True)
     _rewrite_mode().rewrite(fg)
     fin, *phs = fg.inputs
@@ -279,7 +299,7 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
                                                                optimizer="fast_run"))
     values = [np.asarray(x) for x in _frontier(pre_fn, source, point)]
     idx = pt.lvector("rows")
-    f_sub = pt.dvector("f_sub")
+    f_sub = pt.dmatrix("f_sub") if joint else pt.dvector("f_sub")
     packed = pt.dvector("pre")
     gathered = {fin: f_sub}
     layout = []
@@ -301,7 +321,8 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
         else:  # a scalar-typed value: back to the scalar type
             gathered[v] = pt.basic.scalar_from_tensor(pt.cast(flat[0], v.type.dtype))
     row_outs = _rebuild(outs, gathered)
-    rf = RowFunctions(((f_sub, idx, packed), row_outs), pre_fn, source, layout)
+    rf = RowFunctions(((f_sub, idx, packed), row_outs), pre_fn, source, layout,
+                      outputs=outputs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (fr,) = rf.compiled_functions()

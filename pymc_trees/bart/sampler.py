@@ -66,6 +66,9 @@ class TreePrior:
         it (:mod:`pymc_trees.bart.kernels.linear`;
         :class:`~pymc_trees.bart.linear_sampler.LinearForestSampler`); ``"mix"``: each tree
         is one or the other, with prior 1/2.
+    separate_trees : bool
+        For a term of k outputs: k independent forests (True), or one forest whose leaves
+        hold k values (False; :class:`~pymc_trees.bart.shared_sampler.SharedOutputSampler`).
     """
 
     m: int = 200
@@ -78,6 +81,7 @@ class TreePrior:
     learned_scale: bool = False
     dart: bool = False
     response: str = "constant"
+    separate_trees: bool = True
 
     def __post_init__(self):
         if self.response not in ("constant", "linear", "mix"):
@@ -806,6 +810,10 @@ class ForestSampler:
         absent from a node's rows) it is drawn from the prior, a fair coin per node, with
         ``rng`` (default: a generator seeded with 0).  Rows like the training rows never
         meet those coins."""
+        return self._pack_slots(rng)[0]
+
+    def _pack_slots(self, rng: np.random.Generator | None) -> tuple[PackedForest, np.ndarray]:
+        """:meth:`pack`, and where every node slot went in the packed nodes (shape (m, K))."""
         f = self.forest
         lay = self.layout
         rng = np.random.default_rng(0) if rng is None else rng
@@ -815,7 +823,7 @@ class ForestSampler:
                             f.amask, lay.fmap, lay.thr_tab, lay.ml_tab, lay.nlev, lay.nan_bin,
                             nodes, slot_pos)
         self._pack_leaves(nodes, slot_pos)
-        return PackedForest(start, nodes, float(self.offset))
+        return PackedForest(start, nodes, float(self.offset)), slot_pos
 
     def _pack_leaves(self, nodes: np.ndarray, slot_pos: np.ndarray) -> None:
         """Hook for leaves that are more than a value (linear leaves); constant: nothing."""

@@ -30,6 +30,7 @@ from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
                                      move_cumulative_probs)
 from pymc_trees.bart.linear_sampler import make_forest_sampler
+from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        level_shifts, noise_likelihood, output_tree_likelihood,
                                        tree_likelihood)
@@ -314,7 +315,12 @@ class _TreeStep(BlockedStep):
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
         """The orchestration of the kernels: one ForestSampler, or one per output."""
         outputs = rv.owner.op.outputs
-        if outputs is None:
+        self._shared = outputs is not None and not rv.owner.op.prior.separate_trees
+        if self._shared:  # one forest whose leaves hold the k outputs' values
+            self.sampler = SharedOutputSampler(X_value, rv.owner.op.prior, offset, sd0,
+                                               categorical_columns(rv.owner.op),
+                                               outputs=outputs)
+        elif outputs is None:
             self.sampler = make_forest_sampler(X_value, rv.owner.op.prior, offset, sd0,
                                                categorical_columns(rv.owner.op))
         else:
@@ -359,7 +365,11 @@ class _TreeStep(BlockedStep):
         outputs = rv.owner.op.outputs
         self._liks = None
         try:
-            if outputs is not None:
+            if self._shared:
+                # the k outputs' leaf values move together: the general step over the joint
+                # likelihood of the k outputs at each row, for any likelihood
+                self.likelihood = general_likelihood(model, rv, self.sampler.n, joint=True)
+            elif outputs is not None:
                 # one output given the others: the conjugate update where the output is a
                 # linear predictor of an augmentable likelihood, else the general step
                 self._liks = []
@@ -438,8 +448,9 @@ class _TreeStep(BlockedStep):
         for lik in self._liks or [self.likelihood]:
             lik.reset()
         self.tune = tune > 0
-        # grow-from-root sweeps open the tuning phase; at least half of it stays exact
-        self._warm_left = min(self.warm_start, tune // 2)
+        # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
+        # warm start grows one value per leaf: none for outputs that share their trees)
+        self._warm_left = 0 if self._shared else min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self._burn_left = self.burn_in if self._hold_ok else None
         self._held = None
@@ -580,8 +591,11 @@ class _TreeStep(BlockedStep):
         ``<name>_split_alpha`` in ``sample_stats`` by :mod:`pymc_trees.bart.trace_io`."""
         if not self._dart:
             return {}
-        return {f"{self.var_name}{DART_SUFFIX}": DartDraw(self.sampler.dart_probs,
-                                                          self.sampler.dart_alpha)}
+        probs, alpha = self.sampler.dart_probs, self.sampler.dart_alpha
+        if self._shared:  # one forest: its probabilities are every output's
+            k = self.sampler.outputs
+            probs, alpha = np.tile(probs, (k, 1)), np.full(k, alpha)
+        return {f"{self.var_name}{DART_SUFFIX}": DartDraw(probs, alpha)}
 
     def _leaf_sd_at(self, point) -> float:
         sd = float(self._leaf_sd_fn(point))

@@ -538,6 +538,7 @@ class GeneralLikelihood:
     _fn: Callable
     _dfn: Callable
     output: int | None = None  # the output j of a term of shape (k, n)
+    outputs: int | None = None  # k, when the k outputs of the term share their trees (joint)
     family: str = "general"
     link: str | None = None  # how eta enters its parameter, when recognised (_general_link)
     parameter: str | None = None  # the name of that parameter
@@ -582,13 +583,23 @@ class GeneralLikelihood:
                 full[j] = f
                 values[name] = full
             if check is not None:
-                out = tuple(_rows(x, self.n) for x in check(values))
+                out = self._row_arrays(check(values))
                 return out if derivatives else out[0]
             if derivatives:
-                return tuple(_rows(x, self.n) for x in self._dfn(values))
+                return self._row_arrays(self._dfn(values))
             return _rows(self._fn(values), self.n)
 
         return loglik
+
+    def _row_arrays(self, lgh) -> tuple:
+        """``(ll, g, h)`` as float64 rows: ``ll`` (n,), ``g`` and ``h`` (n,), or (k, n) for
+        the k outputs of a joint likelihood."""
+        ll, g, h = lgh
+        if self.outputs is None:
+            return _rows(ll, self.n), _rows(g, self.n), _rows(h, self.n)
+        shape = (self.outputs, self.n)
+        return (_rows(ll, self.n), np.broadcast_to(np.asarray(g, np.float64), shape),
+                np.broadcast_to(np.asarray(h, np.float64), shape))
 
 
 def _rows(x, n: int) -> np.ndarray:
@@ -683,9 +694,12 @@ def _row_log_density(model, obs, name: str, n: int, point: dict):
             f"observed at (BARTTree(..., X[idx])), and use pmt.predict for other rows.")
     return lp if rows == n else pt.broadcast_to(lp, (n,))
 
-def general_likelihood(model, f_rv, n: int, output: int | None = None) -> GeneralLikelihood:
+def general_likelihood(model, f_rv, n: int, output: int | None = None,
+                       joint: bool = False) -> GeneralLikelihood:
     """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
-    (k, n)) for the general tree step.
+    (k, n); with ``joint``, of all k outputs at once, for a term whose outputs share their
+    trees: ``f``, ``g`` and ``h`` then have shape (k, n), the derivatives in each output's
+    own value) for the general tree step.
 
     ``f_rv`` must enter one or more observed variables and nothing else; each one's log
     density is a sum over rows in which row i depends on the term only through ``f_i``, and
@@ -704,7 +718,12 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
     lp = sum(_row_log_density(model, obs, name, n, point) for obs in deps)
     obs = deps[0]
     observed_name = obs.name if len(deps) == 1 else " + ".join(d.name for d in deps)
-    if output is None:
+    outputs = f_rv.owner.op.outputs if joint else None
+    if joint:
+        g = pytensor.grad(pt.sum(lp), f_value)
+        h = pt.stack([-pytensor.grad(pt.sum(g[j]), f_value)[j] for j in range(outputs)])
+        link, parameter = None, None
+    elif output is None:
         g = pytensor.grad(pt.sum(lp), f_value)
         h = -pytensor.grad(pt.sum(g), f_value)
         link, parameter = _general_link(obs, f_rv) if len(deps) == 1 else (None, None)
@@ -718,7 +737,7 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None) -> Genera
     lik = GeneralLikelihood(observed_name=observed_name, observed=obs, n=n, f_name=f_value.name,
                             _fn=_LazyValues(list(model.value_vars), [lp], fast=False),
                             _dfn=_LazyValues(list(model.value_vars), [lp, g, h], fast=True),
-                            output=output, link=link, parameter=parameter)
+                            output=output, outputs=outputs, link=link, parameter=parameter)
     check = _compile_values(model.value_vars, [lp, g, h], mode="FAST_COMPILE")
     f0 = np.asarray(point[f_value.name], dtype=np.float64)
     if output is not None:
@@ -749,7 +768,7 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
     the reason; the Python sweep then runs, with the same moves."""
     names = {v: v.name for v in model.value_vars}
     try:
-        rf = compile_rows(lp, f_value, lik.output, lik.n, point, names)
+        rf = compile_rows(lp, f_value, lik.output, lik.n, point, names, lik.outputs)
     except Exception as err:  # noqa: BLE001 - any graph the splitter does not know
         rf = f"{type(err).__name__}: {err}"
     if isinstance(rf, str):
@@ -757,7 +776,7 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
         return
     rng = np.random.default_rng(1)
     n = lik.n
-    f = f0 + rng.normal(0.0, 0.3, n)
+    f = f0 + rng.normal(0.0, 0.3, np.shape(f0))
     values = dict(point)
     if lik.output is None:
         values[lik.f_name] = f
@@ -765,12 +784,12 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
         full = np.array(point[lik.f_name], dtype=np.float64)
         full[lik.output] = f
         values[lik.f_name] = full
-    ref = [_rows(x, n) for x in check(values)]
+    ref = lik._row_arrays(check(values))
     rows = rng.permutation(n)[:max(1, n // 3)].astype(np.int64)
     try:
         pre = rf.pre(values)
         got = call_all(rf.rows_fn, f, pre)
-        part = call_rows(rf.rows_fn, np.ascontiguousarray(f[rows]), rows, pre)
+        part = call_rows(rf.rows_fn, np.ascontiguousarray(f[..., rows]), rows, pre)
     except Exception as err:  # noqa: BLE001 - a shape the row graph still fixes, say
         lik.rows_reason = f"the row graph failed at the check: {type(err).__name__}: {err}"
         return
@@ -780,7 +799,7 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
     tol = (1e-9, 1e-4, 1e-4)
     if not all(_agree(a, b, r) for a, b, r in zip(got, ref, tol)):
         lik.rows_reason = "the compiled row graph disagrees with the whole graph"
-    elif not all(_agree(a, b[rows], r) for a, b, r in zip(part, got, tol)):
+    elif not all(_agree(a, b[..., rows], r) for a, b, r in zip(part, got, tol)):
         lik.rows_reason = "the row graph at a subset of the rows disagrees with all rows"
     else:
         lik.rows = rf

@@ -1,0 +1,154 @@
+"""Orchestration of a term whose k outputs share their trees (``BARTTree(..., shape=(k, n),
+separate_trees=False)``): one forest of m trees whose every leaf holds a vector of k values.
+
+This is the multi-output form of pymc-bart (its default for ``shape=(k, n)``).  The prior is
+the tree prior of one forest, with the k values of each leaf independent
+``Normal(0, leaf_sd**2)``; output j of the term is ``offset + sum_t`` of the j-th values of
+the leaves the row falls in.  The trees are sampled by the general tree step (bart-math
+section 9) over the joint likelihood of the k outputs at each row
+(:func:`pymc_trees.bart.kernels.general.general_sweep` with J = k): a structural move proposes
+the new leaves' k values from the product of each output's Newton proposal and is accepted
+with the exact joint log-likelihood, so the step is exact for any likelihood.
+
+The forest's ``value`` array is output 0's row of :attr:`SharedOutputSampler.leaf_values`
+(shape (k, m, K)), so that everything that reads one forest (its structure, DART, summaries)
+reads this one.  A stored draw is k packed forests with the same trees and routing coins,
+output after output (:func:`~pymc_trees.bart.sampler.concat_packed`), the layout of a term
+with separate trees, so prediction, saving and interpretation read it unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_trees.bart.kernels.forest import LEAF, Forest, forest_values
+from pymc_trees.bart.sampler import ForestSampler, concat_packed
+from pymc_trees.core.packed import PackedForest
+
+__all__ = ["SharedOutputSampler", "SharedForestState"]
+
+
+@dataclass
+class SharedForestState:
+    """A step's saved state of a :class:`SharedOutputSampler`: the trees without the rows'
+    leaves and every output's leaf values, shape (k, m, K)."""
+
+    forest: Forest
+    values: np.ndarray
+
+
+@dataclass
+class SharedOutputSampler(ForestSampler):
+    """A :class:`ForestSampler` of ``outputs`` = k outputs that share one forest: every leaf
+    holds k values.  Sampled by :meth:`general_sweep` only (the conjugate, Particle Gibbs and
+    warm-start sweeps update one value per leaf and are refused).
+
+    Parameters
+    ----------
+    outputs : int
+        The number k >= 2 of outputs; the other parameters are :class:`ForestSampler`'s.
+    """
+
+    outputs: int = 2
+
+    def __post_init__(self):
+        if int(self.outputs) != self.outputs or self.outputs < 2:
+            raise ValueError(f"outputs must be an integer >= 2; got {self.outputs!r}.")
+        self.outputs = int(self.outputs)
+        super().__post_init__()
+
+    def reset(self) -> None:
+        super().reset()
+        f = self.forest
+        self._V = np.zeros((self.outputs, f.m, f.capacity))
+        f.value = self._V[0]
+
+    def leaf_values(self) -> np.ndarray:
+        """Every output's leaf values, shape (k, m, K); row 0 is ``forest.value``."""
+        f = self.forest
+        if self._V.shape[2] != f.capacity or f.value.base is not self._V:
+            # the forest's arrays grew (Forest.ensure_capacity copied output 0's values)
+            V = np.zeros((self.outputs, f.m, f.capacity))
+            K = min(self._V.shape[2], f.capacity)
+            V[:, :, :K] = self._V[:, :, :K]
+            V[0] = f.value
+            self._V = V
+            f.value = V[0]
+        return self._V
+
+    def values(self) -> np.ndarray:
+        """The term at the training rows, shape (k, n), each output summed tree by tree from
+        the offset."""
+        f = self.ensure_rows()
+        V = self.leaf_values()
+        out = np.empty((self.outputs, self.n))
+        for j in range(self.outputs):
+            forest_values(V[j], f.leaf_of_row, float(self.offset), out[j])
+        return out
+
+    def _forest_key(self) -> tuple:
+        return (*super()._forest_key(), self.leaf_values().tobytes())
+
+    def forest_state(self) -> SharedForestState:
+        return SharedForestState(self.forest.compact(), self.leaf_values().copy())
+
+    def restore_forest(self, state) -> None:
+        """Take the trees and leaf values of a saved state (:meth:`forest_state`)."""
+        if not isinstance(state, SharedForestState):
+            raise TypeError(f"A term whose outputs share their trees restores a "
+                            f"SharedForestState; got {type(state).__name__}.")
+        super().restore_forest(state.forest)
+        self._V = state.values.copy()
+        self.forest.value = self._V[0]
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.forest.value = self._V[0]  # the pickle holds a copy of row 0: a view again
+
+    def pack(self, rng: np.random.Generator | None = None) -> PackedForest:
+        """The k outputs' packed forests, one after the other (trees ``j*m .. (j+1)*m - 1``
+        are output j's): the same trees and the same routing coins for every output, each
+        with its own leaf values."""
+        V = self.leaf_values()
+        first, slot_pos = self._pack_slots(rng)
+        leaves = self.forest.var == LEAF
+        parts = [first]
+        for j in range(1, self.outputs):
+            nodes = first.nodes.copy()
+            nodes["value"][slot_pos[leaves]] = V[j][leaves]
+            parts.append(PackedForest(first.start, nodes, first.offset))
+        return concat_packed(parts)
+
+    def leaf_stats(self) -> tuple[float, float]:
+        """(number of leaf values, their sum of squares) over all outputs."""
+        V = self.leaf_values()
+        leaves = self.forest.var == LEAF
+        return float(self.outputs * leaves.sum()), float(np.sum(V[:, leaves] ** 2))
+
+    def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
+        """``out`` (shape (k, n)) = a draw of the term from its prior at the training rows:
+        one forest's trees, and k independent values at each leaf."""
+        forest = self.sample_prior(rng)
+        forest_values(forest.value, forest.leaf_of_row, float(self.offset), out[0])
+        for j in range(1, self.outputs):
+            value = rng.normal(0.0, self.leaf_sd, forest.value.shape)
+            forest_values(value, forest.leaf_of_row, float(self.offset), out[j])
+
+    def _refuse(self, what: str):
+        raise NotImplementedError(
+            f"A term whose outputs share their trees is sampled by the general tree step; "
+            f"{what} updates one value per leaf. Use BARTTree(..., separate_trees=True) for it.")
+
+    def cgm_sweep(self, *args, **kwargs):
+        self._refuse("the conjugate CGM sweep")
+
+    def pg_sweep(self, *args, **kwargs):
+        self._refuse("Particle Gibbs")
+
+    def gfr_sweep(self, *args, **kwargs):
+        self._refuse("the grow-from-root warm start")
+
+    def level_shift(self, *args, **kwargs):
+        self._refuse("the level shift")
