@@ -370,27 +370,35 @@ def test_several_outputs_predict_save_and_posterior_predictive(tmp_path):
         pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=y, shape=Xd.shape[0])
         idata = pm.sample(draws=30, tune=30, chains=2, random_seed=2, progressbar=False,
                           compute_convergence_checks=False)
-    post = idata.posterior["f"]
-    assert post.shape == (2, 30, 3, 40)
+    assert idata.posterior["f"].shape == (2, 30, 3, 40)
     fr = pmt.forests(idata, "f")
     assert fr.shape == (2, 30, 3) and fr.values[0, 0, 1].m == 4
+    check_outputs_through_the_api(idata, model, X, rng.uniform(size=(5, 2)), tmp_path)
+
+
+def check_outputs_through_the_api(idata, model, X, X_new, tmp_path):
+    """A term ``f`` of shape (k, n) after sampling a model with ``pm.Data("X")`` and an
+    observed ``y``: predict rebuilds the training values exactly and evaluates the last
+    output's own trees at new rows; saving keeps the forests; pm.set_data with
+    pmt.sample_posterior_predictive gives predict's values."""
+    post = idata.posterior["f"]
+    chains, draws, k = post.shape[:3]
     pred = pmt.predict(idata, X)
     assert pred.dims == ("chain", "draw", "output", "obs")
     np.testing.assert_allclose(pred.values, post.values, rtol=0, atol=1e-12)
-    # output 2's own trees, evaluated one by one, at new rows
-    X_new = rng.uniform(size=(5, 2))
-    np.testing.assert_allclose(pmt.predict(idata, X_new).values[1, 3, 2],
-                               fr.values[1, 3, 2].predict(X_new), rtol=0, atol=1e-12)
+    fr = pmt.forests(idata, "f")  # the last output's own trees, one by one, at new rows
+    np.testing.assert_allclose(pmt.predict(idata, X_new).values[1, 3, k - 1],
+                               fr.values[1, 3, k - 1].predict(X_new), rtol=0, atol=1e-12)
     path = tmp_path / "trace.nc"
     idata.to_netcdf(path)
     back = az.from_netcdf(path)
     np.testing.assert_array_equal(pmt.predict(back, X_new).values,
                                   pmt.predict(idata, X_new).values)
     with model:
-        pm.set_data({"X": X_new}, coords={"obs": range(5)})
+        pm.set_data({"X": X_new}, coords={"obs": range(len(X_new))})
         pp = pmt.sample_posterior_predictive(idata, var_names=["y", "f"], random_seed=3,
                                              progressbar=False)
-    assert pp.posterior_predictive["y"].shape == (2, 30, 5)
+    assert pp.posterior_predictive["y"].shape == (chains, draws, len(X_new))
     np.testing.assert_allclose(pp.posterior_predictive["f"].values,
                                pmt.predict(idata, X_new).values, rtol=0, atol=1e-12)
 

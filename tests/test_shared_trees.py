@@ -22,6 +22,7 @@ from scipy import special, stats
 
 import pymc_trees as pmt
 from enumeration import check_cells
+from test_general import check_outputs_through_the_api
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.sampler import TreePrior
 
@@ -209,28 +210,10 @@ def test_shared_trees_predict_save_and_posterior_predictive(tmp_path):
     with model:
         idata = pm.sample(draws=40, tune=40, chains=2, random_seed=2, progressbar=False,
                           compute_convergence_checks=False)
-    post = idata.posterior["f"]
-    assert post.shape == (2, 40, 2, 60)
+    assert idata.posterior["f"].shape == (2, 40, 2, 60)
     _splits(idata, "f", 6)  # asserts the outputs' trees are the same
-    pred = pmt.predict(idata, X)
-    assert pred.dims == ("chain", "draw", "output", "obs")
-    np.testing.assert_allclose(pred.values, post.values, rtol=0, atol=1e-12)
-    X_new = np.random.default_rng(5).uniform(size=(5, 2))
-    fr = pmt.forests(idata, "f")
-    np.testing.assert_allclose(pmt.predict(idata, X_new).values[1, 3, 1],
-                               fr.values[1, 3, 1].predict(X_new), rtol=0, atol=1e-12)
-    path = tmp_path / "trace.nc"
-    idata.to_netcdf(path)
-    back = az.from_netcdf(path)
-    np.testing.assert_array_equal(pmt.predict(back, X_new).values,
-                                  pmt.predict(idata, X_new).values)
-    with model:
-        pm.set_data({"X": X_new}, coords={"obs": range(5)})
-        pp = pmt.sample_posterior_predictive(idata, var_names=["y", "f"], random_seed=3,
-                                             progressbar=False)
-    assert pp.posterior_predictive["y"].shape == (2, 40, 5)
-    np.testing.assert_allclose(pp.posterior_predictive["f"].values,
-                               pmt.predict(idata, X_new).values, rtol=0, atol=1e-12)
+    check_outputs_through_the_api(idata, model, X, np.random.default_rng(5).uniform(size=(5, 2)),
+                                  tmp_path)
     # DART's split probabilities are one forest's, the same for both outputs
     probs = idata.sample_stats["f_split_probs"].values
     np.testing.assert_array_equal(probs[:, :, 0], probs[:, :, 1])

@@ -617,21 +617,21 @@ class ForestSampler:
                     prec0,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
                     f.n_nodes, f.leaf_of_row, value, gc, h_cur, idx, hist, lo, hi, b.nV, nwav,
-                    nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f)
+                    nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f)
                 if st == 1:
                     root, cnt = int(out_i[0]), int(out_i[1])
                     rows = idx[:cnt].astype(np.int64)
                     gk.restructure_values(t, root, f.var, f.left, f.right, value,
-                                          f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack, f_cur,
-                                          f_prop)
+                                          f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack,
+                                          b.leaves, f_cur, f_prop)
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
                         t, root, f.var, f.left, f.right, value, f.leaf_of_row, idx, cnt, gcp,
-                        hp, prec0, b.Ga, b.Ha, stack))
+                        hp, prec0, b.Ga, b.Ha, stack, b.leaves))
                     if ok:
                         gk.restructure_commit(t, root, f.var, f.left, f.right, f.wavail,
                                               f.ncut, f.leaf_of_row, idx, value, b.nV, b.spare,
-                                              b.dll, nwav, nnc, seg_s, seg_e, stack, f.amask,
-                                              nmask)
+                                              b.dll, nwav, nnc, seg_s, seg_e, stack, b.leaves,
+                                              f.amask, nmask)
                     else:
                         gk.restructure_revert(t, f.var, f.cut, f.left, f.right, out_i)
                     f_prop[:, rows] = f_cur[:, rows]

@@ -49,7 +49,7 @@ __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
            "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
            "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
-           "prior_at", "q_at", "group_sums"]
+           "prior_at", "q_at", "group_sums", "leaves_below"]
 
 
 @numba.njit(cache=True)
@@ -300,7 +300,7 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 @numba.njit(cache=True)
 def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, g,
-                   h, idx, nV, seg_s, seg_e, stack, tmp):
+                   h, idx, nV, seg_s, seg_e, stack, tmp, S):
     """Route the rows ``idx[:cnt]`` of a subtree through its (new) rules, filling the node
     segments, and draw every leaf's value vector from its q into ``nV[:, leaf]``.  Returns
     ``log p_split`` of every internal node plus, per leaf, its log prior minus its log
@@ -321,16 +321,11 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
             top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
                                 top, tmp)
         else:
+            group_sums(idx, s, e, g, h, S, 0)
             for j in range(g.shape[0]):
-                gs = 0.0
-                hs = 0.0
-                for q in range(s, e):
-                    i = idx[q]
-                    gs += g[j, i]
-                    hs += h[j, i]
-                mu = _draw_q(rng, gs, hs, prec0)
+                mu = _draw_q(rng, S[0, j, 0], S[1, j, 0], prec0)
                 nV[j, k] = mu
-                total += log_prior(mu, prec0) - log_q(mu, gs, hs, prec0)
+                total += log_prior(mu, prec0) - log_q(mu, S[0, j, 0], S[1, j, 0], prec0)
     return total
 
 
@@ -338,10 +333,10 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
 def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
                         prec0, var, cut, left, right, parent, depth, wavail, ncut, amask,
                         n_nodes, leaf_of_row, value, g, h, idx, hist, lo, hi, nV, nwav,
-                        nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, out_i, out_f):
+                        nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f):
     """Propose a CHANGE (a new rule from the prior at an internal node) or a SWAP (exchange
     the rules of a parent and a child) in tree t; every leaf below the node gets a new value
-    vector from its q (into ``nV``, shape (J, K)).
+    vector from its q (into ``nV``, shape (J, K); ``S`` (2, J, 2) is scratch).
 
     Returns -1 when impossible, 0 when the proposal has prior probability 0 (rejected; the
     tree is as before), else 1: the rules are changed in place and the caller evaluates the
@@ -397,7 +392,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
         var[t, root] = v_new
         cut[t, root] = c_new
     new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
-                         depth, g, h, idx, nV, seg_s, seg_e, stack, tmp)
+                         depth, g, h, idx, nV, seg_s, seg_e, stack, tmp, S)
     rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
                                  split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
                                  hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
@@ -409,12 +404,12 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
 
 
 @numba.njit(cache=True)
-def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, seg_s, seg_e,
-                       stack, f_cur, f_prop):
-    """``f_prop[j, i]`` for the rows of the proposed subtree: the current term value with tree
-    t's current leaf value replaced by the proposed one, for every output j."""
+def leaves_below(t, root, var, left, right, stack, leaves):
+    """The leaves of tree t's subtree below ``root`` into ``leaves[:count]`` (depth first,
+    right child first); returns count.  ``stack`` is scratch."""
     stack[0] = root
     top = 1
+    cnt = 0
     while top > 0:
         top -= 1
         k = stack[top]
@@ -423,32 +418,37 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
             stack[top + 1] = right[t, k]
             top += 2
         else:
-            for q in range(seg_s[k], seg_e[k]):
-                i = idx[q]
-                kc = leaf_of_row[t, i]
-                for j in range(value.shape[0]):
-                    f_prop[j, i] = f_cur[j, i] - value[j, t, kc] + nV[j, k]
+            leaves[cnt] = k
+            cnt += 1
+    return cnt
+
+
+@numba.njit(cache=True)
+def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, seg_s, seg_e,
+                       stack, leaves, f_cur, f_prop):
+    """``f_prop[j, i]`` for the rows of the proposed subtree: the current term value with tree
+    t's current leaf value replaced by the proposed one, for every output j."""
+    for a in range(leaves_below(t, root, var, left, right, stack, leaves)):
+        k = leaves[a]
+        for q in range(seg_s[k], seg_e[k]):
+            i = idx[q]
+            kc = leaf_of_row[t, i]
+            for j in range(value.shape[0]):
+                f_prop[j, i] = f_cur[j, i] - value[j, t, kc] + nV[j, k]
 
 
 @numba.njit(cache=True)
 def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, gc, h, prec0,
-                       Ga, Ha, stack):
+                       Ga, Ha, stack, leaves):
     """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
     leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
     densities of a change or swap.  ``Ga``, ``Ha`` are scratch (shape (J, K))."""
     J = gc.shape[0]
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
+    nl = leaves_below(t, root, var, left, right, stack, leaves)
+    for a in range(nl):
         for j in range(J):
-            Ga[j, k] = 0.0
-            Ha[j, k] = 0.0
-        if var[t, k] >= 0:
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
+            Ga[j, leaves[a]] = 0.0
+            Ha[j, leaves[a]] = 0.0
     for q in range(cnt):
         i = idx[q]
         k = leaf_of_row[t, i]
@@ -457,39 +457,21 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
             Ha[j, k] += h[j, i]
     total = 0.0
     vt = value[:, t]
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        if var[t, k] >= 0:
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            total += q_at(vt, k, Ga, Ha, k, prec0)
+    for a in range(nl):
+        total += q_at(vt, leaves[a], Ga, Ha, leaves[a], prec0)
     return total
 
 
 @numba.njit(cache=True)
 def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value, nV,
-                       spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask):
+                       spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, leaves, amask, nmask):
     """Keep the proposed subtree: rows, availability and the new leaf value vectors
     (``value`` of shape (J, m, K), ``nV`` (J, K))."""
     commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, spare_a,
                    spare_b, spare_b, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        if var[t, k] >= 0:
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            for j in range(value.shape[0]):
-                value[j, t, k] = nV[j, k]
+    for a in range(leaves_below(t, root, var, left, right, stack, leaves)):
+        for j in range(value.shape[0]):
+            value[j, t, leaves[a]] = nV[j, leaves[a]]
 
 
 @numba.njit(cache=True)
@@ -608,6 +590,7 @@ class RowBuffers(NamedTuple):
     dll: np.ndarray
     spare: np.ndarray
     keep: np.ndarray
+    leaves: np.ndarray
     S: np.ndarray
     mu: np.ndarray
     out_i: np.ndarray
@@ -623,7 +606,7 @@ def new_row_buffers(n: int, capacity: int, outputs: int = 1) -> RowBuffers:
                       np.zeros(n), np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
                       np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)),
                       np.zeros((J, K)), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
-                      np.zeros((2, J, 2)), np.zeros((J, 2)), np.zeros(8, np.int64),
+                      np.zeros(K, np.int64), np.zeros((2, J, 2)), np.zeros((J, 2)), np.zeros(8, np.int64),
                       np.zeros(5), np.arange(n, dtype=np.int64))
 
 
@@ -812,24 +795,25 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                 data.split_prior, rules.alpha, rules.beta, prec0, f.var, f.cut, f.left, f.right,
                 f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, value,
                 b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, b.nV, sc.nwav, sc.nnc, sc.seg_s,
-                sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.out_i, b.out_f)
+                sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.S, b.out_i, b.out_f)
             if s == 1:
                 root, cnt = b.out_i[0], b.out_i[1]
                 for q in range(cnt):
                     b.rows[q] = sc.idx[q]
                 restructure_values(t, root, f.var, f.left, f.right, value, f.leaf_of_row,
-                                   sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, st.f, b.f_prop)
+                                   sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, b.leaves, st.f,
+                                   b.f_prop)
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
                 logr += reverse_old_leaves(t, root, f.var, f.left, f.right, value,
                                            f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0,
-                                           b.Ga, b.Ha, sc.stack)
+                                           b.Ga, b.Ha, sc.stack, b.leaves)
                 ok = _decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     restructure_commit(t, root, f.var, f.left, f.right, f.wavail, f.ncut,
                                        f.leaf_of_row, sc.idx, value, b.nV, b.spare, b.dll,
-                                       sc.nwav, sc.nnc, sc.seg_s, sc.seg_e, sc.stack, f.amask,
-                                       sc.nmask)
+                                       sc.nwav, sc.nnc, sc.seg_s, sc.seg_e, sc.stack,
+                                       b.leaves, f.amask, sc.nmask)
                 else:
                     restructure_revert(t, f.var, f.cut, f.left, f.right, b.out_i)
         if s >= 0:
