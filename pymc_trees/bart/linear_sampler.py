@@ -14,7 +14,10 @@ from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.linear import (linear_leaf_stats, linear_level_shift_sums,
                                             linear_prior_leaves, linear_sweep, linear_values,
                                             pack_linear_leaves, standardize_columns)
-from pymc_trees.bart.sampler import MOVES, ForestSampler, TreePrior, acceptance_rates
+from pymc_trees.bart.kernels import general as gk
+from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
+from pymc_trees.bart.sampler import (MOVES, ForestSampler, TreePrior, _check_start,
+                                     acceptance_rates)
 from pymc_trees.core.packed import center_bits
 
 __all__ = ["LinearForestSampler", "RESPONSES", "make_forest_sampler"]
@@ -31,9 +34,11 @@ class LinearForestSampler(ForestSampler):
     ``forest.value`` holds every leaf's ``b0`` and :attr:`slope` (shape (m, K)) its ``b1`` on
     the standardised scale of its column (``Z``, from the training rows' mean ``center`` and
     sd ``scale``); packed forests carry the slope per unit of the column and the centre.
-    Sampled by grow, prune and change moves (:meth:`cgm_sweep`); Particle Gibbs and the
-    general tree step are refused.
+    Sampled by grow, prune and change moves (:meth:`cgm_sweep`, and :meth:`general_sweep`
+    for other likelihoods, linear trees only); Particle Gibbs is refused.
     """
+
+    _ROW_ATTRS = ForestSampler._ROW_ATTRS + ("_lin_bufs",)
 
     def __post_init__(self):
         n, p = np.shape(self.X)
@@ -134,11 +139,44 @@ class LinearForestSampler(ForestSampler):
                          "moves); Particle Gibbs is for constant leaves. Use "
                          "BARTTree(..., sampler='cgm') (the default) or response='constant'.")
 
-    def general_sweep(self, rng, loglik, move_cumprobs, compiled=None):
-        raise ValueError("response='linear' needs a Gaussian or augmented likelihood (Normal, "
-                         "Student-t, Bernoulli, Binomial, negative binomial, asymmetric "
-                         "Laplace; docs/design.md, 'Linear leaves'); for this likelihood use "
-                         "response='constant'.")
+    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
+                      compiled: tuple | None = None) -> dict[str, float]:
+        """One sweep of the general tree step with linear leaves
+        (:func:`~pymc_trees.bart.kernels.general_linear.general_linear_sweep`: grow and prune
+        0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
+        ``loglik`` are not used) with the likelihood ``compiled = (rows_fn, pre)``
+        (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`); returns acceptance
+        rates (NaN for swap).  ``response="mix"`` and a likelihood whose row graph could not
+        be compiled are refused."""
+        if self.mix:
+            raise ValueError("response='mix' draws each tree's kind with its leaves "
+                             "integrated out, which needs a Gaussian or augmented likelihood "
+                             "(docs/design.md, 'Linear leaves'); for this likelihood use "
+                             "response='linear' or 'constant'.")
+        if compiled is None:
+            raise ValueError("Linear leaves with this likelihood run in the general step's "
+                             "compiled kernel, and its row graph could not be compiled (the "
+                             "likelihood's rows_reason says why); use response='constant'.")
+        rows_fn, pre = compiled
+        f = self._forest_with_room()
+        self._sync()
+        n = self.n
+        bufs = getattr(self, "_lin_bufs", None)
+        if bufs is None or bufs.dll.size != f.capacity or bufs.f_prop.size != n:
+            bufs = self._lin_bufs = new_linear_buffers(n, f.capacity)
+        fv = np.ascontiguousarray(self.values(), dtype=np.float64)
+        ll, g, h = gk.call_all(rows_fn, fv, pre)
+        gk.clean_rows(ll, g[None], h[None])
+        _check_start(ll)
+        pr = self.prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
+        proposed = np.zeros(5, np.int64)
+        accepted = np.zeros(5, np.int64)
+        general_linear_sweep(rng, rows_fn, pre, data, rules, self.regcol, self.Z, f.arrays(),
+                             self.slope, self._scratch, gk.RowState(fv, ll, g, h), bufs,
+                             proposed, accepted)
+        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,
                   omega: np.ndarray) -> dict[str, float]:

@@ -49,7 +49,7 @@ __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
            "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
            "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
-           "prior_at", "q_at", "group_sums", "leaves_below"]
+           "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows"]
 
 
 @numba.njit(cache=True)
@@ -205,6 +205,25 @@ def grow_commit(t, var, cut, ncut, left, right, parent, depth, wavail, amask, n_
 
 
 @numba.njit(cache=True)
+def two_leaf_rows(t, kl, kr, leaf_of_row, idx):
+    """The rows of leaves kl and kr of tree t into ``idx``, kl's first, each in increasing
+    order; returns (cnt, mid)."""
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == kl
+    mid = cnt
+    for i in range(n):
+        # a branch here: written always, the slot after the last row of kr would be idx[n]
+        # when the rows of kl come after it
+        if leaf_of_row[t, i] == kr:
+            idx[cnt] = i
+            cnt += 1
+    return cnt, mid
+
+
+@numba.njit(cache=True)
 def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail,
                   n_nodes, leaf_of_row, value, g, h, idx, S, mu, out_i, out_f):
     """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
@@ -228,18 +247,7 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
         b_new -= 1
     if wavail[t, kr] > 0.0:
         b_new -= 1
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        idx[cnt] = i
-        cnt += leaf_of_row[t, i] == kl
-    mid = cnt
-    for i in range(n):
-        # a branch here: written always, the slot after the last row of kr would be idx[n]
-        # when the rows of kl come after it
-        if leaf_of_row[t, i] == kr:
-            idx[cnt] = i
-            cnt += 1
+    cnt, mid = two_leaf_rows(t, kl, kr, leaf_of_row, idx)
     group_sums(idx, 0, cnt, g, h, S, 0)
     _draw_at(rng, S[0], S[1], 0, prec0, mu, 0)
     struct = (log_psplit(d, alpha, beta)

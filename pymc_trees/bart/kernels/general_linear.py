@@ -1,0 +1,505 @@
+"""Linear leaves in the general tree step (``response="linear"`` with a likelihood that has no
+exact augmentation): the moves of :mod:`pymc_trees.bart.kernels.linear` (grow, prune, and
+change at a node whose children are leaves; grow and prune equally likely) with the leaf
+coefficients proposed, as :mod:`pymc_trees.bart.kernels.general` proposes constant leaves.
+
+A leaf under a split on a numeric column j holds ``b0 + b1 z_j(x)``; the root leaf and a leaf
+under a categorical split hold ``b0`` (the regressor convention and the priors of
+:mod:`pymc_trees.bart.kernels.linear`: ``b0, b1 ~ Normal(0, s^2 / 2)`` for a line,
+``b0 ~ Normal(0, s^2)`` for a constant).  From a state with every row's derivative ``g_i``,
+curvature ``h_i`` and tree t's current value ``c_i``, a leaf with rows N and regressor z gets
+the proposal of one Newton step on log-likelihood plus log-prior:
+
+    q(b) = Normal(A^-1 s, A^-1),   A = sum_N h_i x_i x_i' + prior precision,
+                                   s = sum_N (g_i + h_i c_i) x_i,   x_i = (1, z_i)
+
+(``x_i = 1`` for a constant), a fixed function of the state, so the reverse move builds its
+proposal the same way from the proposed state.  The per-leaf sums ``W, Wz, Wzz, S, Sz`` of
+``h, h z, h z^2, gc, gc z`` are those of the conjugate kernel with ``omega = h`` and
+``omega r = gc``, so the proposal draw is that kernel's leaf draw
+(:func:`pymc_trees.bart.kernels.linear._draw_leaf`).  Leaves are then updated one by one by
+Metropolis-Hastings with the same proposal from the current state.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, children_masks,
+                                         commit_children, count_nodes, partition_rows, pick_node,
+                                         propose_split)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask
+from pymc_trees.bart.kernels.general import _decide, clean_gh, clean_ll, two_leaf_rows
+from pymc_trees.bart.kernels.linear import _draw_leaf, leaf_regressors
+from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
+                                           log_psplit, split_node)
+
+__all__ = ["linear_leaf_log_q", "linear_leaf_prior", "general_linear_sweep",
+           "new_linear_buffers", "LinearBuffers"]
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@numba.njit(cache=True, inline="always")
+def linear_leaf_prior(b0, b1, has_slope, prec0):
+    """The log prior of a leaf's coefficients (a line: both ``Normal(0, s^2 / 2)``)."""
+    if not has_slope:
+        return 0.5 * (math.log(prec0) - LOG_2PI) - 0.5 * prec0 * b0 * b0
+    p = 2.0 * prec0
+    return math.log(p) - LOG_2PI - 0.5 * p * (b0 * b0 + b1 * b1)
+
+
+@numba.njit(cache=True, inline="always")
+def linear_leaf_log_q(b0, b1, W, Wz, Wzz, S, Sz, has_slope, prec0):
+    """``log q(b0, b1)``: the Normal with precision ``A`` and mean ``A^-1 (S, Sz)`` (module
+    doc), ``A = [[W + p, Wz], [Wz, Wzz + p]]``, ``p = 2 prec0`` (1-D ``W + prec0`` without a
+    slope)."""
+    if not has_slope:
+        P = W + prec0
+        d = b0 - S / P
+        return 0.5 * (math.log(P) - LOG_2PI) - 0.5 * P * d * d
+    p = 2.0 * prec0
+    a = W + p
+    dd = Wzz + p
+    det = a * dd - Wz * Wz
+    m0 = (dd * S - Wz * Sz) / det
+    m1 = (a * Sz - Wz * S) / det
+    e0 = b0 - m0
+    e1 = b1 - m1
+    return (0.5 * math.log(det) - LOG_2PI
+            - 0.5 * (a * e0 * e0 + 2.0 * Wz * e0 * e1 + dd * e1 * e1))
+
+
+@numba.njit(cache=True)
+def _sums(idx, start, end, j, Z, gc, h):
+    """``W, Wz, Wzz, S, Sz`` of ``h`` and ``gc`` over the rows ``idx[start:end]`` with
+    regressor column j (-1: none)."""
+    W = 0.0
+    Wz = 0.0
+    Wzz = 0.0
+    S = 0.0
+    Sz = 0.0
+    for q in range(start, end):
+        i = idx[q]
+        w = h[i]
+        s = gc[i]
+        W += w
+        S += s
+        if j >= 0:
+            z = Z[i, j]
+            Wz += w * z
+            Wzz += w * z * z
+            Sz += s * z
+    return W, Wz, Wzz, S, Sz
+
+
+@numba.njit(cache=True, inline="always")
+def _at(b0, b1, i, j, Z):
+    """A leaf's value at training row i (regressor column j, -1 for none)."""
+    return b0 + b1 * Z[i, j] if j >= 0 else b0
+
+
+@numba.njit(cache=True)
+def _evaluate(rows_fn, pre, rows, cnt, st, b):
+    """The likelihood at ``b.f_prop`` on ``rows[:cnt]``: fills the proposal's row arrays
+    there and returns the log-likelihood difference to the current state."""
+    fs = b.fs
+    for q in range(cnt):
+        fs[q] = b.f_prop[rows[q]]
+    rows_fn(fs.ctypes, rows.ctypes, cnt, pre.ctypes, pre.shape[0], b.out.ctypes)
+    out = b.out
+    d = 0.0
+    for q in range(cnt):
+        i = rows[q]
+        li = clean_ll(out[q])
+        gi, hi = clean_gh(out[cnt + q], out[2 * cnt + q])
+        b.ll_p[i] = li
+        b.g_p[i] = gi
+        b.h_p[i] = hi
+        b.gc_p[i] = gi + hi * (fs[q] - b.f_minus[i])
+        d += li - st.ll[i]
+    return d
+
+
+@numba.njit(cache=True)
+def _keep(rows, cnt, st, b):
+    for q in range(cnt):
+        i = rows[q]
+        st.f[i] = b.f_prop[i]
+        st.ll[i] = b.ll_p[i]
+        st.g[i] = b.g_p[i]
+        st.h[i] = b.h_p[i]
+
+
+@numba.njit(cache=True, inline="always")
+def _set_children(t, kl, kr, j, kid, f, slope, reg):
+    """A kept split's children: coefficients ``kid = (l0, l1, r0, r1)``, regressor j."""
+    f.value[t, kl], slope[t, kl], f.value[t, kr], slope[t, kr] = kid[0], kid[1], kid[2], kid[3]
+    reg[kl] = j
+    reg[kr] = j
+
+
+@numba.njit(cache=True, inline="always")
+def _reset(b, st, cnt):
+    """The proposal's values at a move's rows back to the state's."""
+    for q in range(cnt):
+        b.f_prop[b.rows[q]] = st.f[b.rows[q]]
+
+
+@numba.njit(cache=True)
+def _old_pair_log_q(t, kl, kr, rows, mid, cnt, Z, f, slope, reg, b, prec0):
+    """The reverse proposal densities of two current sibling leaves' coefficients, their rows
+    ``rows[:mid]`` and ``rows[mid:cnt]``, from the proposed state's sums."""
+    total = 0.0
+    for k, s0, s1 in ((kl, 0, mid), (kr, mid, cnt)):
+        W, Wz, Wzz, S, Sz = _sums(rows, s0, s1, reg[k], Z, b.gc_p, b.h_p)
+        total += linear_leaf_log_q(f.value[t, k], slope[t, k], W, Wz, Wzz, S, Sz, reg[k] >= 0,
+                                   prec0)
+    return total
+
+
+@numba.njit(cache=True)
+def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
+    """The proposal of a split's two children with regressor column j, their rows
+    ``idx[:mid]`` and ``idx[mid:cnt]``: their availability (masks into ``sc.nmask``) and
+    coefficients from their q into ``kid = (l0, l1, r0, r1)``; ``b.rows`` and ``b.f_prop``
+    at their rows.  Returns ``(wL, wR, log prior - log q of both)``."""
+    prec0 = rules.prec0
+    WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, b.gc, st.h)
+    WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, b.gc, st.h)
+    wL, wR = children_masks(data.XbT, idx, mid, cnt, data.ncuts, data.iscat, rules.min_leaf,
+                            data.split_prior, sc.hist, sc.lo, sc.hi, sc.nmask)
+    l0, l1 = _draw_leaf(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+    r0, r1 = _draw_leaf(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+    kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
+    for q in range(cnt):
+        i = idx[q]
+        b.rows[q] = i
+        b.f_prop[i] = b.f_minus[i] + (_at(l0, l1, i, j, Z) if q < mid else _at(r0, r1, i, j, Z))
+    return wL, wR, (linear_leaf_prior(l0, l1, j >= 0, prec0)
+                    + linear_leaf_prior(r0, r1, j >= 0, prec0)
+                    - linear_leaf_log_q(l0, l1, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+                    - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
+
+
+@numba.njit(cache=True)
+def _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+    """Returns -1 when no leaf can split, else 1/0 for accepted/rejected."""
+    prec0 = rules.prec0
+    idx = sc.idx
+    ell, nb, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, data.Xb, data.XbT, data.split_prior, rules.min_leaf, f.var, f.left, f.right,
+        f.parent, f.wavail, f.amask, f.n_nodes, f.leaf_of_row, idx, sc.lo, sc.hi, sc.tmp)
+    if ell < 0:
+        return -1
+    j = regcol[v]
+    kid = b.kid
+    wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
+    d = f.depth[t, ell]
+    ro = reg[ell]
+    o0, o1 = f.value[t, ell], slope[t, ell]
+    logr = (log_psplit(d, rules.alpha, rules.beta) - log_1m_psplit(d, rules.alpha, rules.beta, True)
+            + log_1m_psplit(d + 1, rules.alpha, rules.beta, wL > 0.0)
+            + log_1m_psplit(d + 1, rules.alpha, rules.beta, wR > 0.0)
+            + math.log(nb) - math.log(w_new)
+            + leaves - linear_leaf_prior(o0, o1, ro >= 0, prec0))
+    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
+    W, Wz, Wzz, S, Sz = _sums(b.rows, 0, cnt, ro, Z, b.gc_p, b.h_p)
+    logr += linear_leaf_log_q(o0, o1, W, Wz, Wzz, S, Sz, ro >= 0, prec0)
+    ok = _decide(rng, logr)
+    if ok:
+        _keep(b.rows, cnt, st, b)
+        kl = alloc_node(t, f.var, f.n_nodes, f.free, f.n_free)
+        kr = alloc_node(t, f.var, f.n_nodes, f.free, f.n_free)
+        split_node(t, ell, v, c, nc, kl, kr, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
+                   f.depth)
+        commit_children(t, kl, kr, wL, wR, f.wavail, f.amask, sc.nmask, f.leaf_of_row, idx, mid,
+                        cnt)
+        reg[ell] = -1
+        _set_children(t, kl, kr, j, kid, f, slope, reg)
+    _reset(b, st, cnt)
+    return 1 if ok else 0
+
+
+@numba.njit(cache=True)
+def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+    """Returns -1 when no node is prunable, else 1/0."""
+    prec0 = rules.prec0
+    alpha, beta = rules.alpha, rules.beta
+    w = count_nodes(t, PRUNABLE, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
+    if w == 0:
+        return -1
+    nb = count_nodes(t, SPLITTABLE_LEAF, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
+    eta = pick_node(rng, t, PRUNABLE, w, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
+    kl = f.left[t, eta]
+    kr = f.right[t, eta]
+    d = f.depth[t, eta]
+    b_new = nb + 1
+    if f.wavail[t, kl] > 0.0:
+        b_new -= 1
+    if f.wavail[t, kr] > 0.0:
+        b_new -= 1
+    par = f.parent[t, eta]
+    j = regcol[f.var[t, par]] if par >= 0 else -1  # the merged leaf's regressor
+    idx = sc.idx
+    cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
+    W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
+    m0, m1 = _draw_leaf(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
+    struct = (log_psplit(d, alpha, beta)
+              + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
+              + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
+              - log_1m_psplit(d, alpha, beta, f.wavail[t, eta] > 0.0)
+              + math.log(b_new) - math.log(w))
+    rl, rr = reg[kl], reg[kr]
+    logr = (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
+            - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
+            - linear_leaf_prior(f.value[t, kr], slope[t, kr], rr >= 0, prec0)
+            - linear_leaf_log_q(m0, m1, W, Wz, Wzz, S, Sz, j >= 0, prec0))
+    for q in range(cnt):
+        i = idx[q]
+        b.rows[q] = i
+        b.f_prop[i] = b.f_minus[i] + _at(m0, m1, i, j, Z)
+    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
+    logr += _old_pair_log_q(t, kl, kr, b.rows, mid, cnt, Z, f, slope, reg, b, prec0)
+    ok = _decide(rng, logr)
+    if ok:
+        _keep(b.rows, cnt, st, b)
+        for q in range(cnt):
+            f.leaf_of_row[t, idx[q]] = eta
+        f.value[t, eta], slope[t, eta] = m0, m1
+        reg[eta] = j
+        reg[kl] = -1
+        reg[kr] = -1
+        f.var[t, eta] = LEAF
+        f.left[t, eta] = -1
+        f.right[t, eta] = -1
+        free_node(t, kl, f.var, f.free, f.n_free)
+        free_node(t, kr, f.var, f.free, f.n_free)
+    _reset(b, st, cnt)
+    return 1 if ok else 0
+
+
+@numba.njit(cache=True)
+def _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+    """A new rule from the prior at a node whose children are both leaves (uniformly among
+    them; the move keeps them so), the children's coefficients from their q.  The rule's
+    probability cancels between prior and proposal.  Returns -1 when impossible, else 1/0."""
+    prec0 = rules.prec0
+    alpha, beta = rules.alpha, rules.beta
+    w = count_nodes(t, PRUNABLE, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
+    if w == 0:
+        return -1
+    eta = pick_node(rng, t, PRUNABLE, w, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
+    kl = f.left[t, eta]
+    kr = f.right[t, eta]
+    idx = sc.idx
+    # the rows in increasing order (the rule's draw reads them; the old children's split
+    # point is not needed: each row's old leaf is in leaf_of_row)
+    n = f.leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        lf = f.leaf_of_row[t, i]
+        idx[cnt] = i
+        cnt += (lf == kl) | (lf == kr)
+    load_mask(f.amask, t, eta, sc.lo, sc.hi)
+    v, c, nc = draw_node_rule(rng, sc.lo, sc.hi, data.split_prior, f.wavail[t, eta], data.Xb,
+                              idx, 0, cnt, rules.min_leaf)
+    mid = partition_rows(data.XbT, idx, 0, cnt, v, c, sc.tmp)
+    j = regcol[v]
+    kid = b.kid
+    wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
+    d = f.depth[t, eta]
+    rl, rr = reg[kl], reg[kr]
+    logr = (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
+            - log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
+            - log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
+            + leaves
+            - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
+            - linear_leaf_prior(f.value[t, kr], slope[t, kr], rr >= 0, prec0))
+    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
+    # the reverse proposal: the old children's coefficients from the proposed state's sums
+    # over the old children's rows
+    cnt2, mid2 = two_leaf_rows(t, kl, kr, f.leaf_of_row, b.rows2)
+    logr += _old_pair_log_q(t, kl, kr, b.rows2, mid2, cnt2, Z, f, slope, reg, b, prec0)
+    ok = _decide(rng, logr)
+    if ok:
+        _keep(b.rows, cnt, st, b)
+        f.var[t, eta] = v
+        f.cut[t, eta] = c
+        f.ncut[t, eta] = nc
+        commit_children(t, kl, kr, wL, wR, f.wavail, f.amask, sc.nmask, f.leaf_of_row, idx,
+                        mid, cnt)
+        _set_children(t, kl, kr, j, kid, f, slope, reg)
+    _reset(b, st, cnt)
+    return 1 if ok else 0
+
+
+@numba.njit(cache=True)
+def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
+    """One Metropolis-Hastings update of every leaf of tree t (all leaves proposed from the
+    current state, the likelihood at all rows once).  Returns (accepted, proposed)."""
+    n = st.f.shape[0]
+    nk = f.n_nodes[t]
+    Sm = b.sums  # (2, 5, K): the current and the proposed state's per-leaf sums
+    for a in range(2):
+        for s in range(5):
+            for k in range(nk):
+                Sm[a, s, k] = 0.0
+    for i in range(n):
+        k = f.leaf_of_row[t, i]
+        c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
+        hw = st.h[i]
+        s = st.g[i] + hw * c
+        Sm[0, 0, k] += hw
+        Sm[0, 3, k] += s
+        if reg[k] >= 0:
+            z = Z[i, reg[k]]
+            Sm[0, 1, k] += hw * z
+            Sm[0, 2, k] += hw * z * z
+            Sm[0, 4, k] += s * z
+    for k in range(nk):
+        if f.var[t, k] == LEAF:
+            b.nb0[k], b.nb1[k] = _draw_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
+                                              Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
+    for i in range(n):
+        k = f.leaf_of_row[t, i]
+        b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, reg[k], Z)
+    rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
+    dll = b.dll
+    for k in range(nk):
+        dll[k] = 0.0
+    out = b.out
+    for i in range(n):
+        li = clean_ll(out[i])
+        gi, hi = clean_gh(out[n + i], out[2 * n + i])
+        b.ll_p[i] = li
+        b.g_p[i] = gi
+        b.h_p[i] = hi
+        k = f.leaf_of_row[t, i]
+        dll[k] += li - st.ll[i]
+        s = gi + hi * (b.f_prop[i] - b.f_minus[i])
+        Sm[1, 0, k] += hi
+        Sm[1, 3, k] += s
+        if reg[k] >= 0:
+            z = Z[i, reg[k]]
+            Sm[1, 1, k] += hi * z
+            Sm[1, 2, k] += hi * z * z
+            Sm[1, 4, k] += s * z
+    acc = 0
+    tot = 0
+    keep = b.keep
+    for k in range(nk):
+        keep[k] = 0
+        if f.var[t, k] != LEAF:
+            continue
+        tot += 1
+        has = reg[k] >= 0
+        o0, o1, p0, p1 = f.value[t, k], slope[t, k], b.nb0[k], b.nb1[k]
+        logr = (dll[k] + linear_leaf_prior(p0, p1, has, prec0)
+                - linear_leaf_prior(o0, o1, has, prec0)
+                + linear_leaf_log_q(o0, o1, Sm[1, 0, k], Sm[1, 1, k], Sm[1, 2, k], Sm[1, 3, k],
+                                    Sm[1, 4, k], has, prec0)
+                - linear_leaf_log_q(p0, p1, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k], Sm[0, 3, k],
+                                    Sm[0, 4, k], has, prec0))
+        if _decide(rng, logr):
+            f.value[t, k] = p0
+            slope[t, k] = p1
+            keep[k] = 1
+            acc += 1
+    for i in range(n):
+        if keep[f.leaf_of_row[t, i]] == 1:
+            st.f[i] = b.f_prop[i]
+            st.ll[i] = b.ll_p[i]
+            st.g[i] = b.g_p[i]
+            st.h[i] = b.h_p[i]
+        else:
+            b.f_prop[i] = st.f[i]
+    return acc, tot
+
+
+class LinearBuffers(NamedTuple):
+    """Buffers of :func:`general_linear_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
+    ``rows``, ``rows2``, ``fs``, ``ll_p``, ``g_p``, ``h_p``, ``gc_p``, ``all_rows`` (0 .. n-1) and ``out``
+    (3 n,) for the row function; per node slot ``sums`` (2, 5, K), the current and the
+    proposed state's ``W, Wz, Wzz, S, Sz``, the proposals ``nb0``, ``nb1``, ``dll``, ``keep``
+    and the leaves' regressors ``reg``; ``kid`` (4,) a split's children's coefficients."""
+
+    f_prop: np.ndarray
+    f_minus: np.ndarray
+    gc: np.ndarray
+    rows: np.ndarray
+    rows2: np.ndarray
+    fs: np.ndarray
+    ll_p: np.ndarray
+    g_p: np.ndarray
+    h_p: np.ndarray
+    gc_p: np.ndarray
+    all_rows: np.ndarray
+    out: np.ndarray
+    sums: np.ndarray
+    nb0: np.ndarray
+    nb1: np.ndarray
+    dll: np.ndarray
+    keep: np.ndarray
+    reg: np.ndarray
+    kid: np.ndarray
+
+
+def new_linear_buffers(n: int, capacity: int) -> LinearBuffers:
+    """Buffers for :func:`general_linear_sweep` (the node-sized ones follow the capacity)."""
+    K = int(capacity)
+    return LinearBuffers(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, np.int64),
+                         np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                         np.arange(n, dtype=np.int64), np.zeros(3 * n), np.zeros((2, 5, K)),
+                         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
+                         np.zeros(K, np.int64), np.zeros(4))
+
+
+@numba.njit(cache=True)
+def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, Z, forest, slope, sc, st, b,
+                         proposed, accepted):
+    """One sweep of the general tree step over all trees with linear leaves: per tree a grow
+    (probability 0.3), prune (0.3) or change at a node whose children are leaves (0.4), its
+    new leaves' coefficients from their Newton proposals and the move accepted with the exact
+    log-likelihood, then a Metropolis-Hastings update of every leaf (module doc).
+
+    ``rows_fn``, ``pre``, ``data``, ``rules``, ``sc``: as
+    :func:`pymc_trees.bart.kernels.general.general_sweep` (one output); ``forest`` the
+    :class:`ForestArrays` (``value`` holds every leaf's ``b0``), ``slope`` (m, K) the ``b1``;
+    ``regcol`` (q,) the regressor column of a split on each feature (-1: categorical);
+    ``Z`` (n, p) the standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
+    cleaned; ``b`` :func:`new_linear_buffers`; ``proposed``, ``accepted`` (5,) counts per
+    move (grow, prune, change, swap, leaf), incremented."""
+    f = forest
+    n = st.f.shape[0]
+    m = f.value.shape[0]
+    lin = np.ones(m, np.uint8)
+    reg = b.reg
+    for i in range(n):
+        b.f_prop[i] = st.f[i]
+    for t in range(m):
+        leaf_regressors(t, f.var, f.parent, f.n_nodes, regcol, lin, reg)
+        for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
+            k = f.leaf_of_row[t, i]
+            c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
+            b.f_minus[i] = st.f[i] - c
+            b.gc[i] = st.g[i] + st.h[i] * c
+        u = rng.random()
+        move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
+        if move == 0:
+            s = _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+        elif move == 1:
+            s = _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+        else:
+            s = _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+        if s >= 0:
+            proposed[move] += 1
+            accepted[move] += s
+        a, tot = _leaf_update(rng, t, f, slope, reg, Z, rules.prec0, st, b, rows_fn, pre)
+        accepted[4] += a
+        proposed[4] += tot
