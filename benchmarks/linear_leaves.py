@@ -21,6 +21,11 @@ Learners, 2 chains x (tune + draws) of ``pm.sample``, one core, the README's mod
   ``sample_posterior_predictive(sample_vars=["f"])``, which pymc-bart answers from its
   stored trees.
 
+With ``--family poisson`` the same f makes counts, ``y ~ Poisson(exp(f / 5))``, and the
+model is ``pm.Poisson(mu=exp(f))`` (ours: ``BARTTree(X, y, link="log")``, the general tree
+step; pymc-bart: ``BART(X, log(y + 1))`` as its examples calibrate); the RMSE is then of
+``f / 5``, the log rate.
+
 Per run: RMSE of the posterior mean of f against the true f at the test rows, and the wall
 time of sampling.  Run: ``python benchmarks/linear_leaves.py --n 1000 --seeds 7071 8181``
 (about 15 minutes; ``--quick`` for 200 + 200 iterations).
@@ -49,18 +54,32 @@ def piecewise_f(X: np.ndarray) -> np.ndarray:
 SIMS = {"piecewise": piecewise_f, "friedman": friedman1_f}
 
 
+FAMILY = {"name": "normal"}  # --family
+
+
 def simulate(sim: str, n: int, seed: int):
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(n, 10))
     f = SIMS[sim](X)
+    if FAMILY["name"] == "poisson":
+        return X, rng.poisson(np.exp(f / 5)), f / 5
     return X, f + rng.normal(size=n), f
+
+
+def _likelihood(f, y):
+    if FAMILY["name"] == "poisson":
+        pm.Poisson("y", mu=pm.math.exp(f), observed=y, shape=f.shape)
+    else:
+        pm.Normal("y", mu=f, sigma=pm.HalfNormal("sigma", 2 * np.std(y)), observed=y,
+                  shape=f.shape)
 
 
 def ours(X, y, Xt, response, tune, draws, seed):
     t = time.perf_counter()
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, response=response)
-        pm.Normal("y", mu=f, sigma=pm.HalfNormal("sigma", 2 * np.std(y)), observed=y)
+        f = pmt.BARTTree("f", X, y, response=response,
+                         link="log" if FAMILY["name"] == "poisson" else None)
+        _likelihood(f, y)
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)
     secs = time.perf_counter() - t
@@ -73,9 +92,9 @@ def pymc_bart(X, y, Xt, response, tune, draws, seed):
     t = time.perf_counter()
     with pm.Model() as model:
         Xd = pm.Data("X", X)
-        f = pmb.BART("f", Xd, y, response=response)
-        pm.Normal("y", mu=f, sigma=pm.HalfNormal("sigma", 2 * np.std(y)), observed=y,
-                  shape=f.shape)
+        f = pmb.BART("f", Xd, np.log(y + 1) if FAMILY["name"] == "poisson" else y,
+                     response=response)
+        _likelihood(f, y)
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)
     secs = time.perf_counter() - t
@@ -86,8 +105,9 @@ def pymc_bart(X, y, Xt, response, tune, draws, seed):
     return pp.posterior_predictive["f"].values.reshape(-1, len(Xt)).mean(0), secs
 
 
-def fit(sim, n, seed, name, tune, draws):
+def fit(sim, n, seed, name, tune, draws, family="normal"):
     """One learner on one simulated data set: (RMSE of f at the test rows, wall)."""
+    FAMILY["name"] = family
     X, y, _ = simulate(sim, n, seed)
     Xt, _, ft = simulate(sim, 1000, seed + 1)
     logging.getLogger("pymc").setLevel(logging.ERROR)
@@ -113,6 +133,7 @@ def main(argv=None):
     ap.add_argument("--sims", nargs="+", default=list(SIMS), choices=list(SIMS))
     ap.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=list(LEARNERS))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--family", choices=["normal", "poisson"], default="normal")
     cluster.add_option(ap)
     a = ap.parse_args(argv)
     tune = draws = 200 if a.quick else 1000
@@ -128,7 +149,8 @@ def main(argv=None):
     results = {}
     with cluster.backend(a.dask_workers):
         outs = Parallel(return_as="generator")(
-            delayed(fit)(sim, n, seed, name, tune, draws) for sim, n, seed, name in jobs)
+            delayed(fit)(sim, n, seed, name, tune, draws, a.family)
+            for sim, n, seed, name in jobs)
         for (sim, n, seed, name), (rmse, secs) in zip(jobs, outs):
             results[(sim, n, seed, name)] = rmse
             print(f"{sim:>10} {n:>6} {seed:>6}  {name:<26} {rmse:8.3f} {secs:8.1f}",

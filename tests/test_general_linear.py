@@ -104,13 +104,3 @@ def test_linear_leaves_in_the_general_step_match_quadrature(data):
     assert np.all(np.abs(got - exact) < 4 * se), ((got - exact) / se).round(1)
     # the draws' forests hold the lines: predict gives the trace's values
     np.testing.assert_allclose(pmt.predict(idata, X2).values, fs, rtol=0, atol=1e-12)
-
-
-def test_linear_leaves_refused_where_the_general_step_cannot_run_them():
-    X = np.random.default_rng(0).uniform(size=(30, 2))
-    y = np.random.default_rng(1).poisson(2.0, size=30)
-    with pm.Model():
-        f = pmt.BARTTree("f", X, m=2, leaf_sd=0.5, response="mix")
-        pm.Poisson("y", mu=pm.math.exp(f), observed=y)
-        with pytest.raises(ValueError, match="use response='linear' or 'constant'"):
-            pm.sample(draws=5, tune=5, chains=1, progressbar=False)
