@@ -251,6 +251,12 @@ def test_shared_trees_reproduce_and_restore():
     smp.restore_forest(state)
     np.testing.assert_array_equal(smp.values(), before)
     np.testing.assert_array_equal(smp.pack().nodes, packed)
+    # PyMC pickles the step to its worker processes: the leaf values travel, the rows' leaves
+    # are routed again, and forest.value is output 0's row of them again
+    import pickle
+    back = pickle.loads(pickle.dumps(smp))
+    np.testing.assert_array_equal(back.values(), before)
+    assert back.forest.value.base is back.leaf_values()
     out = np.empty((3, 50))
     smp.prior_values(np.random.default_rng(1), out)
     assert np.all(np.isfinite(out)) and not np.allclose(out[0], out[2])
