@@ -119,12 +119,13 @@ def group_sums(idx, start, end, gc, h, S, col):
     """``S[0, j, col]``, ``S[1, j, col]`` = sums of ``gc[j]``, ``h[j]`` over the rows
     ``idx[start:end]``."""
     for j in range(gc.shape[0]):
+        gcj, hj = gc[j], h[j]
         G = 0.0
         H = 0.0
         for q in range(start, end):
             i = idx[q]
-            G += gc[j, i]
-            H += h[j, i]
+            G += gcj[i]
+            H += hj[i]
         S[0, j, col] = G
         S[1, j, col] = H
 
@@ -436,13 +437,14 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
                        stack, leaves, f_cur, f_prop):
     """``f_prop[j, i]`` for the rows of the proposed subtree: the current term value with tree
     t's current leaf value replaced by the proposed one, for every output j."""
-    for a in range(leaves_below(t, root, var, left, right, stack, leaves)):
-        k = leaves[a]
-        for q in range(seg_s[k], seg_e[k]):
-            i = idx[q]
-            kc = leaf_of_row[t, i]
-            for j in range(value.shape[0]):
-                f_prop[j, i] = f_cur[j, i] - value[j, t, kc] + nV[j, k]
+    nl = leaves_below(t, root, var, left, right, stack, leaves)
+    for j in range(value.shape[0]):
+        vj, nj, fc, fp = value[j, t], nV[j], f_cur[j], f_prop[j]
+        for a in range(nl):
+            k = leaves[a]
+            for q in range(seg_s[k], seg_e[k]):
+                i = idx[q]
+                fp[i] = fc[i] - vj[leaf_of_row[t, i]] + nj[k]
 
 
 @numba.njit(cache=True)
@@ -457,12 +459,13 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
         for j in range(J):
             Ga[j, leaves[a]] = 0.0
             Ha[j, leaves[a]] = 0.0
-    for q in range(cnt):
-        i = idx[q]
-        k = leaf_of_row[t, i]
-        for j in range(J):
-            Ga[j, k] += gc[j, i]
-            Ha[j, k] += h[j, i]
+    for j in range(J):
+        Gj, Hj, gcj, hj = Ga[j], Ha[j], gc[j], h[j]
+        for q in range(cnt):
+            i = idx[q]
+            k = leaf_of_row[t, i]
+            Gj[k] += gcj[i]
+            Hj[k] += hj[i]
     total = 0.0
     vt = value[:, t]
     for a in range(nl):
@@ -504,10 +507,12 @@ def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_
     for k in range(n_nodes[t]):
         if var[t, k] == LEAF:
             _draw_at(rng, G, H, k, prec0, nV, k)
-    for i in range(leaf_of_row.shape[1]):
-        k = leaf_of_row[t, i]
-        for j in range(value.shape[0]):
-            f_prop[j, i] = f_cur[j, i] - value[j, t, k] + nV[j, k]
+    lr = leaf_of_row[t]
+    for j in range(value.shape[0]):
+        vj, nj, fc, fp = value[j, t], nV[j], f_cur[j], f_prop[j]
+        for i in range(lr.shape[0]):
+            k = lr[i]
+            fp[i] = fc[i] - vj[k] + nj[k]
 
 
 @numba.njit(cache=True)
@@ -665,31 +670,38 @@ def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
         i = rows[q]
         li = clean_ll(out[q])
         b.ll_p[i] = li
-        for j in range(J):
-            gi, hi = clean_gh(out[(1 + j) * cnt + q], out[(1 + J + j) * cnt + q])
-            b.g_p[j, i] = gi
-            b.h_p[j, i] = hi
-            b.gc_p[j, i] = gi + hi * (fs[j * cnt + q] - b.f_minus[j, i])
         d += li - st.ll[i]
+    for j in range(J):  # output by output
+        gp, hp, gcp, fm = b.g_p[j], b.h_p[j], b.gc_p[j], b.f_minus[j]
+        og, oh, of = (1 + j) * cnt, (1 + J + j) * cnt, j * cnt
+        for q in range(cnt):
+            i = rows[q]
+            gi, hi = clean_gh(out[og + q], out[oh + q])
+            gp[i] = gi
+            hp[i] = hi
+            gcp[i] = gi + hi * (fs[of + q] - fm[i])
     return logr_rest + d
 
 
 @numba.njit(cache=True)
 def _keep_rows(rows, cnt, st, b):
     for q in range(cnt):
-        i = rows[q]
-        st.ll[i] = b.ll_p[i]
-        for j in range(st.g.shape[0]):
-            st.f[j, i] = b.f_prop[j, i]
-            st.g[j, i] = b.g_p[j, i]
-            st.h[j, i] = b.h_p[j, i]
+        st.ll[rows[q]] = b.ll_p[rows[q]]
+    for j in range(st.g.shape[0]):
+        sf, sg, sh, fp, gp, hp = st.f[j], st.g[j], st.h[j], b.f_prop[j], b.g_p[j], b.h_p[j]
+        for q in range(cnt):
+            i = rows[q]
+            sf[i] = fp[i]
+            sg[i] = gp[i]
+            sh[i] = hp[i]
 
 
 @numba.njit(cache=True)
 def _reset_rows(rows, cnt, st, b):
-    for q in range(cnt):
-        for j in range(st.f.shape[0]):
-            b.f_prop[j, rows[q]] = st.f[j, rows[q]]
+    for j in range(st.f.shape[0]):
+        fp, sf = b.f_prop[j], st.f[j]
+        for q in range(cnt):
+            fp[rows[q]] = sf[rows[q]]
 
 
 @numba.njit(cache=True)
@@ -741,12 +753,13 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
         for i in range(n):
             b.f_prop[j, i] = st.f[j, i]
     for t in range(m):
-        for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
-            k = f.leaf_of_row[t, i]
-            for j in range(J):
-                tv = value[j, t, k]
-                b.f_minus[j, i] = st.f[j, i] - tv
-                b.gc[j, i] = st.g[j, i] + st.h[j, i] * tv
+        lr = f.leaf_of_row[t]
+        for j in range(J):  # tree t's values, the rest of the term and the proposals' gc
+            vj, fm, gcj, sf, sg, sh = value[j, t], b.f_minus[j], b.gc[j], st.f[j], st.g[j], st.h[j]
+            for i in range(n):  # output by output: contiguous rows
+                tv = vj[lr[i]]
+                fm[i] = sf[i] - tv
+                gcj[i] = sg[i] + sh[i] * tv
         ok = False
         u = rng.random()
         move = 0
@@ -845,47 +858,55 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
     J, n = st.f.shape
     nk = n_nodes[t]
     G, H, nV = b.G, b.H, b.nV
-    for k in range(nk):
-        for j in range(J):
-            G[j, k] = 0.0
-            H[j, k] = 0.0
-    for i in range(n):
-        k = leaf_of_row[t, i]
-        for j in range(J):
-            G[j, k] += st.g[j, i] + st.h[j, i] * value[j, t, k]
-            H[j, k] += st.h[j, i]
+    lr = leaf_of_row[t]
+    # every pass over the rows runs output by output, over contiguous rows
+    for j in range(J):
+        Gj, Hj, vj, sg, sh = G[j], H[j], value[j, t], st.g[j], st.h[j]
+        for k in range(nk):
+            Gj[k] = 0.0
+            Hj[k] = 0.0
+        for i in range(n):
+            k = lr[i]
+            Gj[k] += sg[i] + sh[i] * vj[k]
+            Hj[k] += sh[i]
     leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
     rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     Gp, Hp, keep, dll = b.Ga, b.Ha, b.keep, b.dll
     for k in range(nk):
         dll[k] = 0.0
         keep[k] = 0
-        for j in range(J):
-            Gp[j, k] = 0.0
-            Hp[j, k] = 0.0
     out = b.out
     for i in range(n):
         li = clean_ll(out[i])
         b.ll_p[i] = li
-        k = leaf_of_row[t, i]
-        dll[k] += li - st.ll[i]
-        for j in range(J):
-            gi, hi = clean_gh(out[(1 + j) * n + i], out[(1 + J + j) * n + i])
-            b.g_p[j, i] = gi
-            b.h_p[j, i] = hi
-            Gp[j, k] += gi + hi * (b.f_prop[j, i] - b.f_minus[j, i])
-            Hp[j, k] += hi
+        dll[lr[i]] += li - st.ll[i]
+    for j in range(J):
+        Gj, Hj, gp, hp, fp, fm = Gp[j], Hp[j], b.g_p[j], b.h_p[j], b.f_prop[j], b.f_minus[j]
+        for k in range(nk):
+            Gj[k] = 0.0
+            Hj[k] = 0.0
+        og = (1 + j) * n
+        oh = (1 + J + j) * n
+        for i in range(n):
+            gi, hi = clean_gh(out[og + i], out[oh + i])
+            gp[i] = gi
+            hp[i] = hi
+            k = lr[i]
+            Gj[k] += gi + hi * (fp[i] - fm[i])
+            Hj[k] += hi
     acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
     for i in range(n):
-        if keep[leaf_of_row[t, i]] == 1:
+        if keep[lr[i]] == 1:
             st.ll[i] = b.ll_p[i]
-            for j in range(J):
-                st.f[j, i] = b.f_prop[j, i]
-                st.g[j, i] = b.g_p[j, i]
-                st.h[j, i] = b.h_p[j, i]
-        else:
-            for j in range(J):
-                b.f_prop[j, i] = st.f[j, i]
+    for j in range(J):
+        sf, sg, sh, fp, gp, hp = st.f[j], st.g[j], st.h[j], b.f_prop[j], b.g_p[j], b.h_p[j]
+        for i in range(n):
+            if keep[lr[i]] == 1:
+                sf[i] = fp[i]
+                sg[i] = gp[i]
+                sh[i] = hp[i]
+            else:
+                fp[i] = sf[i]
     return acc, tot
 
 
