@@ -16,7 +16,7 @@ from pymc_trees.bart.kernels.linear import (linear_leaf_stats, linear_level_shif
                                             pack_linear_leaves, standardize_columns)
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
-from pymc_trees.bart.sampler import (MOVES, ForestSampler, TreePrior, _check_start,
+from pymc_trees.bart.sampler import (MOVES, ForestSampler, TreePrior, check_start,
                                      acceptance_rates)
 from pymc_trees.core.packed import center_bits
 
@@ -167,7 +167,7 @@ class LinearForestSampler(ForestSampler):
         fv = np.ascontiguousarray(self.values(), dtype=np.float64)
         ll, g, h = gk.call_all(rows_fn, fv, pre)
         gk.clean_rows(ll, g[None], h[None])
-        _check_start(ll)
+        check_start(ll)
         pr = self.prior
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))

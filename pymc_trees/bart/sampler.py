@@ -162,7 +162,7 @@ def acceptance_rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[
     return {f"accept_{name}": float(rates[i]) for i, name in enumerate(names)}
 
 
-def _check_start(ll: np.ndarray) -> None:
+def check_start(ll: np.ndarray) -> None:
     """A general sweep needs a state of positive density at every row."""
     if not np.all(np.isfinite(ll)):
         bad = int(np.flatnonzero(~np.isfinite(ll))[0])
@@ -544,7 +544,7 @@ class ForestSampler:
         pg, pp = float(cp[0]), float(cp[1] - cp[0])
         f_cur = self.values().reshape(J, n)
         ll_cur, g_cur, h_cur = _row_derivatives(loglik, f_cur)
-        _check_start(ll_cur)
+        check_start(ll_cur)
         f_prop = f_cur.copy()
         tv = np.empty((J, n))
         proposed = np.zeros(5, np.int64)
@@ -677,7 +677,7 @@ class ForestSampler:
         fv = np.ascontiguousarray(self.values().reshape(J, n), dtype=np.float64)
         ll, g, h = gk.call_all(rows_fn, fv, pre)
         gk.clean_rows(ll, g, h)
-        _check_start(ll)
+        check_start(ll)
         st = gk.RowState(fv, ll, g, h)
         pr = self.prior
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)

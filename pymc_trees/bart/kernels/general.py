@@ -49,7 +49,7 @@ __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
            "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
            "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
-           "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows"]
+           "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide"]
 
 
 @numba.njit(cache=True)
@@ -783,7 +783,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                         b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, side]
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
                 logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, vt, ell, prec0, b.S)
-                ok = _decide(rng, logr)
+                ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent, f.depth,
@@ -805,7 +805,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                                      prec0, b.S)
                          + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p, vt, f.right[t, node],
                                        prec0, b.S))
-                ok = _decide(rng, logr)
+                ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     prune_commit(t, f.var, f.left, f.right, f.free, f.n_free, f.leaf_of_row,
@@ -828,7 +828,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                 logr += reverse_old_leaves(t, root, f.var, f.left, f.right, value,
                                            f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0,
                                            b.Ga, b.Ha, sc.stack, b.leaves)
-                ok = _decide(rng, logr)
+                ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     restructure_commit(t, root, f.var, f.left, f.right, f.wavail, f.ncut,
@@ -911,7 +911,8 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
 
 
 @numba.njit(cache=True)
-def _decide(rng, logr):
+def decide(rng, logr):
+    """The Metropolis-Hastings decision on a log ratio (a NaN ratio rejects)."""
     u = rng.random()
     return logr == logr and (logr >= 0.0 or u < math.exp(logr))
 

@@ -17,7 +17,7 @@ the proposal of one Newton step on log-likelihood plus log-prior:
 proposal the same way from the proposed state.  The per-leaf sums ``W, Wz, Wzz, S, Sz`` of
 ``h, h z, h z^2, gc, gc z`` are those of the conjugate kernel with ``omega = h`` and
 ``omega r = gc``, so the proposal draw is that kernel's leaf draw
-(:func:`pymc_trees.bart.kernels.linear._draw_leaf`).  Leaves are then updated one by one by
+(:func:`pymc_trees.bart.kernels.linear.draw_linear_leaf`).  Leaves are then updated one by one by
 Metropolis-Hastings with the same proposal from the current state.
 """
 
@@ -33,8 +33,8 @@ from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, children_mas
                                          commit_children, count_nodes, partition_rows, pick_node,
                                          propose_split)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.general import _decide, clean_gh, clean_ll, two_leaf_rows
-from pymc_trees.bart.kernels.linear import _draw_leaf, leaf_regressors
+from pymc_trees.bart.kernels.general import decide, clean_gh, clean_ll, two_leaf_rows
+from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
@@ -173,8 +173,8 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
     WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, b.gc, st.h)
     wL, wR = children_masks(data.XbT, idx, mid, cnt, data.ncuts, data.iscat, rules.min_leaf,
                             data.split_prior, sc.hist, sc.lo, sc.hi, sc.nmask)
-    l0, l1 = _draw_leaf(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-    r0, r1 = _draw_leaf(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+    l0, l1 = draw_linear_leaf(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+    r0, r1 = draw_linear_leaf(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
     kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
     for q in range(cnt):
         i = idx[q]
@@ -210,7 +210,7 @@ def _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre
     logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
     W, Wz, Wzz, S, Sz = _sums(b.rows, 0, cnt, ro, Z, b.gc_p, b.h_p)
     logr += linear_leaf_log_q(o0, o1, W, Wz, Wzz, S, Sz, ro >= 0, prec0)
-    ok = _decide(rng, logr)
+    ok = decide(rng, logr)
     if ok:
         _keep(b.rows, cnt, st, b)
         kl = alloc_node(t, f.var, f.n_nodes, f.free, f.n_free)
@@ -248,7 +248,7 @@ def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     idx = sc.idx
     cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
     W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
-    m0, m1 = _draw_leaf(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
+    m0, m1 = draw_linear_leaf(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
     struct = (log_psplit(d, alpha, beta)
               + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
@@ -265,7 +265,7 @@ def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
         b.f_prop[i] = b.f_minus[i] + _at(m0, m1, i, j, Z)
     logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
     logr += _old_pair_log_q(t, kl, kr, b.rows, mid, cnt, Z, f, slope, reg, b, prec0)
-    ok = _decide(rng, logr)
+    ok = decide(rng, logr)
     if ok:
         _keep(b.rows, cnt, st, b)
         for q in range(cnt):
@@ -326,7 +326,7 @@ def _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, p
     # over the old children's rows
     cnt2, mid2 = two_leaf_rows(t, kl, kr, f.leaf_of_row, b.rows2)
     logr += _old_pair_log_q(t, kl, kr, b.rows2, mid2, cnt2, Z, f, slope, reg, b, prec0)
-    ok = _decide(rng, logr)
+    ok = decide(rng, logr)
     if ok:
         _keep(b.rows, cnt, st, b)
         f.var[t, eta] = v
@@ -364,7 +364,7 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
             Sm[0, 4, k] += s * z
     for k in range(nk):
         if f.var[t, k] == LEAF:
-            b.nb0[k], b.nb1[k] = _draw_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
+            b.nb0[k], b.nb1[k] = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
                                               Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
     for i in range(n):
         k = f.leaf_of_row[t, i]
@@ -406,7 +406,7 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
                                     Sm[1, 4, k], has, prec0)
                 - linear_leaf_log_q(p0, p1, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k], Sm[0, 3, k],
                                     Sm[0, 4, k], has, prec0))
-        if _decide(rng, logr):
+        if decide(rng, logr):
             f.value[t, k] = p0
             slope[t, k] = p1
             keep[k] = 1

@@ -37,7 +37,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
-           "linear_level_shift_sums", "pack_linear_leaves"]
+           "linear_level_shift_sums", "pack_linear_leaves", "draw_linear_leaf"]
 
 
 def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
@@ -91,7 +91,7 @@ def linear_log_ml(W, Wz, Wzz, S, Sz, has_slope, prec0):
 
 
 @numba.njit(cache=True, inline="always")
-def _draw_leaf(rng, W, Wz, Wzz, S, Sz, has_slope, prec0):
+def draw_linear_leaf(rng, W, Wz, Wzz, S, Sz, has_slope, prec0):
     """``(b0, b1)`` from the leaf's conditional (``b1 = 0`` without a slope)."""
     if not has_slope:
         P = W + prec0
@@ -448,7 +448,7 @@ def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, 
                        prec0, W, Wz, Wzz, S, Sz, reg)
         for k in range(n_nodes[t]):
             if var[t, k] == LEAF:
-                b0, b1 = _draw_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, prec0)
+                b0, b1 = draw_linear_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, prec0)
                 value[t, k] = b0
                 slope[t, k] = b1
             else:
