@@ -619,7 +619,8 @@ def new_row_buffers(n: int, capacity: int, outputs: int = 1) -> RowBuffers:
                       np.zeros(n), np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
                       np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)),
                       np.zeros((J, K)), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
-                      np.zeros(K, np.int64), np.zeros((2, J, 2)), np.zeros((J, 2)), np.zeros(8, np.int64),
+                      np.zeros(K, np.int64), np.zeros((2, J, 2)), np.zeros((J, 2)),
+                      np.zeros(8, np.int64),
                       np.zeros(5), np.arange(n, dtype=np.int64))
 
 

@@ -339,6 +339,19 @@ def _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, p
     return 1 if ok else 0
 
 
+@numba.njit(cache=True, inline="always")
+def _add_row(Sm, a, k, w, s, j, Z, i):
+    """Row i into leaf k's sums ``Sm[a, :, k] = (W, Wz, Wzz, S, Sz)`` (weight w, gradient
+    term s, regressor column j, -1 for none)."""
+    Sm[a, 0, k] += w
+    Sm[a, 3, k] += s
+    if j >= 0:
+        z = Z[i, j]
+        Sm[a, 1, k] += w * z
+        Sm[a, 2, k] += w * z * z
+        Sm[a, 4, k] += s * z
+
+
 @numba.njit(cache=True)
 def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
     """One Metropolis-Hastings update of every leaf of tree t (all leaves proposed from the
@@ -353,19 +366,11 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
     for i in range(n):
         k = f.leaf_of_row[t, i]
         c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
-        hw = st.h[i]
-        s = st.g[i] + hw * c
-        Sm[0, 0, k] += hw
-        Sm[0, 3, k] += s
-        if reg[k] >= 0:
-            z = Z[i, reg[k]]
-            Sm[0, 1, k] += hw * z
-            Sm[0, 2, k] += hw * z * z
-            Sm[0, 4, k] += s * z
+        _add_row(Sm, 0, k, st.h[i], st.g[i] + st.h[i] * c, reg[k], Z, i)
     for k in range(nk):
         if f.var[t, k] == LEAF:
             b.nb0[k], b.nb1[k] = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
-                                              Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
+                                                  Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
     for i in range(n):
         k = f.leaf_of_row[t, i]
         b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, reg[k], Z)
@@ -382,14 +387,7 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
         b.h_p[i] = hi
         k = f.leaf_of_row[t, i]
         dll[k] += li - st.ll[i]
-        s = gi + hi * (b.f_prop[i] - b.f_minus[i])
-        Sm[1, 0, k] += hi
-        Sm[1, 3, k] += s
-        if reg[k] >= 0:
-            z = Z[i, reg[k]]
-            Sm[1, 1, k] += hi * z
-            Sm[1, 2, k] += hi * z * z
-            Sm[1, 4, k] += s * z
+        _add_row(Sm, 1, k, hi, gi + hi * (b.f_prop[i] - b.f_minus[i]), reg[k], Z, i)
     acc = 0
     tot = 0
     keep = b.keep
@@ -424,7 +422,8 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
 
 class LinearBuffers(NamedTuple):
     """Buffers of :func:`general_linear_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
-    ``rows``, ``rows2``, ``fs``, ``ll_p``, ``g_p``, ``h_p``, ``gc_p``, ``all_rows`` (0 .. n-1) and ``out``
+    ``rows``, ``rows2``, ``fs``, ``ll_p``, ``g_p``, ``h_p``, ``gc_p``, ``all_rows`` (0 .. n-1)
+    and ``out``
     (3 n,) for the row function; per node slot ``sums`` (2, 5, K), the current and the
     proposed state's ``W, Wz, Wzz, S, Sz``, the proposals ``nb0``, ``nb1``, ``dll``, ``keep``
     and the leaves' regressors ``reg``; ``kid`` (4,) a split's children's coefficients."""
@@ -454,7 +453,8 @@ def new_linear_buffers(n: int, capacity: int) -> LinearBuffers:
     """Buffers for :func:`general_linear_sweep` (the node-sized ones follow the capacity)."""
     K = int(capacity)
     return LinearBuffers(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, np.int64),
-                         np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                         np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.zeros(n),
+                         np.zeros(n), np.zeros(n),
                          np.arange(n, dtype=np.int64), np.zeros(3 * n), np.zeros((2, 5, K)),
                          np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
                          np.zeros(K, np.int64), np.zeros(4))

@@ -448,7 +448,8 @@ def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, 
                        prec0, W, Wz, Wzz, S, Sz, reg)
         for k in range(n_nodes[t]):
             if var[t, k] == LEAF:
-                b0, b1 = draw_linear_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, prec0)
+                b0, b1 = draw_linear_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0,
+                                          prec0)
                 value[t, k] = b0
                 slope[t, k] = b1
             else:
