@@ -31,6 +31,14 @@ X2 = np.tile([0.0, 1.0], 6)[:, None]  # rows alternate between the two x values
 Y_HET = np.array([1.1, -1.31, 1.25, 0.37, 1.1, 0.05, 0.61, -0.06, 1.27, -0.46, 1.13, 0.32])
 # the same, closer together (one tree: posterior probability of the split 0.88, prior 0.2)
 Y_ONE = np.array([0.06, 2.16, -0.07, 1.74, 0.32, -0.24, 0.05, -0.92, -0.27, -0.15, 0.18, 0.65])
+# two Normal outcomes with known sds (output 0 sd 0.5, output 1 sd 1), one row per x value
+SD_NORMAL = np.array([0.5, 1.0])
+Y_NORMAL = np.array([[0.77, -0.74], [0.11, 0.34], [0.77, -0.48], [-0.95, 1.1], [1.05, 0.04],
+                     [-0.08, 0.21], [0.33, -0.78], [-0.01, 0.24], [0.78, 0.01], [-0.15, 0.22],
+                     [0.61, 1.29], [-0.03, 1.51]])
+# two quantiles (0.25 and 0.75, b = 1) of one outcome
+Q_AL = np.array([0.25, 0.75])
+Y_AL = np.array([-0.21, 0.38, 2.86, -2.04, -0.93, -1.9, 1.64, -0.27, 1.88, 0.32, 1.01, -0.12])
 X_SOFT = np.tile([0.0, 1.0], 6)[:, None]
 Y_SOFT = np.ravel(np.column_stack([[0, 0, 0, 0, 1, 2], [2, 2, 2, 1, 1, 0]]))
 
@@ -38,6 +46,26 @@ Y_SOFT = np.ravel(np.column_stack([[0, 0, 0, 0, 1, 2], [2, 2, 2, 1, 1, 0]]))
 def het_loglik(u, y):
     """log prod_rows Normal(y; u[0], exp(u[1])) on a grid ``u`` of shape (2, ...)."""
     return sum(stats.norm.logpdf(v, u[0], np.exp(u[1])) for v in y)
+
+
+def normal_loglik(u, y):
+    """log prod_rows prod_c Normal(y[c]; u[c], SD_NORMAL[c])."""
+    return sum(stats.norm.logpdf(v[0], u[0], SD_NORMAL[0])
+               + stats.norm.logpdf(v[1], u[1], SD_NORMAL[1]) for v in y)
+
+
+def quantile_loglik(u, y):
+    """log prod_rows prod_c AsymmetricLaplace(y; mu=u[c], b=1, q=Q_AL[c]) (PyMC's density:
+    kappa = sqrt(q / (1 - q)), ``log(b / (kappa + 1/kappa)) - b (y - mu) s kappa**s`` with
+    s the sign of y - mu)."""
+    kappa = np.sqrt(Q_AL / (1 - Q_AL))
+    out = 0.0
+    for v in y:
+        for c in range(2):
+            d = v - u[c]
+            s = np.sign(d)
+            out = out - np.log(kappa[c] + 1 / kappa[c]) - d * s * kappa[c] ** s
+    return out
 
 
 def softmax_loglik(u, y):
@@ -126,7 +154,12 @@ CASES = {
     "heteroscedastic": (het_loglik, X2, Y_HET, 2, 2, 0.2, 241),
     "heteroscedastic, one tree": (het_loglik, X2, Y_ONE, 1, 2, 0.2, 241),
     "softmax": (softmax_loglik, X_SOFT, Y_SOFT, 1, 3, 0.5, 81),
+    # likelihoods that factorise over the outputs, conjugate given the latent variables: the
+    # leaf vectors are integrated out jointly (SharedOutputSampler.conjugate_sweep)
+    "two Normal outcomes": (normal_loglik, X2, Y_NORMAL, 2, 2, 0.2, 241),
+    "two quantiles": (quantile_loglik, X2, Y_AL, 2, 2, 0.2, 241),
 }
+CONJUGATE = ("two Normal outcomes", "two quantiles")
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -134,21 +167,39 @@ def test_shared_trees_match_the_exact_posterior(case):
     """Through pm.sample: the posterior of which trees split, the mean of every output and of
     the product of every two outputs at both x values, against the grid.  Heteroscedastic:
     ``Normal(y; f[0], exp(f[1]))``, m = 2 trees with two values per leaf, and m = 1 on data
-    whose split is less certain; softmax: three class logits, m = 1.  12,000 draws per chain (two chains): the cells' total variation
-    within the N_eff-based tolerance of :func:`check_cells`, every mean within 4 Monte Carlo
-    standard errors."""
+    whose split is less certain; softmax: three class logits, m = 1; two Normal outcomes with
+    the offset set from Y (the grid then sees y - offset and f - offset is checked) and two
+    quantiles of one outcome, m = 2.  12,000 draws per chain (two chains): the cells' total
+    variation within the N_eff-based tolerance of :func:`check_cells`, every mean within 4
+    Monte Carlo standard errors."""
     loglik, X, y, m, k, alpha, G = CASES[case]
-    cells, prior, mean, cross = grid_exact(loglik, X, y, m, k, alpha, G)
     n = len(y)
     with pm.Model():
         f = pmt.BARTTree("f", X, m=m, alpha=alpha, leaf_sd=1.0, min_leaf=1, shape=(k, n),
-                         separate_trees=False, split_prior="uniform")
+                         separate_trees=False, split_prior="uniform",
+                         Y=y[:, 0] if case == "two Normal outcomes" else None)
         if case.startswith("heteroscedastic"):
             pm.Normal("y", mu=f[0], sigma=pm.math.exp(f[1]), observed=y)
+        elif case == "two Normal outcomes":
+            pm.Normal("y", mu=f, sigma=SD_NORMAL[:, None], observed=y.T)
+        elif case == "two quantiles":
+            pm.AsymmetricLaplace("y", mu=f, b=1.0, q=Q_AL[:, None],
+                                 observed=np.broadcast_to(y, (2, n)))
         else:
             pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=y)
         idata = pm.sample(draws=12000, tune=300, chains=2, cores=1, random_seed=17,
                           progressbar=False, compute_convergence_checks=False)
+    offset = float(f.owner.inputs[3].eval())
+    assert (offset != 0.0) == (case == "two Normal outcomes")
+    cells, prior, mean, cross = grid_exact(loglik, X, y - offset if offset else y, m, k,
+                                           alpha, G)
+    leaf = idata.sample_stats["accept_leaf"].values
+    if case in CONJUGATE:
+        # the Newton proposals are the leaves' exact conditionals: every leaf update is a
+        # Gibbs draw, and the structural moves see the leaf vectors integrated out
+        assert np.all(leaf == 1.0), leaf.min()
+    else:
+        assert leaf.mean() < 0.99
     # by the number of split trees (the trees are exchangeable; moving the split from one
     # tree to the other passes through the rare cells, which would set N_eff)
     by_count = [[sum(p) for p in chain] for chain in _splits(idata, "f", m)]
@@ -156,13 +207,61 @@ def test_shared_trees_match_the_exact_posterior(case):
     count_prior = {c: sum(v for p, v in prior.items() if sum(p) == c) for c in range(m + 1)}
     check_cells(by_count, count_post, count_prior)
     xi = X[:, 0].astype(int)
-    fs = idata.posterior["f"].values  # (chain, draw, output, row)
+    fs = idata.posterior["f"].values - offset  # (chain, draw, output, row)
     pairs = [(a, b) for a in range(k) for b in range(a, k)]
     draws = np.concatenate([fs, np.stack([fs[:, :, a] * fs[:, :, b] for a, b in pairs], 2)], 2)
     exact = np.concatenate([mean[:, xi], np.stack([cross[a, b, xi] for a, b in pairs])])
     got = draws.mean(axis=(0, 1))
     se = np.asarray(az.mcse(draws.reshape(*draws.shape[:2], -1))).reshape(got.shape)
     assert np.all(np.abs(got - exact) < 4 * se), ((got - exact) / se).round(1)
+
+
+def test_gaussian_rows_match_naive_code():
+    """The row callback of Gaussian pseudo-data (the conjugate sweep of shared outputs)
+    against the densities written out, on a subset of the rows in a scrambled order."""
+    from pymc_trees.bart.kernels.general import call_rows, gaussian_pre, gaussian_rows
+
+    rng = np.random.default_rng(3)
+    J, n = 3, 40
+    z, f = rng.normal(size=(J, n)), rng.normal(size=(J, n))
+    w = rng.gamma(2.0, size=(J, n))
+    w[1, 5] = 0.0  # a row that carries no information in one output
+    rows = rng.permutation(n)[:17]
+    ll, g, h = call_rows(gaussian_rows, f[:, rows], rows, gaussian_pre(z, w))
+    want = stats.norm.logpdf(z, f, 1 / np.sqrt(np.where(w > 0, w, 1.0)))
+    want += 0.5 * np.log(2 * np.pi / np.where(w > 0, w, 1.0))  # the constants left out
+    want[w == 0] = 0.0
+    np.testing.assert_allclose(ll, want[:, rows].sum(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, (w * (z - f))[:, rows], rtol=1e-12)
+    np.testing.assert_array_equal(h, w[:, rows])
+    with pytest.raises(ValueError, match="same shape"):
+        gaussian_pre(z, w[:2])
+
+
+def test_outputs_whose_likelihoods_depend_on_each_other_are_not_conjugate():
+    """The joint conjugate update needs the likelihood to factorise over the outputs: a
+    softmax's classes, a mean and a scale, and two outputs added in one mean are refused by
+    it (and sampled by the general step)."""
+    from pymc_trees.bart.structure import NotAugmentable, joint_output_likelihoods
+
+    n = 12
+    y = np.linspace(-1, 1, n)
+    for form in ("softmax", "mean and scale", "sum", "two outcomes"):
+        with pm.Model() as model:
+            f = pmt.BARTTree("f", X2, m=2, leaf_sd=1.0, shape=(2, n), separate_trees=False)
+            if form == "softmax":
+                pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=(y > 0) * 1)
+            elif form == "mean and scale":
+                pm.Normal("y", mu=f[0], sigma=pm.math.exp(f[1]), observed=y)
+            elif form == "sum":
+                pm.Normal("y", mu=f[0] + f[1], sigma=1.0, observed=y)
+            else:
+                pm.Normal("y", mu=f, sigma=1.0, observed=np.stack([y, -y]))
+        if form == "two outcomes":
+            assert len(joint_output_likelihoods(model, f, n)) == 2
+        else:
+            with pytest.raises(NotAugmentable):
+                joint_output_likelihoods(model, f, n)
 
 
 def test_grid_matches_nested_quadrature_for_one_tree():

@@ -37,6 +37,8 @@ from pytensor.scalar.math import TriGamma
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
 
+from pymc_trees.bart.kernels.general import ROW_SIGNATURE
+
 __all__ = ["RowFunctions", "compile_rows", "numba_object_mode"]
 
 
@@ -130,15 +132,10 @@ def _rewrite_mode():
     return optdb.query(q)
 
 
-ROW_SIGNATURE = numba.types.void(
-    numba.types.CPointer(numba.types.float64), numba.types.CPointer(numba.types.int64),
-    numba.types.int64, numba.types.CPointer(numba.types.float64), numba.types.int64,
-    numba.types.CPointer(numba.types.float64))
-
-
 def _c_callback(jf, outputs: int | None = None):
-    """The compiled row graph ``jf`` behind a C signature (:data:`ROW_SIGNATURE`:
-    ``(f, rows, r, pre, n_pre, out)``, ``out`` of shape (3, r) row-major): every model's row
+    """The compiled row graph ``jf`` behind a C signature (``ROW_SIGNATURE`` of
+    :mod:`pymc_trees.bart.kernels.general`: ``(f, rows, r, pre, n_pre, out)``, ``out`` of
+    shape (3, r) row-major): every model's row
     functions have the same type, so the sweep kernel is compiled once and cached on disk.
     For J = ``outputs`` outputs that share their trees, ``f`` has shape (J, r) and ``out``
     (1 + 2 J, r): the log density, then the J first and the J negated second derivatives."""
@@ -182,7 +179,7 @@ def _frontier(pre_fn, roots: list, point: dict) -> list:
 class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
-    ``rows_fn`` is a C callback of :data:`ROW_SIGNATURE` that writes ``(ll, g, h)`` of the
+    ``rows_fn`` is a C callback of ``ROW_SIGNATURE`` (:mod:`pymc_trees.bart.kernels.general`) that writes ``(ll, g, h)`` of the
     rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r); the
     leaf updates call it at rows 0 .. n-1 (one compiled graph, not a second one for all rows
     without the gathers: that doubled the step's build time, 1.5 s of 5 on a two-term Gamma

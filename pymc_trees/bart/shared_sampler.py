@@ -8,7 +8,10 @@ the leaves the row falls in.  The trees are sampled by the general tree step (ba
 section 9) over the joint likelihood of the k outputs at each row
 (:func:`pymc_trees.bart.kernels.general.general_sweep` with J = k): a structural move proposes
 the new leaves' k values from the product of each output's Newton proposal and is accepted
-with the exact joint log-likelihood, so the step is exact for any likelihood.
+with the exact joint log-likelihood, so the step is exact for any likelihood.  Where the
+likelihood is Gaussian in every output given latent variables, the same moves run on the
+pseudo-data (:meth:`SharedOutputSampler.conjugate_sweep`), where the proposals are exact
+conditionals: the leaf vectors are then integrated out jointly.
 
 The forest's ``value`` array is output 0's row of :attr:`SharedOutputSampler.leaf_values`
 (shape (k, m, K)), so that everything that reads one forest (its structure, DART, summaries)
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, Forest, forest_values
+from pymc_trees.bart.kernels.general import gaussian_pre, gaussian_rows
 from pymc_trees.bart.sampler import ForestSampler, concat_packed
 from pymc_trees.core.packed import PackedForest
 
@@ -42,8 +46,9 @@ class SharedForestState:
 @dataclass
 class SharedOutputSampler(ForestSampler):
     """A :class:`ForestSampler` of ``outputs`` = k outputs that share one forest: every leaf
-    holds k values.  Sampled by :meth:`general_sweep` only (the conjugate, Particle Gibbs and
-    warm-start sweeps update one value per leaf and are refused).
+    holds k values.  Sampled by :meth:`general_sweep` and, against Gaussian pseudo-data, by
+    :meth:`conjugate_sweep` (the one-output conjugate, Particle Gibbs and warm-start sweeps
+    update one value per leaf and are refused).
 
     Parameters
     ----------
@@ -138,8 +143,43 @@ class SharedOutputSampler(ForestSampler):
 
     def _refuse(self, what: str):
         raise NotImplementedError(
-            f"A term whose outputs share their trees is sampled by the general tree step; "
-            f"{what} updates one value per leaf. Use BARTTree(..., separate_trees=True) for it.")
+            f"A term whose outputs share their trees is sampled by general_sweep or "
+            f"conjugate_sweep; {what} updates one value per leaf. Use BARTTree(..., separate_trees=True) for it.")
+
+    def conjugate_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
+                        move_cumprobs: np.ndarray) -> dict[str, float]:
+        """One sweep against Gaussian pseudo-data: output j's row i observed as
+        ``Normal(z[j, i], 1 / omega[j, i])`` given the term (offset removed), the form of a
+        Normal likelihood and of the augmented ones given their latent variables (bart-math
+        sections 1 and 8).
+
+        The moves are the general tree step's (:meth:`general_sweep`) on this quadratic log
+        density, for which every Newton proposal is the exact conditional of the new leaves'
+        k values given the trees: a structural move's ratio is then the ratio of the
+        marginal likelihoods with the leaf vectors integrated out, jointly over the k
+        outputs, and every leaf update is a Gibbs draw (accepted with probability 1).
+
+        Parameters
+        ----------
+        z, omega : ndarray of shape (k, n)
+            Pseudo-data (offset removed) and row precisions (0 where a row carries no
+            information).
+        move_cumprobs : ndarray of shape (4,)
+            Cumulative probabilities of grow, prune, change, swap.
+
+        Returns
+        -------
+        dict
+            Acceptance rates per move type and of the leaf updates (``accept_leaf``).
+        """
+        shape = (self.outputs, self.n)
+        z = np.asarray(z, dtype=np.float64)
+        omega = np.asarray(omega, dtype=np.float64)
+        if z.shape != shape or omega.shape != shape:
+            raise ValueError(f"z and omega must have shape {shape} (outputs, rows); got "
+                             f"{z.shape} and {omega.shape}.")
+        pre = gaussian_pre(z + float(self.offset), omega)
+        return self.general_sweep(rng, None, move_cumprobs, (gaussian_rows, pre))
 
     def cgm_sweep(self, *args, **kwargs):
         self._refuse("the conjugate CGM sweep")

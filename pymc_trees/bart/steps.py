@@ -32,8 +32,8 @@ from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
 from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
-                                       level_shifts, noise_likelihood, output_tree_likelihood,
-                                       tree_likelihood)
+                                       joint_output_likelihoods, level_shifts, noise_likelihood,
+                                       output_tree_likelihood, tree_likelihood)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
            "split_prior_rvs", "split_concentration_rvs"]
@@ -364,11 +364,18 @@ class _TreeStep(BlockedStep):
         its link and its density at the starting point), and the level shifts."""
         outputs = rv.owner.op.outputs
         self._liks = None
+        self._joint = None
         try:
             if self._shared:
-                # the k outputs' leaf values move together: the general step over the joint
-                # likelihood of the k outputs at each row, for any likelihood
-                self.likelihood = general_likelihood(model, rv, self.sampler.n, joint=True)
+                # the k outputs' leaf values move together: integrated out jointly where the
+                # likelihood factorises over the outputs into augmentable ones (Gaussian given
+                # the latent variables), else the general step over the joint likelihood of
+                # the k outputs at each row, for any likelihood
+                try:
+                    self._joint = joint_output_likelihoods(model, rv, self.sampler.n)
+                    self.likelihood = self._joint[0]
+                except NotAugmentable:
+                    self.likelihood = general_likelihood(model, rv, self.sampler.n, joint=True)
             elif outputs is not None:
                 # one output given the others: the conjugate update where the output is a
                 # linear predictor of an augmentable likelihood, else the general step
@@ -390,7 +397,7 @@ class _TreeStep(BlockedStep):
                     f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
                     f"likelihood, bart-math section 9).") from None
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
-        liks = self._liks or [self.likelihood]
+        liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
         response = rv.owner.op.prior.response
         if (response == "mix" and general) or (response != "constant"
@@ -422,11 +429,12 @@ class _TreeStep(BlockedStep):
         for lik in liks:
             if lik.family == "general":
                 _check_general_link(rv, lik)
-            elif self._liks is None:  # outputs carry no link of their own (one calibration)
+            elif self._liks is None and self._joint is None:
+                # outputs carry no link of their own (one calibration)
                 _check_link(rv, lik)
         if general:
             _check_general_start(rv, general, start())
-        self.level_shifts = ([] if self._liks is not None or general
+        self.level_shifts = ([] if self._liks is not None or self._joint is not None or general
                              else level_shifts(model, rv, self.likelihood))
 
     @property
@@ -454,7 +462,7 @@ class _TreeStep(BlockedStep):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()  # the forest and a learned leaf scale back to their start
-        for lik in self._liks or [self.likelihood]:
+        for lik in self._liks or self._joint or [self.likelihood]:
             lik.reset()
         self.tune = tune > 0
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
@@ -494,7 +502,9 @@ class _TreeStep(BlockedStep):
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
-        if self._liks is None:
+        if self._joint is not None:
+            stats = self._joint_update(point)
+        elif self._liks is None:
             stats = self._update(self.sampler, self.likelihood, point, warm)
         else:
             # output after output, each given the others' current values
@@ -524,6 +534,21 @@ class _TreeStep(BlockedStep):
         if lik.family == "general":
             return self._general_update(smp, lik, point, warm)
         return self._augmented_update(smp, lik, point, warm)
+
+    def _joint_update(self, point: dict) -> dict:
+        """The conjugate update of k outputs that share their trees, with a likelihood that
+        factorises over them: each output's pseudo-data (its latent variables drawn given the
+        current values), then one sweep with the leaf vectors integrated out jointly
+        (:meth:`~pymc_trees.bart.shared_sampler.SharedOutputSampler.conjugate_sweep`)."""
+        smp = self.sampler
+        F = smp.values()
+        Z, omega = np.empty_like(F), np.empty_like(F)
+        for j, lik in enumerate(self._joint):
+            if lik.family == "normal":
+                Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
+            else:
+                Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
+        return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp)
 
     def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""

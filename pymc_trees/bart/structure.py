@@ -29,6 +29,7 @@ from pymc_trees.bart.kernels.general import call_all, call_rows
 from pymc_trees.bart.rowgraph import RowFunctions, compile_rows, numba_object_mode
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
+           "output_tree_likelihood", "joint_output_likelihoods",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
            "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
 
@@ -458,6 +459,36 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
                              "(row by row, affine) with the other parameters free of it.")
     return TreeLikelihood(observed_name=obs.name, observed=obs, family=family, link=link,
                           eta=eta, pieces=_OutputPieces(fn, output), n=n)
+
+
+def joint_output_likelihoods(model, f_rv, n: int) -> list[TreeLikelihood]:
+    """The augmented likelihoods of the k outputs of a tree term of shape (k, n) when they
+    factorise over the outputs: each output is a linear predictor of an augmentable
+    likelihood (:func:`output_tree_likelihood`) whose pieces do not depend on the other
+    outputs.  Given the latent variables the term's likelihood is then
+    ``prod_j prod_i Normal(z_ji; f_ji, 1/w_ji)``, Gaussian in every leaf's k values jointly,
+    so a term whose outputs share their trees can integrate the leaf vectors out.  Raises
+    :class:`NotAugmentable` otherwise (a softmax's classes, a mean and a scale, outputs
+    added in one predictor: each output's pseudo-data depend on the others).
+
+    Checked at the initial point with the term at random values: moving the other outputs
+    leaves every output's pieces unchanged."""
+    k = int(f_rv.owner.op.outputs)
+    liks = [output_tree_likelihood(model, f_rv, n, j) for j in range(k)]
+    point = dict(model.initial_point())
+    f_name = model.rvs_to_values[f_rv].name
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(k, n))
+    for j, lik in enumerate(liks):
+        moved = W + rng.normal(size=(k, n))
+        moved[j] = W[j]
+        before, after = (lik.pieces({**point, f_name: w}) for w in (W, moved))
+        if not all(np.array_equal(np.asarray(p0), np.asarray(p1))
+                   for p0, p1 in zip(before, after)):
+            raise NotAugmentable(
+                f"The likelihood of {f_rv.name}[{j}] depends on the other outputs of "
+                f"{f_rv.name!r}, so the outputs' likelihood does not factorise over them.")
+    return liks
 
 
 def _class_logits(p):

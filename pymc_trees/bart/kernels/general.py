@@ -49,7 +49,17 @@ __all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves",
            "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
            "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
            "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
-           "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide"]
+           "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide",
+           "ROW_SIGNATURE", "gaussian_rows", "gaussian_pre"]
+
+
+# The C type of a row callback (see general_sweep): ``(f, rows, r, pre, n_pre, out)``, ``f`` of
+# shape (J, r) and ``out`` of shape (1 + 2 J, r), both row-major.  Every likelihood's row
+# functions have this one type, so the sweep kernel is compiled once and cached on disk.
+ROW_SIGNATURE = numba.types.void(
+    numba.types.CPointer(numba.types.float64), numba.types.CPointer(numba.types.int64),
+    numba.types.int64, numba.types.CPointer(numba.types.float64), numba.types.int64,
+    numba.types.CPointer(numba.types.float64))
 
 
 @numba.njit(cache=True)
@@ -938,3 +948,41 @@ def call_rows(rows_fn, f_sub, rows, pre):
 def call_all(rows_fn, f, pre):
     """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1), as :func:`call_rows`."""
     return call_rows(rows_fn, f, np.arange(np.shape(f)[-1], dtype=np.int64), pre)
+
+
+@numba.cfunc(ROW_SIGNATURE, cache=True)
+def gaussian_rows(fp, rp, r, pp, npre, outp):
+    """The row callback of Gaussian pseudo-data (:func:`gaussian_pre`): J outputs, row i of
+    output j observed as ``Normal(z[j, i], 1 / w[j, i])`` given ``f[j, i]``.  Writes
+    ``ll_i = -sum_j w (z - f)^2 / 2`` (the constant ``log w`` terms are left out: they cancel
+    in every ratio), ``g = w (z - f)`` and ``h = w``.  The log density is quadratic in every
+    leaf value, so the Newton proposals of the moves are the leaves' exact conditionals."""
+    pre = numba.carray(pp, (npre,))
+    J = int(pre[0])
+    n = (npre - 1) // (2 * J)
+    F = numba.carray(fp, (J, r))
+    rows = numba.carray(rp, (r,))
+    out = numba.carray(outp, (1 + 2 * J, r))
+    for q in range(r):
+        out[0, q] = 0.0
+    for j in range(J):
+        zo, wo = 1 + j * n, 1 + (J + j) * n
+        for q in range(r):
+            i = rows[q]
+            w = pre[wo + i]
+            d = pre[zo + i] - F[j, q]
+            out[0, q] -= 0.5 * w * d * d
+            out[1 + j, q] = w * d
+            out[1 + J + j, q] = w
+
+
+def gaussian_pre(z: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """The ``pre`` array of :func:`gaussian_rows` for pseudo-data ``z`` (the term's values
+    they observe, offset included) with row precisions ``omega``, both of shape (J, n):
+    ``[J, z.ravel(), omega.ravel()]``."""
+    z = np.asarray(z, dtype=np.float64)
+    omega = np.asarray(omega, dtype=np.float64)
+    if z.ndim != 2 or omega.shape != z.shape:
+        raise ValueError(f"z and omega must have the same shape (J, n); got {z.shape} and "
+                         f"{omega.shape}.")
+    return np.concatenate([[float(z.shape[0])], z.ravel(), omega.ravel()])
