@@ -30,9 +30,12 @@ Y_POIS = {"one column": np.array([1, 0, 2, 1, 2, 1, 2, 3, 2, 4, 3, 5]),
 SD, ALPHA = 0.8, 0.3
 
 
-def poisson_exact(y, G: int = 601, lim: float = 6.0):
+def poisson_exact(y, G: int = 601, lim: float = 6.0, mix: bool = False):
     """(posterior of the three trees: one leaf, split on column 0, split on column 1; the
-    posterior mean of f and of f^2 at every row)."""
+    posterior mean of f and of f^2 at every row).  With ``mix`` (``response="mix"``: the
+    tree's kind linear or constant with prior 1/2 each) the split trees are five cells: one
+    leaf (whose kind changes nothing), and ``(v, "linear")``, ``(v, "constant")`` for the
+    split on column v, the constant children ``b ~ N(0, s^2)``."""
     grid = np.linspace(-lim, lim, G)
     dz = grid[1] - grid[0]
     n = len(y)
@@ -61,6 +64,21 @@ def poisson_exact(y, G: int = 601, lim: float = 6.0):
                 first[v][i] = np.sum(w2 * L * fx) / integral
                 second[v][i] = np.sum(w2 * L * fx**2) / integral
     prior = {"leaf": 1 - ALPHA, 0: ALPHA / 2, 1: ALPHA / 2}
+    if mix:
+        for v in (0, 1):
+            key = (v, "constant")
+            evid[key], first[key], second[key] = 1.0, np.zeros(n), np.zeros(n)
+            for side in (X2[:, v] < 1.5, X2[:, v] > 1.5):
+                rows = np.flatnonzero(side)
+                L = lik(grid[:, None], rows)
+                integral = float(np.sum(w0 * L))
+                evid[key] *= integral
+                first[key][rows] = np.sum(w0 * L * grid) / integral
+                second[key][rows] = np.sum(w0 * L * grid**2) / integral
+            for d in (evid, first, second):
+                d[(v, "linear")] = d.pop(v)
+        prior = {"leaf": 1 - ALPHA, **{(v, kind): ALPHA / 4 for v in (0, 1)
+                                       for kind in ("linear", "constant")}}
     post = {k: prior[k] * evid[k] for k in prior}
     total = sum(post.values())
     post = {k: v / total for k, v in post.items()}
@@ -71,11 +89,12 @@ def poisson_exact(y, G: int = 601, lim: float = 6.0):
 
 @pytest.mark.parametrize("data", list(Y_POIS))
 def test_quadrature_converged(data):
-    a = poisson_exact(Y_POIS[data], 601, 6.0)
-    b = poisson_exact(Y_POIS[data], 901, 7.0)
-    for k in a[0]:
-        assert a[0][k] == pytest.approx(b[0][k], rel=1e-7)
-    np.testing.assert_allclose(a[2], b[2], rtol=1e-7)
+    for mix in (False, True):
+        a = poisson_exact(Y_POIS[data], 601, 6.0, mix)
+        b = poisson_exact(Y_POIS[data], 901, 7.0, mix)
+        for k in a[0]:
+            assert a[0][k] == pytest.approx(b[0][k], rel=1e-7)
+        np.testing.assert_allclose(a[2], b[2], rtol=1e-7)
 
 
 @pytest.mark.parametrize("data", list(Y_POIS))
@@ -103,4 +122,39 @@ def test_linear_leaves_in_the_general_step_match_quadrature(data):
     se = np.asarray(az.mcse(draws))
     assert np.all(np.abs(got - exact) < 4 * se), ((got - exact) / se).round(1)
     # the draws' forests hold the lines: predict gives the trace's values
+    np.testing.assert_allclose(pmt.predict(idata, X2).values, fs, rtol=0, atol=1e-12)
+
+
+def test_mix_of_linear_and_constant_trees_in_the_general_step_matches_quadrature():
+    """``response="mix"`` with a Poisson likelihood: after its move the tree is proposed of
+    the other kind (its leaves' coefficients from their Newton proposals), accepted with the
+    exact log-likelihood.  The posterior over one leaf and the split on either column, each
+    linear or constant, and the mean of f and f^2 at every row, against quadrature; 12,000
+    draws per chain, two chains."""
+    y = Y_POIS["one column"]
+    post, prior, mean, sq = poisson_exact(y, mix=True)
+    assert 0.1 < post[(0, "linear")] / (post[(0, "linear")] + post[(0, "constant")]) < 0.9
+    with pm.Model():
+        f = pmt.BARTTree("f", X2, m=1, leaf_sd=SD, alpha=ALPHA, numcut=1, min_leaf=4,
+                         response="mix", split_prior="uniform")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+        idata = pm.sample(draws=12000, tune=300, chains=2, cores=1, random_seed=29,
+                          progressbar=False, compute_convergence_checks=False)
+    fr = pmt.forests(idata, "f").values
+
+    def cell(forest):
+        nodes = forest.nodes
+        if nodes.size == 1:
+            return "leaf"
+        # a linear leaf stores its regressor as feature -2 - column, a constant one -1
+        return (int(nodes["feature"][0]), "linear" if nodes["feature"][1] < -1 else "constant")
+
+    parts = [[cell(fr[c, d]) for d in range(fr.shape[1])] for c in range(fr.shape[0])]
+    check_cells(parts, post, prior)
+    fs = idata.posterior["f"].values
+    draws = np.concatenate([fs, fs**2], axis=2)
+    exact = np.concatenate([mean, sq])
+    got = draws.mean(axis=(0, 1))
+    se = np.asarray(az.mcse(draws))
+    assert np.all(np.abs(got - exact) < 4 * se), ((got - exact) / se).round(1)
     np.testing.assert_allclose(pmt.predict(idata, X2).values, fs, rtol=0, atol=1e-12)

@@ -416,11 +416,6 @@ def test_refusals_name_the_fix():
     y = np.random.default_rng(1).poisson(3.0, 30)
     with pytest.raises(ValueError, match="response must be one of"):
         pmt.BARTTree.dist(X, response="quadratic", leaf_sd=1.0)
-    with pm.Model():  # the general step runs response="linear", not the mix
-        f = pmt.BARTTree("f", X, y, m=5, link="log", response="mix")
-        pm.Poisson("y", mu=pm.math.exp(f), observed=y)
-        with pytest.raises(pmt.ModelStructureError, match="response='linear' or 'constant'"):
-            pmt.CGMTreeStep([f])
     with pm.Model():
         f = pmt.BARTTree("f", X, y.astype(float), m=5, response="linear", sampler="pg")
         pm.Normal("y", mu=f, sigma=1.0, observed=y)

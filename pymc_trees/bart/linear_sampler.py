@@ -146,13 +146,9 @@ class LinearForestSampler(ForestSampler):
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
         ``loglik`` are not used) with the likelihood ``compiled = (rows_fn, pre)``
         (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`); returns acceptance
-        rates (NaN for swap).  ``response="mix"`` and a likelihood whose row graph could not
-        be compiled are refused."""
-        if self.mix:
-            raise ValueError("response='mix' draws each tree's kind with its leaves "
-                             "integrated out, which needs a Gaussian or augmented likelihood "
-                             "(docs/design.md, 'Linear leaves'); for this likelihood use "
-                             "response='linear' or 'constant'.")
+        rates (NaN for swap).  With ``response="mix"`` every tree's kind (linear or constant)
+        is then proposed switched, its leaves' coefficients from their Newton proposals.  A
+        likelihood whose row graph could not be compiled is refused."""
         if compiled is None:
             raise ValueError("Linear leaves with this likelihood run in the general step's "
                              "compiled kernel, and its row graph could not be compiled (the "
@@ -173,9 +169,9 @@ class LinearForestSampler(ForestSampler):
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        general_linear_sweep(rng, rows_fn, pre, data, rules, self.regcol, self.Z, f.arrays(),
-                             self.slope, self._scratch, gk.RowState(fv, ll, g, h), bufs,
-                             proposed, accepted)
+        general_linear_sweep(rng, rows_fn, pre, data, rules, self.regcol, self.lin, self.mix,
+                             self.Z, f.arrays(), self.slope, self._scratch,
+                             gk.RowState(fv, ll, g, h), bufs, proposed, accepted)
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,

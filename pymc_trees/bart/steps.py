@@ -400,20 +400,12 @@ class _TreeStep(BlockedStep):
         liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
         response = rv.owner.op.prior.response
-        if (response == "mix" and general) or (response != "constant"
-                                               and self.sampler_kind != "cgm"):
+        if response != "constant" and self.sampler_kind != "cgm":
             raise ModelStructureError(
                 f"{rv.name!r} has linear leaves (response={response!r}), which are sampled by "
-                "the CGM tree step's moves: the mix against a Gaussian or augmented likelihood "
-                "(Normal, Student-t, Bernoulli, Binomial, negative binomial, "
-                "asymmetric Laplace, Categorical over a softmax), response='linear' against "
-                "any. "
-                + ("Particle Gibbs is for constant leaves: use BARTTree(..., sampler='cgm') "
-                   "(the default)." if self.sampler_kind != "cgm" else
-                   "This likelihood needs the general tree step, which draws each tree's "
-                   "kind only with the leaves integrated out: use response='linear' or "
-                   "'constant'."))
-        if response == "linear" and any(lik.rows is None for lik in general):
+                "the CGM tree step's moves. Particle Gibbs is for constant leaves: use "
+                "BARTTree(..., sampler='cgm') (the default).")
+        if response != "constant" and any(lik.rows is None for lik in general):
             why = next(lik.rows_reason for lik in general if lik.rows is None)
             raise ModelStructureError(
                 f"{rv.name!r} has linear leaves with a likelihood that needs the general "

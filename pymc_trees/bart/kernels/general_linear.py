@@ -187,7 +187,7 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     """Returns -1 when no leaf can split, else 1/0 for accepted/rejected."""
     prec0 = rules.prec0
     idx = sc.idx
@@ -196,7 +196,7 @@ def _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre
         f.parent, f.wavail, f.amask, f.n_nodes, f.leaf_of_row, idx, sc.lo, sc.hi, sc.tmp)
     if ell < 0:
         return -1
-    j = regcol[v]
+    j = regcol[v] if lt else -1
     kid = b.kid
     wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
     d = f.depth[t, ell]
@@ -226,7 +226,7 @@ def _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre
 
 
 @numba.njit(cache=True)
-def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     """Returns -1 when no node is prunable, else 1/0."""
     prec0 = rules.prec0
     alpha, beta = rules.alpha, rules.beta
@@ -244,7 +244,7 @@ def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     if f.wavail[t, kr] > 0.0:
         b_new -= 1
     par = f.parent[t, eta]
-    j = regcol[f.var[t, par]] if par >= 0 else -1  # the merged leaf's regressor
+    j = regcol[f.var[t, par]] if par >= 0 and lt else -1  # the merged leaf's regressor
     idx = sc.idx
     cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
     W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
@@ -284,7 +284,7 @@ def _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
 
 
 @numba.njit(cache=True)
-def _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _change(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     """A new rule from the prior at a node whose children are both leaves (uniformly among
     them; the move keeps them so), the children's coefficients from their q.  The rule's
     probability cancels between prior and proposal.  Returns -1 when impossible, else 1/0."""
@@ -309,7 +309,7 @@ def _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, p
     v, c, nc = draw_node_rule(rng, sc.lo, sc.hi, data.split_prior, f.wavail[t, eta], data.Xb,
                               idx, 0, cnt, rules.min_leaf)
     mid = partition_rows(data.XbT, idx, 0, cnt, v, c, sc.tmp)
-    j = regcol[v]
+    j = regcol[v] if lt else -1
     kid = b.kid
     wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
     d = f.depth[t, eta]
@@ -420,13 +420,81 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
     return acc, tot
 
 
+@numba.njit(cache=True)
+def _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, prec0, st, b, rows_fn, pre):
+    """``response="mix"``: propose tree t of the other kind (linear for constant, constant for
+    linear; prior 1/2 each, which cancels) with the same structure, every leaf's coefficients
+    drawn from its Newton proposal under the new regressors from the current state, and
+    accept with the exact log-likelihood; the reverse proposal of the current coefficients
+    is built under the current regressors from the proposed state.  Returns 1/0."""
+    n = st.f.shape[0]
+    nk = f.n_nodes[t]
+    regn = b.reg2
+    for k in range(nk):
+        regn[k] = -1
+        if lin[t] == 0 and f.var[t, k] == LEAF and f.parent[t, k] >= 0:
+            regn[k] = regcol[f.var[t, f.parent[t, k]]]
+    Sm = b.sums  # (2, 5, K): the forward sums (new regressors), the reverse (current ones)
+    for a in range(2):
+        for s in range(5):
+            for k in range(nk):
+                Sm[a, s, k] = 0.0
+    for i in range(n):
+        k = f.leaf_of_row[t, i]
+        c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
+        _add_row(Sm, 0, k, st.h[i], st.g[i] + st.h[i] * c, regn[k], Z, i)
+    logr = 0.0
+    for k in range(nk):
+        if f.var[t, k] == LEAF:
+            has = regn[k] >= 0
+            p0, p1 = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k], Sm[0, 3, k],
+                                      Sm[0, 4, k], has, prec0)
+            b.nb0[k], b.nb1[k] = p0, p1
+            logr += (linear_leaf_prior(p0, p1, has, prec0)
+                     - linear_leaf_prior(f.value[t, k], slope[t, k], reg[k] >= 0, prec0)
+                     - linear_leaf_log_q(p0, p1, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
+                                         Sm[0, 3, k], Sm[0, 4, k], has, prec0))
+    for i in range(n):
+        k = f.leaf_of_row[t, i]
+        b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, regn[k], Z)
+    rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
+    out = b.out
+    for i in range(n):
+        li = clean_ll(out[i])
+        gi, hi = clean_gh(out[n + i], out[2 * n + i])
+        b.ll_p[i] = li
+        b.g_p[i] = gi
+        b.h_p[i] = hi
+        logr += li - st.ll[i]
+        k = f.leaf_of_row[t, i]
+        _add_row(Sm, 1, k, hi, gi + hi * (b.f_prop[i] - b.f_minus[i]), reg[k], Z, i)
+    for k in range(nk):
+        if f.var[t, k] == LEAF:
+            logr += linear_leaf_log_q(f.value[t, k], slope[t, k], Sm[1, 0, k], Sm[1, 1, k],
+                                      Sm[1, 2, k], Sm[1, 3, k], Sm[1, 4, k], reg[k] >= 0, prec0)
+    ok = decide(rng, logr)
+    if ok:
+        lin[t] = 1 - lin[t]
+        for k in range(nk):
+            reg[k] = regn[k]
+            if f.var[t, k] == LEAF:
+                f.value[t, k] = b.nb0[k]
+                slope[t, k] = b.nb1[k]
+        _keep(b.all_rows, n, st, b)
+    else:
+        for i in range(n):
+            b.f_prop[i] = st.f[i]
+    return 1 if ok else 0
+
+
 class LinearBuffers(NamedTuple):
     """Buffers of :func:`general_linear_sweep`: per row ``f_prop``, ``f_minus``, ``gc``,
     ``rows``, ``rows2``, ``fs``, ``ll_p``, ``g_p``, ``h_p``, ``gc_p``, ``all_rows`` (0 .. n-1)
     and ``out``
     (3 n,) for the row function; per node slot ``sums`` (2, 5, K), the current and the
     proposed state's ``W, Wz, Wzz, S, Sz``, the proposals ``nb0``, ``nb1``, ``dll``, ``keep``
-    and the leaves' regressors ``reg``; ``kid`` (4,) a split's children's coefficients."""
+    and the leaves' regressors ``reg`` (``reg2`` those of the other kind of tree); ``kid``
+    (4,) a split's children's coefficients."""
 
     f_prop: np.ndarray
     f_minus: np.ndarray
@@ -446,6 +514,7 @@ class LinearBuffers(NamedTuple):
     dll: np.ndarray
     keep: np.ndarray
     reg: np.ndarray
+    reg2: np.ndarray
     kid: np.ndarray
 
 
@@ -457,12 +526,12 @@ def new_linear_buffers(n: int, capacity: int) -> LinearBuffers:
                          np.zeros(n), np.zeros(n),
                          np.arange(n, dtype=np.int64), np.zeros(3 * n), np.zeros((2, 5, K)),
                          np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
-                         np.zeros(K, np.int64), np.zeros(4))
+                         np.zeros(K, np.int64), np.zeros(K, np.int64), np.zeros(4))
 
 
 @numba.njit(cache=True)
-def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, Z, forest, slope, sc, st, b,
-                         proposed, accepted):
+def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, lin, mix, Z, forest, slope,
+                         sc, st, b, proposed, accepted):
     """One sweep of the general tree step over all trees with linear leaves: per tree a grow
     (probability 0.3), prune (0.3) or change at a node whose children are leaves (0.4), its
     new leaves' coefficients from their Newton proposals and the move accepted with the exact
@@ -474,11 +543,12 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, Z, forest, slop
     ``regcol`` (q,) the regressor column of a split on each feature (-1: categorical);
     ``Z`` (n, p) the standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
     cleaned; ``b`` :func:`new_linear_buffers`; ``proposed``, ``accepted`` (5,) counts per
-    move (grow, prune, change, swap, leaf), incremented."""
+    move (grow, prune, change, swap, leaf), incremented; ``lin`` (m,) uint8 whether each tree
+    is linear (1) or constant (0); with ``mix`` (``response="mix"``) a tree's kind is
+    updated after its move by :func:`_switch_kind`."""
     f = forest
     n = st.f.shape[0]
     m = f.value.shape[0]
-    lin = np.ones(m, np.uint8)
     reg = b.reg
     for i in range(n):
         b.f_prop[i] = st.f[i]
@@ -492,14 +562,19 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, Z, forest, slop
         u = rng.random()
         move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
         if move == 0:
-            s = _grow(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+            s = _grow(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
+                      pre)
         elif move == 1:
-            s = _prune(rng, t, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+            s = _prune(rng, t, lin[t], rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
         else:
-            s = _change(rng, t, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+            s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,
+                        rows_fn, pre)
         if s >= 0:
             proposed[move] += 1
             accepted[move] += s
+        if mix:
+            _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, rules.prec0, st, b, rows_fn,
+                         pre)
         a, tot = _leaf_update(rng, t, f, slope, reg, Z, rules.prec0, st, b, rows_fn, pre)
         accepted[4] += a
         proposed[4] += tot
