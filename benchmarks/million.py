@@ -29,8 +29,10 @@ import time
 import numpy as np
 
 
-def _tree_rss(root: int) -> dict[int, int]:
-    """Resident bytes of process ``root`` and of each of its descendants (from /proc)."""
+def _tree_rss(root: int, field: str = "VmRSS") -> dict[int, int]:
+    """Resident bytes of process ``root`` and of each of its descendants (from /proc):
+    ``VmRSS`` from ``status``, or ``Pss`` from ``smaps_rollup`` (the proportional set size:
+    a page shared by k processes counts 1/k in each)."""
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -45,10 +47,11 @@ def _tree_rss(root: int) -> dict[int, int]:
     while todo:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
+        path = f"/proc/{pid}/status" if field == "VmRSS" else f"/proc/{pid}/smaps_rollup"
         try:
-            with open(f"/proc/{pid}/status") as fh:
+            with open(path) as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(field + ":"):
                         out[pid] = int(line.split()[1]) * 1024
                         break
         except OSError:
@@ -58,17 +61,21 @@ def _tree_rss(root: int) -> dict[int, int]:
 
 class PeakMemory:
     """Polls the resident memory of this process tree in a thread; ``peak`` in bytes, and
-    ``at_peak`` the resident bytes of each process at that moment (this one first)."""
+    ``at_peak`` the resident bytes of each process at that moment (this one first).  With
+    ``field="Pss"`` the proportional set size: PyMC's worker processes are forked from this
+    one (its default start method on Linux), so the pages they inherit and never write are
+    shared, and each worker's ``VmRSS`` counts them again; summed over the processes, the
+    proportional set sizes count every page once."""
 
-    def __init__(self, every: float = 0.5):
-        self.every, self.peak, self.at_peak = every, 0, []
+    def __init__(self, every: float = 0.5, field: str = "VmRSS"):
+        self.every, self.peak, self.at_peak, self.field = every, 0, [], field
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         me = os.getpid()
         while not self._stop.is_set():
-            rss = _tree_rss(me)
+            rss = _tree_rss(me, self.field)
             total = sum(rss.values())
             if total > self.peak:
                 self.peak = total
@@ -83,6 +90,28 @@ class PeakMemory:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+def machine_used() -> int:
+    """Bytes of this machine's memory in use (``MemTotal - MemAvailable`` of /proc/meminfo):
+    every process, shared pages once, page cache that cannot be dropped included."""
+    vals = {}
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            key, rest = line.split(":", 1)
+            vals[key] = int(rest.split()[0]) * 1024
+    return vals["MemTotal"] - vals["MemAvailable"]
+
+
+class PeakMachine(PeakMemory):
+    """Polls :func:`machine_used`; ``peak`` is its largest rise over the value at entry (a
+    cross-check of the per-process figures, meaningful when nothing else runs)."""
+
+    def _run(self):
+        base = machine_used()
+        while not self._stop.is_set():
+            self.peak = max(self.peak, machine_used() - base)
+            self._stop.wait(self.every)
 
 
 def high_water_mark() -> int:
@@ -111,6 +140,8 @@ def main(argv=None):
                          "after the other)")
     ap.add_argument("--chains", type=int, default=None, help="pm.sample's default if omitted")
     ap.add_argument("--seed", type=int, default=20261123)
+    ap.add_argument("--mp-ctx", default=None, choices=["fork", "forkserver", "spawn"],
+                    help="pm.sample's mp_ctx (its default on Linux: fork)")
     ap.add_argument("--save", default=None, metavar="PATH",
                     help="also write the trace with to_netcdf to PATH and print its size")
     a = ap.parse_args(argv)
@@ -124,10 +155,10 @@ def main(argv=None):
     X, y, _ = friedman1(a.n, rng=a.seed)
     X_new = np.random.default_rng(a.seed + 1).uniform(size=(5_000, X.shape[1]))
     kwargs = {k: v for k, v in (("draws", a.draws), ("tune", a.tune), ("cores", a.cores),
-                                ("chains", a.chains)) if v is not None}
+                                ("chains", a.chains), ("mp_ctx", a.mp_ctx)) if v is not None}
     print(f"n = {a.n:,}, p = {X.shape[1]}, pm.sample({kwargs or ''}) with its other defaults",
           flush=True)
-    with PeakMemory() as mem:
+    with PeakMemory() as mem, PeakMemory(field="Pss") as pss, PeakMachine() as machine:
         t0 = time.perf_counter()
         with pm.Model():
             X_data = pm.Data("X", X)
@@ -150,6 +181,10 @@ def main(argv=None):
     print(f"peak resident memory, process and workers: {mem.peak / 2**30:.3f} GiB (this "
           f"process {mem.at_peak[0] / 2**30:.3f}, the others "
           f"{', '.join(f'{b / 2**30:.3f}' for b in mem.at_peak[1:]) or 'none'})")
+    print(f"peak proportional set size, process and workers (shared pages once): "
+          f"{pss.peak / 2**30:.3f} GiB (this process {pss.at_peak[0] / 2**30:.3f}, the others "
+          f"{', '.join(f'{b / 2**30:.3f}' for b in pss.at_peak[1:]) or 'none'})")
+    print(f"machine memory in use, largest rise during the run: {machine.peak / 2**30:.3f} GiB")
     print(f"high-water mark of this process (VmHWM, the whole run up to here): "
           f"{high_water_mark() / 2**30:.3f} GiB")
     print(f"trace in memory: {_nbytes(idata) / 2**20:.0f} MiB, of which the forests "

@@ -60,9 +60,10 @@ class LinearForestSampler(ForestSampler):
         self.lin = np.full(self.prior.m, 0 if self.mix else 1, np.uint8)
 
     def __getstate__(self) -> dict:
-        """As :meth:`ForestSampler.__getstate__`, and without ``Z`` (n x p floats), which is
-        standardised again from X on arrival."""
+        """As :meth:`ForestSampler.__getstate__`, but with X and without ``Z`` (n x p floats
+        each), which is standardised again from X on arrival."""
         state = super().__getstate__()
+        state["X"] = self.X
         state.pop("Z", None)
         return state
 

@@ -194,6 +194,7 @@ class ForestSampler:
     ----------
     X : ndarray of shape (n, p)
         Training rows; NaN marks a missing value, categorical columns hold level codes.
+        Read once, for the bins; a pickled copy holds None here.
     prior : TreePrior
     offset : float
         Constant added to the sum of trees.
@@ -228,7 +229,9 @@ class ForestSampler:
         if not (np.isfinite(self.leaf_sd) and self.leaf_sd > 0):
             raise ValueError(f"leaf_sd must be positive and finite; got {self.leaf_sd!r}.")
         self._leaf_sd0 = float(self.leaf_sd)  # where reset() puts it back (a learned scale)
-        n, p = self.X.shape
+        # (n, p): X itself is needed only here (the bins follow from it), and a pickle leaves
+        # it out (__getstate__)
+        self._shape = n, p = self.X.shape
         lay = self.layout = build_layout(self.X, self.categorical, self.prior.numcut,
                                          self.prior.missing_split)
         self.Xb, self.ncuts, self.iscat = lay.Xb, lay.ncuts, lay.iscat
@@ -256,7 +259,7 @@ class ForestSampler:
 
     @property
     def n(self) -> int:
-        return self.X.shape[0]
+        return self._shape[0]
 
     @property
     def cuts(self) -> np.ndarray:
@@ -273,8 +276,8 @@ class ForestSampler:
         the smallest normal float (underflowed Dirichlet draws) are raised to it.  Every
         node's available weight is recomputed from its availability mask."""
         w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (self.X.shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError(f"split weights must be {self.X.shape[1]} non-negative finite "
+        if w.shape != (self._shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError(f"split weights must be {self._shape[1]} non-negative finite "
                              f"numbers; got {weights!r}.")
         # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
         w = np.maximum(w, np.finfo(np.float64).tiny)
@@ -303,7 +306,7 @@ class ForestSampler:
         :func:`~pymc_trees.bart.kernels.forest.dart_concentration_draw`).  The sampler then
         splits with weights ``s / max(s)``."""
         f, lay = self.forest, self.layout
-        a = np.full(self.X.shape[1], np.exp(self.dart_x))
+        a = np.full(self._shape[1], np.exp(self.dart_x))
         self.dart_log_s = split_prior_gibbs(rng, f.var, f.n_nodes, f.amask, a, self.dart_log_s,
                                             lay.fmap, lay.share)
         self.dart_x = float(dart_concentration_draw(rng, self.dart_log_s, self.dart_x))
@@ -318,7 +321,7 @@ class ForestSampler:
     @property
     def dart_alpha(self) -> float:
         """Linero's alpha, the Dirichlet concentration summed over the p columns."""
-        return float(self.X.shape[1] * np.exp(self.dart_x))
+        return float(self._shape[1] * np.exp(self.dart_x))
 
     def reset(self) -> None:
         """Every tree back to a single leaf with value 0, and the leaf sd back to the one the
@@ -327,7 +330,7 @@ class ForestSampler:
         probabilities start equal with ``alpha = p`` (``u = 1/2``)."""
         self.leaf_sd = self._leaf_sd0
         if self.prior.dart:
-            p = self.X.shape[1]
+            p = self._shape[1]
             self.dart_log_s = np.full(p, -np.log(p))
             self.dart_x = 0.0
             self._store_weights(np.ones(p))  # before the new forest, whose root reads them
@@ -341,7 +344,7 @@ class ForestSampler:
         self._particles = None
 
     def _alloc_scratch(self) -> None:
-        n, p = self.X.shape
+        n, p = self._shape
         self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
                                     self.forest.capacity, bool(self.iscat.any()))
         self._fsum = np.zeros(n)
@@ -394,9 +397,12 @@ class ForestSampler:
     def __getstate__(self) -> dict:
         """Pickled (PyMC sends the step to each worker process) without the per-row arrays
         that follow from the rest: the rows' leaves, routed again on arrival, and the sweeps'
-        scratch, allocated again (200 + 36 bytes a training row at m = 200)."""
+        scratch, allocated again (200 + 36 bytes a training row at m = 200); and without X
+        (80 bytes a row at p = 10), which the sampler read once for its bins: ``X`` is None
+        in the copy."""
         state = dict(self.__dict__)
         state["forest"] = self.forest.compact()
+        state["X"] = None
         for name in self._ROW_ATTRS + ("_pool",):
             state[name] = None
         return state

@@ -164,6 +164,24 @@ EXTERNAL_NUTS = (
     "a sum of trees has no gradient and no density on f, so they cannot sample it.")
 
 
+def _rebuilt(cls):
+    """An empty step of class ``cls``, whose state the unpickler then sets
+    (:func:`_reduce_step`)."""
+    return object.__new__(cls)
+
+
+def _reduce_step(step) -> tuple:
+    """How a step of this package pickles: from its state alone.  PyMC's ``BlockedStep``
+    pickles the arguments it was built with and builds the step again from them in each
+    worker process (``__getnewargs_ex__``); those arguments hold the model, whose data (X:
+    80 bytes a training row at p = 10, and y) a built step no longer reads.  Rebuilt from
+    its state, the step that reaches a worker carries its bins and its compiled pieces
+    only."""
+    state = dict(step.__dict__)
+    state.pop("_BlockedStep__newargs", None)
+    return _rebuilt, (type(step),), state
+
+
 class _TreeStep(BlockedStep):
     """Shared machinery of the tree steps: the forest sampler, the likelihood pieces read from
     the model, the level shifts, the per-draw stats and the forest stored with every draw.
@@ -199,6 +217,9 @@ class _TreeStep(BlockedStep):
         rngs = get_random_generator(kwargs.pop("rng", None)).spawn(len(groups))
         return CompoundStep([cls(g, *args, **{**kwargs, "rng": r})
                              for g, r in zip(groups, rngs)])
+
+    def __reduce_ex__(self, protocol):
+        return _reduce_step(self)
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True, warm_start: int = 10,
@@ -862,6 +883,9 @@ class NoiseGibbs(BlockedStep):
     default_blocked = True
     _state_class = NoiseGibbsState
     stats_dtypes_shapes = {"tune": (bool, [])}
+
+    def __reduce_ex__(self, protocol):
+        return _reduce_step(self)
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True):
