@@ -8,13 +8,18 @@ left out of the trace (the forests are kept), so the trace holds the forests and
 
 Printed: the wall time of ``pm.sample`` and per iteration, the peak resident memory of the
 process and its sampling workers together (summed over the process tree, polled every half
-second, so a peak shorter than that can be missed), the high-water mark of this process
+second, so a peak shorter than that can be missed; a forked worker's resident memory counts
+the pages it shares with this process again), the same sum of the proportional set sizes
+(every shared page counted once: the memory the run takes), the largest rise of the
+machine's memory in use, the high-water mark of this process
 (``VmHWM``, exact: with one core the chains run here), the size of the trace, the time of
 ``pmt.predict`` at 5,000 new rows, its RMSE against the noise-free function, the posterior
 mean of sigma (the truth is 1) and the effective sample size of sigma2.
 
 Run: ``python benchmarks/million.py --cores 2`` (``--n``, ``--draws``, ``--tune`` to change
-the size; ``--save PATH`` also writes the trace and prints its size on disk).  Without ``--cores``, PyMC's default applies: on this 2-CPU machine kind it is one
+the size; ``--save PATH`` also writes the trace and prints its size on disk; ``--mp-ctx``
+PyMC's start method for worker processes).  Without ``--cores``, PyMC's default applies: on
+this 2-CPU machine kind it is one
 core (PyMC takes half of the CPUs to be hyperthreads), and the two chains run one after the
 other.
 """
