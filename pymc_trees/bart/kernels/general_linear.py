@@ -353,30 +353,34 @@ def _add_row(Sm, a, k, w, s, j, Z, i):
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
-    """One Metropolis-Hastings update of every leaf of tree t (all leaves proposed from the
-    current state, the likelihood at all rows once).  Returns (accepted, proposed)."""
-    n = st.f.shape[0]
+def _current_sums(t, f, slope, reg, regq, Z, st, Sm):
+    """Zero ``Sm`` (2, 5, K) over tree t's slots and add every row to ``Sm[0]``, its leaf's
+    sums in the current state (tree t's value at the row from the regressors ``reg``) with
+    the proposal's regressors ``regq``."""
     nk = f.n_nodes[t]
-    Sm = b.sums  # (2, 5, K): the current and the proposed state's per-leaf sums
     for a in range(2):
         for s in range(5):
             for k in range(nk):
                 Sm[a, s, k] = 0.0
-    for i in range(n):
+    for i in range(st.f.shape[0]):
         k = f.leaf_of_row[t, i]
         c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
-        _add_row(Sm, 0, k, st.h[i], st.g[i] + st.h[i] * c, reg[k], Z, i)
-    for k in range(nk):
-        if f.var[t, k] == LEAF:
-            b.nb0[k], b.nb1[k] = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
-                                                  Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
+        _add_row(Sm, 0, k, st.h[i], st.g[i] + st.h[i] * c, regq[k], Z, i)
+
+
+@numba.njit(cache=True)
+def _evaluate_tree(t, f, regp, reg, Z, st, b, rows_fn, pre, Sm):
+    """Tree t's leaves at the proposals ``b.nb0``, ``b.nb1`` (regressors ``regp``): the
+    likelihood at every row into the proposal's row arrays, each leaf's log-likelihood
+    difference into ``b.dll``, and each leaf's sums in the proposed state with the
+    regressors ``reg`` (the reverse proposal's) into ``Sm[1]``."""
+    n = st.f.shape[0]
     for i in range(n):
         k = f.leaf_of_row[t, i]
-        b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, reg[k], Z)
+        b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, regp[k], Z)
     rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     dll = b.dll
-    for k in range(nk):
+    for k in range(f.n_nodes[t]):
         dll[k] = 0.0
     out = b.out
     for i in range(n):
@@ -388,6 +392,22 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
         k = f.leaf_of_row[t, i]
         dll[k] += li - st.ll[i]
         _add_row(Sm, 1, k, hi, gi + hi * (b.f_prop[i] - b.f_minus[i]), reg[k], Z, i)
+
+
+@numba.njit(cache=True)
+def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
+    """One Metropolis-Hastings update of every leaf of tree t (all leaves proposed from the
+    current state, the likelihood at all rows once).  Returns (accepted, proposed)."""
+    n = st.f.shape[0]
+    nk = f.n_nodes[t]
+    Sm = b.sums  # (2, 5, K): the current and the proposed state's per-leaf sums
+    _current_sums(t, f, slope, reg, reg, Z, st, Sm)
+    for k in range(nk):
+        if f.var[t, k] == LEAF:
+            b.nb0[k], b.nb1[k] = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
+                                                  Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
+    _evaluate_tree(t, f, reg, reg, Z, st, b, rows_fn, pre, Sm)
+    dll = b.dll
     acc = 0
     tot = 0
     keep = b.keep
@@ -435,14 +455,7 @@ def _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, prec0, st, b, rows_fn, p
         if lin[t] == 0 and f.var[t, k] == LEAF and f.parent[t, k] >= 0:
             regn[k] = regcol[f.var[t, f.parent[t, k]]]
     Sm = b.sums  # (2, 5, K): the forward sums (new regressors), the reverse (current ones)
-    for a in range(2):
-        for s in range(5):
-            for k in range(nk):
-                Sm[a, s, k] = 0.0
-    for i in range(n):
-        k = f.leaf_of_row[t, i]
-        c = _at(f.value[t, k], slope[t, k], i, reg[k], Z)
-        _add_row(Sm, 0, k, st.h[i], st.g[i] + st.h[i] * c, regn[k], Z, i)
+    _current_sums(t, f, slope, reg, regn, Z, st, Sm)
     logr = 0.0
     for k in range(nk):
         if f.var[t, k] == LEAF:
@@ -454,24 +467,12 @@ def _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, prec0, st, b, rows_fn, p
                      - linear_leaf_prior(f.value[t, k], slope[t, k], reg[k] >= 0, prec0)
                      - linear_leaf_log_q(p0, p1, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
                                          Sm[0, 3, k], Sm[0, 4, k], has, prec0))
-    for i in range(n):
-        k = f.leaf_of_row[t, i]
-        b.f_prop[i] = b.f_minus[i] + _at(b.nb0[k], b.nb1[k], i, regn[k], Z)
-    rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
-    out = b.out
-    for i in range(n):
-        li = clean_ll(out[i])
-        gi, hi = clean_gh(out[n + i], out[2 * n + i])
-        b.ll_p[i] = li
-        b.g_p[i] = gi
-        b.h_p[i] = hi
-        logr += li - st.ll[i]
-        k = f.leaf_of_row[t, i]
-        _add_row(Sm, 1, k, hi, gi + hi * (b.f_prop[i] - b.f_minus[i]), reg[k], Z, i)
+    _evaluate_tree(t, f, regn, reg, Z, st, b, rows_fn, pre, Sm)
     for k in range(nk):
         if f.var[t, k] == LEAF:
-            logr += linear_leaf_log_q(f.value[t, k], slope[t, k], Sm[1, 0, k], Sm[1, 1, k],
-                                      Sm[1, 2, k], Sm[1, 3, k], Sm[1, 4, k], reg[k] >= 0, prec0)
+            logr += b.dll[k] + linear_leaf_log_q(f.value[t, k], slope[t, k], Sm[1, 0, k],
+                                                 Sm[1, 1, k], Sm[1, 2, k], Sm[1, 3, k],
+                                                 Sm[1, 4, k], reg[k] >= 0, prec0)
     ok = decide(rng, logr)
     if ok:
         lin[t] = 1 - lin[t]
