@@ -167,9 +167,10 @@ def test_shared_trees_match_the_exact_posterior(case):
     """Through pm.sample: the posterior of which trees split, the mean of every output and of
     the product of every two outputs at both x values, against the grid.  Heteroscedastic:
     ``Normal(y; f[0], exp(f[1]))``, m = 2 trees with two values per leaf, and m = 1 on data
-    whose split is less certain; softmax: three class logits, m = 1; two Normal outcomes with
-    the offset set from Y (the grid then sees y - offset and f - offset is checked) and two
-    quantiles of one outcome, m = 2.  12,000 draws per chain (two chains): the cells' total
+    whose split is less certain; softmax: three class logits, m = 1; two Normal outcomes, each
+    output in a likelihood of its own, with the offset set from Y (the grid then sees
+    y - offset and f - offset is checked), and two quantiles of one outcome in one (2, n)
+    likelihood, m = 2.  12,000 draws per chain (two chains): the cells' total
     variation within the N_eff-based tolerance of :func:`check_cells`, every mean within 4
     Monte Carlo standard errors."""
     loglik, X, y, m, k, alpha, G = CASES[case]
@@ -180,8 +181,9 @@ def test_shared_trees_match_the_exact_posterior(case):
                          Y=y[:, 0] if case == "two Normal outcomes" else None)
         if case.startswith("heteroscedastic"):
             pm.Normal("y", mu=f[0], sigma=pm.math.exp(f[1]), observed=y)
-        elif case == "two Normal outcomes":
-            pm.Normal("y", mu=f, sigma=SD_NORMAL[:, None], observed=y.T)
+        elif case == "two Normal outcomes":  # each in a likelihood of its own
+            pm.Normal("y0", mu=f[0], sigma=SD_NORMAL[0], observed=y[:, 0])
+            pm.Normal("y1", mu=f[1], sigma=SD_NORMAL[1], observed=y[:, 1])
         elif case == "two quantiles":
             pm.AsymmetricLaplace("y", mu=f, b=1.0, q=Q_AL[:, None],
                                  observed=np.broadcast_to(y, (2, n)))
@@ -240,13 +242,15 @@ def test_gaussian_rows_match_naive_code():
 
 def test_outputs_whose_likelihoods_depend_on_each_other_are_not_conjugate():
     """The joint conjugate update needs the likelihood to factorise over the outputs: a
-    softmax's classes, a mean and a scale, and two outputs added in one mean are refused by
-    it (and sampled by the general step)."""
+    softmax's classes, a mean and a scale, two outputs added in one mean, and an output in
+    two likelihoods are refused by it (and sampled by the general step); outputs in one
+    (k, n) likelihood or each in a likelihood of its own are taken."""
     from pymc_trees.bart.structure import NotAugmentable, joint_output_likelihoods
 
     n = 12
     y = np.linspace(-1, 1, n)
-    for form in ("softmax", "mean and scale", "sum", "two outcomes"):
+    for form in ("softmax", "mean and scale", "sum", "two outcomes", "two likelihoods",
+                 "one output in both"):
         with pm.Model() as model:
             f = pmt.BARTTree("f", X2, m=2, leaf_sd=1.0, shape=(2, n), separate_trees=False)
             if form == "softmax":
@@ -255,10 +259,20 @@ def test_outputs_whose_likelihoods_depend_on_each_other_are_not_conjugate():
                 pm.Normal("y", mu=f[0], sigma=pm.math.exp(f[1]), observed=y)
             elif form == "sum":
                 pm.Normal("y", mu=f[0] + f[1], sigma=1.0, observed=y)
-            else:
+            elif form == "two outcomes":
                 pm.Normal("y", mu=f, sigma=1.0, observed=np.stack([y, -y]))
+            elif form == "two likelihoods":
+                pm.Normal("y0", mu=f[0], sigma=1.0, observed=y)
+                pm.Bernoulli("y1", logit_p=f[1], observed=(y > 0) * 1)
+            else:
+                pm.Normal("y0", mu=f[0], sigma=1.0, observed=y)
+                pm.Normal("y1", mu=f[1] + f[0], sigma=1.0, observed=-y)
         if form == "two outcomes":
             assert len(joint_output_likelihoods(model, f, n)) == 2
+        elif form == "two likelihoods":
+            liks = joint_output_likelihoods(model, f, n)
+            assert [lik.observed_name for lik in liks] == ["y0", "y1"]
+            assert [lik.family for lik in liks] == ["normal", "logit"]
         else:
             with pytest.raises(NotAugmentable):
                 joint_output_likelihoods(model, f, n)

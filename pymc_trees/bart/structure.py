@@ -405,7 +405,9 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     """The augmented likelihood of output ``output`` of a tree term of shape (k, n), given the
     other outputs; :class:`NotAugmentable` when that output is not in one.
 
-    The term enters one observed variable of a form of ``LIKELIHOOD_FORMS`` whose linear
+    The output enters one observed variable (the term may enter others through its other
+    outputs: ``y1 ~ Normal(f[0], s1)``, ``y2 ~ Normal(f[1], s2)``) of a form of
+    ``LIKELIHOOD_FORMS`` whose linear
     predictor eta, broadcast with the observed values and parameters, has shape (n,) or
     (k, n), and:
 
@@ -421,6 +423,10 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     """
     deps = _dependents(model, f_rv)
     name = f"{f_rv.name}[{output}]"
+    if len(deps) > 1 and all(d in model.observed_RVs for d in deps):
+        # outputs in likelihoods of their own (y1 ~ Normal(f[0], s1), y2 ~ Normal(f[1], s2)):
+        # the one this output enters
+        deps = _entered_by(model, deps, f_rv, n, output)
     if len(deps) != 1 or deps[0] not in model.observed_RVs:
         raise NotAugmentable(f"{name!r} does not enter exactly one observed likelihood.")
     obs = deps[0]
@@ -467,6 +473,24 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
                              "(row by row, affine) with the other parameters free of it.")
     return TreeLikelihood(observed_name=obs.name, observed=obs, family=family, link=link,
                           eta=eta, pieces=_OutputPieces(fn, output), n=n)
+
+
+def _entered_by(model, observed: list, f_rv, n: int, output: int) -> list:
+    """Those of the ``observed`` variables whose log density moves when output ``output``
+    of the (k, n) term ``f_rv`` moves (at the initial point, the term at random values)."""
+    f_name = model.rvs_to_values[f_rv].name
+    point = dict(model.initial_point())
+    rng = np.random.default_rng(2)
+    W = rng.normal(size=(int(f_rv.owner.op.outputs), n))
+    moved = W.copy()
+    moved[output] += rng.normal(size=n)
+    out = []
+    for obs in observed:
+        fn = _compile(model, [model.logp(vars=[obs], sum=False)[0]], mode="FAST_COMPILE")
+        a, b = (np.asarray(fn({**point, f_name: w})[0], dtype=np.float64) for w in (W, moved))
+        if not np.array_equal(a, b):
+            out.append(obs)
+    return out
 
 
 def joint_output_likelihoods(model, f_rv, n: int) -> list[TreeLikelihood]:
