@@ -19,10 +19,11 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.shape import SpecifyShape
+from pytensor.tensor.variable import TensorConstant
 
 from pymc_trees.bart.kernels import augment
 from pymc_trees.bart.kernels.general import call_all, call_rows
@@ -115,18 +116,35 @@ def _affine_problem(var, f) -> str | None:
     return f"the operation {op} applied to f"
 
 
+# constants of at least this many elements (a model's data: observed y, X) are inputs of a
+# compiled _PointFn, their arrays held beside it
+_DATA_SIZE = 1024
+
+
 class _PointFn:
-    """A compiled function of extra inputs followed by a model point."""
+    """A compiled function of extra inputs followed by a model point.
+
+    The model's large constants in the graph (observed data) become inputs, their arrays
+    held in ``data`` and passed at every call: compiled in, PyTensor keeps them in the
+    function and its graph, and a pickle (PyMC sends the steps to its worker processes)
+    carried each of them twice per function, where now every function that reads y shares
+    the one array (the pickle's memo)."""
 
     def __init__(self, model, outs, extra_inputs=(), mode=None):
         self.names = [v.name for v in model.value_vars]
         outs = model.replace_rvs_by_values(outs)
-        self.fn = pytensor.function([*extra_inputs, *model.value_vars], outs,
+        consts = [c for c in graph_inputs(outs) if isinstance(c, TensorConstant)
+                  and c.data.size >= _DATA_SIZE]
+        stand_ins = [c.type() for c in consts]
+        if consts:
+            outs = graph_replace(outs, dict(zip(consts, stand_ins)), strict=False)
+        self.data = [c.data for c in consts]
+        self.fn = pytensor.function([*extra_inputs, *stand_ins, *model.value_vars], outs,
                                     on_unused_input="ignore", mode=mode)
         self.fn.trust_input = False
 
     def __call__(self, point, *extra):
-        return self.fn(*extra, *(point[name] for name in self.names))
+        return self.fn(*extra, *self.data, *(point[name] for name in self.names))
 
 
 def _compile(model, outs, inputs=(), mode=None):
