@@ -20,8 +20,8 @@ seed (2 chains x (tune + draws) on one core, the default tree step):
   trees with the leaf vectors integrated out jointly.
 
 One leaf sd for both forms, ``leaf_sd = 3 / (2 sqrt m)`` for the logits and ``1 / sqrt(m)``
-for the heteroscedastic terms (the quantiles: calibrated from y).  Reported: held-out log predictive density per row (log of the
-mean over draws of the row's density), the paired standard error of the difference between
+for the heteroscedastic terms (the quantiles: calibrated from y).  Reported: held-out log
+predictive density per row (log of the mean over draws of the row's density), the paired standard error of the difference between
 the forms, the median bulk ESS per second of wall time of the outputs (of the class
 probabilities for a softmax, whose logits are identified only up to a common shift) at 8
 fixed training rows, and wall time of ``pm.sample`` (compilation included).

@@ -179,8 +179,8 @@ def _frontier(pre_fn, roots: list, point: dict) -> list:
 class RowFunctions:
     """The compiled row graph of one tree term (one output of a term of shape (k, n)).
 
-    ``rows_fn`` is a C callback of ``ROW_SIGNATURE`` (:mod:`pymc_trees.bart.kernels.general`) that writes ``(ll, g, h)`` of the
-    rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r); the
+    ``rows_fn`` is a C callback of ``ROW_SIGNATURE`` (:mod:`pymc_trees.bart.kernels.general`)
+    that writes ``(ll, g, h)`` of the rows ``rows`` (int64, shape (r,)) at the term's values there into ``out`` (3, r); the
     leaf updates call it at rows 0 .. n-1 (one compiled graph, not a second one for all rows
     without the gathers: that doubled the step's build time, 1.5 s of 5 on a two-term Gamma
     model, for a few microseconds per call); ``pre`` is :meth:`pre` at the model's point, every frontier value as float64 in one vector (the row graph casts each

@@ -144,7 +144,8 @@ class SharedOutputSampler(ForestSampler):
     def _refuse(self, what: str):
         raise NotImplementedError(
             f"A term whose outputs share their trees is sampled by general_sweep or "
-            f"conjugate_sweep; {what} updates one value per leaf. Use BARTTree(..., separate_trees=True) for it.")
+            f"conjugate_sweep; {what} updates one value per leaf. Use "
+            f"BARTTree(..., separate_trees=True) for it.")
 
     def conjugate_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                         move_cumprobs: np.ndarray) -> dict[str, float]:
