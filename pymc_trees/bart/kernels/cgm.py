@@ -26,6 +26,11 @@ __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "SweepData", "TreeRules", "SweepSc
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
 
+# Row numbers in the sweeps' row lists (``idx``, ``tmp``): unsigned, so that numba indexes the
+# per-row arrays with them without its check for negative indices (a compare and a select on
+# every gathered read; split_sums over 64,000 rows 80 us with int32, 58 with uint32).
+ROW_INDEX = np.uint32
+
 
 class SweepData(NamedTuple):
     """The training rows as the sweep reads them: bins row-major ``Xb`` (n, p) and
@@ -85,11 +90,11 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
 
     K = capacity
     return SweepScratch(
-        np.zeros(n), np.zeros(n, np.int32), np.zeros((p, max_cuts + 1), np.int32),
+        np.zeros(n), np.zeros(n, ROW_INDEX), np.zeros((p, max_cuts + 1), np.int32),
         np.zeros(p, np.int32), np.zeros(p, np.int32),
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
-        np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros(n, np.int32),
+        np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros(n, ROW_INDEX),
         np.zeros((1, K + 2, mask_width(p)), mask_dtype(max_cuts, categorical)),
     )
 
@@ -259,15 +264,49 @@ def _goes(XbT, v, c, i):
     return np.float64(((~c) >> b) & 1)
 
 
+@numba.njit(cache=True, inline="always")
+def _left_sums(XbT, v, c, idx, cnt, r):
+    """``(rows, sum of residuals)`` of the rows ``idx[:cnt]`` that rule ``c`` of feature
+    ``v`` sends left, in four interleaved partial sums held in registers."""
+    q4 = cnt - (cnt & 3)
+    l0 = l1 = l2 = l3 = 0.0
+    nl = 0.0
+    for q in range(0, q4, 4):
+        i0, i1, i2, i3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
+        g0, g1 = _goes(XbT, v, c, i0), _goes(XbT, v, c, i1)
+        g2, g3 = _goes(XbT, v, c, i2), _goes(XbT, v, c, i3)
+        nl += (g0 + g1) + (g2 + g3)
+        l0 += g0 * r[i0]
+        l1 += g1 * r[i1]
+        l2 += g2 * r[i2]
+        l3 += g3 * r[i3]
+    for q in range(q4, cnt):
+        i = idx[q]
+        g = _goes(XbT, v, c, i)
+        nl += g
+        l0 += g * r[i]
+    return nl, (l0 + l1) + (l2 + l3)
+
+
 @numba.njit(cache=True)
-def split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, out):
+def split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, out, s_tot=np.nan):
     """The two children's leaf statistics under rule ``c`` of feature ``v`` for the rows
     ``idx[:cnt]``, without moving them: ``out = (W_left, S_left, W_right, S_right)``.  Each
     row adds ``omega r`` times 1 to the side its rule sends it to and times 0 to the other (no
     branch on the data), in four interleaved partial sums held in registers (rows ``q mod
     4``), so that consecutive rows do not wait on each other's additions.  With equal
     precisions (``omega_const > 0``) W is that precision times a row count and S that
-    precision times a sum of residuals."""
+    precision times a sum of residuals; when the rows' own ``S`` is known (``s_tot``, from
+    the pass over the rows: a leaf, or a node above two leaves, whose rows have not moved),
+    only the left side is summed and the right one is ``s_tot`` minus it (a quarter fewer
+    operations a row)."""
+    if omega_const > 0.0 and s_tot == s_tot:
+        nl, sl = _left_sums(XbT, v, c, idx, cnt, r)
+        out[0] = omega_const * nl
+        out[1] = omega_const * sl
+        out[2] = omega_const * (cnt - nl)
+        out[3] = s_tot - out[1]
+        return
     q4 = cnt - (cnt & 3)
     l0 = l1 = l2 = l3 = 0.0  # left sums, lanes 0..3
     r0 = r1 = r2 = r3 = 0.0  # right sums
@@ -560,7 +599,7 @@ def _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right, depth
 
 @numba.njit(cache=True)
 def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, r, omega,
-                 omega_const, idx, nW, nS, seg_s, seg_e, stack, tmp, sums):
+                 omega_const, idx, S, nW, nS, seg_s, seg_e, stack, tmp, sums):
     """The leaves' proposed ``(nW, nS)`` of a subtree under its (possibly new) rules, for its
     rows ``idx[:cnt]``.  Rows are partitioned down to the nodes above two leaves only: those
     two leaves' sums come from :func:`split_sums` over the node's rows, unmoved (most
@@ -588,7 +627,10 @@ def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, d
             kl = left[t, k]
             kr = right[t, k]
             if var[t, kl] < 0 and var[t, kr] < 0:
-                split_sums(XbT, v, cut[t, k], idx[s:e], e - s, r, omega, omega_const, sums)
+                # at the subtree's root the rows are those of its current leaves
+                s_tot = S[kl] + S[kr] if k == root else np.nan
+                split_sums(XbT, v, cut[t, k], idx[s:e], e - s, r, omega, omega_const, sums,
+                           s_tot)
                 nW[kl], nS[kl], nW[kr], nS[kr] = sums[0], sums[1], sums[2], sums[3]
                 total += log_ml(sums[0], sums[1], prec0) + log_ml(sums[2], sums[3], prec0)
             elif (omega_const > 0.0 and _above_leaves(t, kl, var, left, right)
@@ -726,7 +768,7 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
                                               leaf_of_row, idx, lo, hi)
     if ell < 0:
         return -1
-    split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums)
+    split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums, S[ell])
     WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
     d = depth[t, ell]
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
@@ -843,7 +885,7 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
         var[t, root] = v_new
         cut[t, root] = c_new
     bound = subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
-                         r, omega, omega_const, idx, nW, nS, seg_s, seg_e, stack, tmp,
+                         r, omega, omega_const, idx, S, nW, nS, seg_s, seg_e, stack, tmp,
                          sums) - old
     u = rng.random()
     # the rows are partitioned among the nodes, and the rules' availability counted, only
