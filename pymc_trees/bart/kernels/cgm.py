@@ -936,7 +936,8 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     fsum : ndarray of shape (n,)
         Sum of all trees at the training rows on entry; on return, ``offset`` plus the new
         trees' values summed in tree order, the numbers :func:`forest_values` gives (each
-        tree is added in the pass of the next one, which reads its leaf and value anyway).
+        tree is added in the pass of the next one, which reads its leaf and value anyway;
+        with equal precisions two trees at a time, in every other pass).
     counts : ndarray of shape (m, capacity)
         With equal precisions (``omega_const > 0``): every leaf's number of rows on entry
         (:func:`leaf_counts`), kept up to date by the sweep, so that the pass over the rows
@@ -977,22 +978,40 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         tp = t - 1 if t > 0 else m - 1
         back = 1.0 if t > 0 else 0.0
         if omega_const > 0.0:
-            for i0 in range(0, n4, 4):
-                for j in range(4):
-                    i = i0 + j
+            if t >= 2 and t % 2 == 0:
+                # trees t - 2 and t - 1 (final) enter the values together: the same additions in
+                # the same order, one load and store of a row's value per two trees
+                tq = t - 2
+                for i0 in range(0, n4, 4):
+                    for j in range(4):
+                        i = i0 + j
+                        k = leaf_of_row[t, i]
+                        vb = value[tp, leaf_of_row[tp, i]]
+                        ri = r[i] + value[t, k] - vb
+                        r[i] = ri
+                        fsum[i] = (fsum[i] + value[tq, leaf_of_row[tq, i]]) + vb
+                        acc[j * K + k] += ri
+                for i in range(n4, n):
                     k = leaf_of_row[t, i]
-                    vb = back * value[tp, leaf_of_row[tp, i]]  # tree t - 1, final
+                    vb = value[tp, leaf_of_row[tp, i]]
                     ri = r[i] + value[t, k] - vb
                     r[i] = ri
-                    fsum[i] += vb
-                    acc[j * K + k] += ri
-            for i in range(n4, n):
-                k = leaf_of_row[t, i]
-                vb = back * value[tp, leaf_of_row[tp, i]]
-                ri = r[i] + value[t, k] - vb
-                r[i] = ri
-                fsum[i] += vb
-                acc[k] += ri
+                    fsum[i] = (fsum[i] + value[tq, leaf_of_row[tq, i]]) + vb
+                    acc[k] += ri
+            else:
+                # tree t - 1 out of the residual only; it enters the values with tree t at t + 1
+                for i0 in range(0, n4, 4):
+                    for j in range(4):
+                        i = i0 + j
+                        k = leaf_of_row[t, i]
+                        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                        r[i] = ri
+                        acc[j * K + k] += ri
+                for i in range(n4, n):
+                    k = leaf_of_row[t, i]
+                    ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+                    r[i] = ri
+                    acc[k] += ri
             for k in range(nk):
                 W[k] = omega_const * counts[t, k] if var[t, k] == LEAF else 0.0
                 S[k] = omega_const * ((acc[k] + acc[K + k]) + (acc[2 * K + k] + acc[3 * K + k]))
@@ -1045,10 +1064,18 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                 if var[t, k] == LEAF:
                     counts[t, k] = np.round(W[k] / omega_const)
         draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
-    for i in range(n):
-        vb = value[m - 1, leaf_of_row[m - 1, i]]
-        r[i] -= vb
-        fsum[i] += vb
+    # the last tree out of the residual, and into the values with any tree still waiting
+    # (with equal precisions and m even, tree m - 2)
+    if omega_const > 0.0 and m >= 2 and m % 2 == 0:
+        for i in range(n):
+            vb = value[m - 1, leaf_of_row[m - 1, i]]
+            r[i] -= vb
+            fsum[i] = (fsum[i] + value[m - 2, leaf_of_row[m - 2, i]]) + vb
+    else:
+        for i in range(n):
+            vb = value[m - 1, leaf_of_row[m - 1, i]]
+            r[i] -= vb
+            fsum[i] += vb
 
 
 @numba.njit(cache=True)
