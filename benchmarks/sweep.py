@@ -18,7 +18,8 @@ noise variance.  One chain on one core.
   each run length compiled off the clock first.
 
 Fixed costs and the burn-in (the same in both runs, so that trees have reached their typical
-size) are removed by timing two run lengths and differencing.  Ours and stochtree use
+size) are removed by timing two run lengths and differencing (the medians of ``--repeats``
+runs of each length, 3 by default).  Ours and stochtree use
 min_leaf 5 (stochtree's min_samples_leaf), up to 100 cutpoints per feature, alpha = 0.95,
 beta = 2; bartz uses its defaults (the same tree prior, maximum depth 6, no minimum leaf
 size).  Run: ``python benchmarks/sweep.py`` (``--quick`` for fewer sweeps,
@@ -114,7 +115,7 @@ def time_gfr(X, y, sweeps=3, seed=0):
     return (time.perf_counter() - t) / sweeps
 
 
-def time_stochtree(X, y, sweeps, seed=0):
+def time_stochtree(X, y, sweeps, seed=0, repeats=3):
     from stochtree import BARTModel
 
     burn = max(20, sweeps // 5)
@@ -129,10 +130,10 @@ def time_stochtree(X, y, sweeps, seed=0):
 
     run(2, X[:2000], y[:2000])  # load the library (on a few rows)
     short, long_ = 5, sweeps + 5
-    return (run(long_) - run(short)) / (long_ - short)
+    return _differenced(run, short, long_, repeats)
 
 
-def time_bartz(X, y, sweeps, seed=0):
+def time_bartz(X, y, sweeps, seed=0, repeats=3):
     import bartz
 
     burn = max(20, sweeps // 5)
@@ -146,9 +147,19 @@ def time_bartz(X, y, sweeps, seed=0):
 
     short, long_ = 5, sweeps + 5
     run(short)  # jax compiles for each run length: once off the clock
-    a = run(short)
     run(long_)
-    return (run(long_) - a) / (long_ - short)
+    return _differenced(run, short, long_, repeats)
+
+
+def _differenced(run, short, long_, repeats):
+    """Seconds per sweep from the medians of ``repeats`` timed runs of each length, the two
+    lengths alternating (one difference of two single runs moved bartz's figure by a factor
+    of 2.3 between two runs of this script at 100,000 rows)."""
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(run(short))
+        b.append(run(long_))
+    return (float(np.median(b)) - float(np.median(a))) / (long_ - short)
 
 
 def sweeps_for(n, quick):
@@ -165,6 +176,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="seconds per sweep of 200 trees")
     ap.add_argument("--quick", action="store_true", help="fewer sweeps")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timed runs of each length for stochtree and bartz (medians)")
     ap.add_argument("--pg-max-n", type=int, default=100_000,
                     help="PG(10) is timed up to this n only (a sweep costs some 20 CGM sweeps)")
     a = ap.parse_args(argv)
@@ -187,8 +200,9 @@ def main(argv=None):
               else float("nan"))
         in_pymc = time_pymc(X, y, sweeps)
         gfr = time_gfr(X, y)
-        st = time_stochtree(X, y, sweeps) if have["stochtree"] else float("nan")
-        bz = time_bartz(X, y, sweeps) if have["bartz"] else float("nan")
+        st = (time_stochtree(X, y, sweeps, repeats=a.repeats) if have["stochtree"]
+              else float("nan"))
+        bz = time_bartz(X, y, sweeps, repeats=a.repeats) if have["bartz"] else float("nan")
         rows.append((n, gp, cgm, pg, in_pymc, st, bz, gfr))
         print(f"n={n}: " + " ".join(f"{v:.5f}" for v in rows[-1][1:]), flush=True)
 
