@@ -16,7 +16,8 @@ import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, availability_below,
-                                           draw_leaf_values, draw_node_rule, free_node,
+                                           draw_leaf_values, draw_levels, draw_node_rule,
+                                           draw_rule, free_node,
                                            log_1m_psplit, log_ml, log_psplit, node_availability,
                                            rule_valid, split_node)
 
@@ -758,18 +759,55 @@ def collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, 
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var,
-          cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r,
-          omega, omega_const, idx, hist, lo, hi, W, S, amask, nmask, tmp, sums):
-    """Returns -1 when impossible, else 1/0 for accepted/rejected.  The leaf's rows are
-    partitioned between the children only when the likelihood does not already reject."""
-    ell, b, w_new, cnt, v, c, nc = pick_split(rng, t, Xb, split_prior, min_leaf, var, left,
-                                              right, parent, wavail, amask, n_nodes,
-                                              leaf_of_row, idx, lo, hi)
+def _grow_proposal(rng, t, split_prior, var, left, right, parent, wavail, amask, n_nodes, lo,
+                   hi):
+    """The part of a grow's proposal that the tree alone decides, drawn before the pass over
+    the rows (it reads no residual): a splittable leaf uniformly, then a feature and a
+    cutpoint from the prior (:func:`draw_rule`; for a categorical feature the set of levels
+    is drawn once the leaf's rows are known, :func:`draw_levels`).  Returns ``(leaf, b,
+    w_new, v, c, nc)``, ``b`` the tree's splittable leaves, ``w_new`` its prunable nodes
+    after the grow; ``leaf = -1`` when no leaf can split.  Leaves the leaf's available
+    cutpoints in ``lo``, ``hi``.  The random numbers are drawn in the order
+    :func:`pick_split` draws them."""
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    if b == 0:
+        return -1, 0, 0, 0, 0, 0
+    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
+    w_new = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes) + 1
+    par = parent[t, ell]
+    if par >= 0:
+        sib = left[t, par] if right[t, par] == ell else right[t, par]
+        if var[t, sib] == LEAF:
+            w_new -= 1
+    load_mask(amask, t, ell, lo, hi)
+    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
+    return ell, b, w_new, v, c, nc
+
+
+@numba.njit(cache=True)
+def _grow(rng, t, ell, b, w_new, v, c, nc, fused, nl, sl, counts, Xb, XbT, ncuts, iscat,
+          min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut, left, right, parent,
+          depth, wavail, ncut, n_nodes, free, n_free, leaf_of_row, r, omega, omega_const, idx,
+          hist, lo, hi, W, S, amask, nmask, tmp, sums):
+    """The grow proposed by :func:`_grow_proposal`, after the pass over the rows: returns -1
+    when impossible, else 1/0 for accepted/rejected.  ``fused`` says that the pass summed the
+    leaf's rows that the rule sends left (``nl`` rows, residual sum ``sl``, equal precisions);
+    otherwise the leaf's rows are collected and summed here.  The leaf's rows are partitioned
+    between the children only when the likelihood does not already reject."""
     if ell < 0:
         return -1
-    split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums, S[ell])
-    WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
+    if fused:
+        cnt = int(counts[t, ell])
+        WL = omega_const * nl
+        SL = omega_const * sl
+        WR = omega_const * (cnt - nl)
+        SR = S[ell] - SL
+    else:
+        cnt = leaf_rows(t, ell, leaf_of_row, idx)
+        if lo[v] < 0:
+            c = draw_levels(rng, lo, v, Xb, idx, 0, cnt, min_leaf)
+        split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums, S[ell])
+        WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
     d = depth[t, ell]
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
             + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
@@ -780,6 +818,8 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
     # the children are not counted (the same decision as with the full ratio).
     if not accept_u(u, logr):
         return 0
+    if fused:
+        cnt = leaf_rows(t, ell, leaf_of_row, idx)
     mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     # the children's available cutpoints, from their bin counts
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
@@ -839,16 +879,46 @@ def _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, 
 
 
 @numba.njit(cache=True)
-def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                    prec0, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row,
-                    r, omega, omega_const, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
-                    seg_e, stack, in_sub, amask, nmask, tmp, sums):
-    # Choose the node (CHANGE) or the parent-child pair (SWAP, identified by the child).
+def _change_proposal(rng, is_swap, t, split_prior, var, left, right, parent, wavail, amask,
+                     n_nodes, lo, hi):
+    """The part of a change's or a swap's proposal that the tree alone decides, drawn before
+    the pass over the rows: the node (CHANGE) or the child of the parent-child pair (SWAP)
+    uniformly, and for a change the new rule's feature and cutpoint from the prior at the
+    node (as :func:`_grow_proposal`; the node keeps its rows, hence its available cutpoints,
+    which are left in ``lo``, ``hi``).  Returns ``(node, v, c)``, ``node = -1`` when no node
+    qualifies."""
     flag = SWAPPABLE if is_swap else INTERNAL
     count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
-        return -1
+        return -1, 0, 0
     chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
+    if is_swap:
+        return chosen, 0, 0
+    load_mask(amask, t, chosen, lo, hi)
+    v, c, _ = draw_rule(rng, lo, hi, split_prior, wavail[t, chosen])
+    return chosen, v, c
+
+
+@numba.njit(cache=True, inline="always")
+def _fusable_change(t, chosen, v_new, lo, var, left, right):
+    """Whether the pass over the rows can sum a change's proposal itself: a node above two
+    leaves and a numeric rule (a categorical one needs the node's levels first)."""
+    return chosen >= 0 and _above_leaves(t, chosen, var, left, right) and lo[v_new] >= 0
+
+
+@numba.njit(cache=True)
+def _change_or_swap(rng, is_swap, t, chosen, v_new, c_new, fused, nl, sl, counts, Xb, XbT,
+                    ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, var, cut, left,
+                    right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
+                    omega_const, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack,
+                    in_sub, amask, nmask, tmp, sums):
+    """The change or swap proposed by :func:`_change_proposal`, after the pass over the rows:
+    -1 when impossible, else 1/0 for accepted/rejected.  ``fused`` says that the pass summed
+    the rows of the node's two leaves that the new rule sends left (``nl`` rows, residual
+    sum ``sl``, equal precisions): the rows are then collected only when the likelihood does
+    not already reject."""
+    if chosen < 0:
+        return -1
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
@@ -864,34 +934,51 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
             # The proposal would leave both children with the same rule; its reverse move
             # (swap with both children) does not lead back, so the move has ratio 0.
             return 0
-    cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
-    old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
-                       split_prior, alpha, beta, prec0, stack)
-    if is_swap:
-        v_c, c_c = var[t, chosen], cut[t, chosen]
-        var[t, root] = v_c
-        cut[t, root] = c_c
-        var[t, chosen] = v_root
-        cut[t, chosen] = c_root
-        if both:
-            var[t, sib] = v_root
-            cut[t, sib] = c_root
-    # the subtree's root keeps its rows, hence its available cutpoints
-    load_mask(amask, t, root, lo, hi)
     root_wsum = wavail[t, root]
-    if not is_swap:
-        v_new, c_new, _ = draw_node_rule(rng, lo, hi, split_prior, root_wsum, Xb, idx, 0, cnt,
-                                         min_leaf)
+    if fused:
+        old = _old_subtree(t, root, True, var, left, right, depth, wavail, ncut, W, S,
+                           split_prior, alpha, beta, prec0, stack)
+        cnt = int(counts[t, kl] + counts[t, kr])
         var[t, root] = v_new
         cut[t, root] = c_new
-    bound = subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth,
-                         r, omega, omega_const, idx, S, nW, nS, seg_s, seg_e, stack, tmp,
-                         sums) - old
+        nW[kl] = omega_const * nl
+        nS[kl] = omega_const * sl
+        nW[kr] = omega_const * (cnt - nl)
+        nS[kr] = (S[kl] + S[kr]) - nS[kl]
+        # what subtree_sums gives at a node above two leaves
+        bound = (log_psplit(depth[t, root], alpha, beta) + log_ml(nW[kl], nS[kl], prec0)
+                 + log_ml(nW[kr], nS[kr], prec0)) - old
+    else:
+        cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
+        old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
+                           split_prior, alpha, beta, prec0, stack)
+        if is_swap:
+            v_c, c_c = var[t, chosen], cut[t, chosen]
+            var[t, root] = v_c
+            cut[t, root] = c_c
+            var[t, chosen] = v_root
+            cut[t, chosen] = c_root
+            if both:
+                var[t, sib] = v_root
+                cut[t, sib] = c_root
+            # the subtree's root keeps its rows, hence its available cutpoints
+            load_mask(amask, t, root, lo, hi)
+        else:
+            if lo[v_new] < 0:
+                c_new = draw_levels(rng, lo, v_new, Xb, idx, 0, cnt, min_leaf)
+            var[t, root] = v_new
+            cut[t, root] = c_new
+        bound = subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
+                             depth, r, omega, omega_const, idx, S, nW, nS, seg_s, seg_e, stack,
+                             tmp, sums) - old
     u = rng.random()
     # the rows are partitioned among the nodes, and the rules' availability counted, only
     # when the bound does not already reject
     accept = accept_u(u, bound)
     if accept:
+        if fused:
+            cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
+                                       idx)
         route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp)
         rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
                                      split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
@@ -908,6 +995,73 @@ def _change_or_swap(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prio
     var[t, kr] = v_r
     cut[t, kr] = c_r
     return 0
+
+
+@numba.njit(cache=True)
+def _pass_left_sums(t, tp, back, leaf_of_row, value, r, acc, K, sel, XbT, v, c):
+    """The pass over the rows of :func:`cgm_sweep` with equal precisions (tree ``tp`` out of
+    the residual times ``back``, tree t back in, the residual's sum per leaf in ``acc``, four
+    interleaved partial sums), which also sums the rows of the nodes marked in ``sel`` (1.0)
+    that numeric rule ``c`` of feature ``v`` sends left: returns ``(rows, residual sum)``.  So
+    a grow, or a change at a node above two leaves, reads its rows in the pass that reads them
+    anyway, instead of collecting them and reading them again.  The partial sums are held in
+    registers, one per row ``i mod 4``, written out by hand (numba keeps an array's entries
+    in memory).  ``acc`` and the residual come out the same as from the plain pass."""
+    n = leaf_of_row.shape[1]
+    n4 = n - (n & 3)
+    l0 = l1 = l2 = l3 = 0.0
+    c0 = c1 = c2 = c3 = 0.0
+    for i0 in range(0, n4, 4):
+        i = i0
+        k = leaf_of_row[t, i]
+        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+        r[i] = ri
+        acc[k] += ri
+        g = sel[k] * np.float64(XbT[v, i] <= c)
+        c0 += g
+        l0 += g * ri
+        i = i0 + 1
+        k = leaf_of_row[t, i]
+        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+        r[i] = ri
+        acc[K + k] += ri
+        g = sel[k] * np.float64(XbT[v, i] <= c)
+        c1 += g
+        l1 += g * ri
+        i = i0 + 2
+        k = leaf_of_row[t, i]
+        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+        r[i] = ri
+        acc[2 * K + k] += ri
+        g = sel[k] * np.float64(XbT[v, i] <= c)
+        c2 += g
+        l2 += g * ri
+        i = i0 + 3
+        k = leaf_of_row[t, i]
+        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+        r[i] = ri
+        acc[3 * K + k] += ri
+        g = sel[k] * np.float64(XbT[v, i] <= c)
+        c3 += g
+        l3 += g * ri
+    for i in range(n4, n):
+        k = leaf_of_row[t, i]
+        ri = r[i] + value[t, k] - back * value[tp, leaf_of_row[tp, i]]
+        r[i] = ri
+        acc[k] += ri
+        g = sel[k] * np.float64(XbT[v, i] <= c)
+        c0 += g
+        l0 += g * ri
+    return (c0 + c1) + (c2 + c3), (l0 + l1) + (l2 + l3)
+
+
+@numba.njit(cache=True)
+def _values_two(tq, tp, leaf_of_row, value, fsum):
+    """Trees ``tq`` and ``tp`` into the values, in that order (the additions of the pass of
+    :func:`cgm_sweep` that takes two trees, in a loop of their own when the pass sums a
+    proposal: the pass with both costs more than the two apart)."""
+    for i in range(leaf_of_row.shape[1]):
+        fsum[i] = (fsum[i] + value[tq, leaf_of_row[tq, i]]) + value[tp, leaf_of_row[tp, i]]
 
 
 @numba.njit(cache=True)
@@ -958,6 +1112,7 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
     pp = move_cp[1] - move_cp[0]
     K = W.shape[0]
     acc = np.zeros(8 * K)
+    sel = np.zeros(K)  # 1 at the nodes whose rows the pass sums for the proposal
     sums = np.zeros(4)
     n4 = n - (n & 3)
     # r: the residual against every tree but the one being updated
@@ -965,6 +1120,31 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         r[i] = z[i] - fsum[i]
         fsum[i] = offset  # from here on, the trees' values added in tree order
     for t in range(m):
+        # The move and the part of its proposal that the tree alone decides come first (the
+        # pass draws no random numbers, so they are drawn in the same order as after it): a
+        # grow, or a change at a node above two leaves, with a numeric rule has its proposed
+        # children's sums taken by the pass itself, with equal precisions.
+        u = rng.random()
+        move = GROW
+        while move < SWAP and u >= move_cp[move]:
+            move += 1
+        fused = False
+        a = b = chosen = -1
+        v = c = nc = nb = w_new = 0
+        if move == GROW:
+            chosen, nb, w_new, v, c, nc = _grow_proposal(rng, t, split_prior, var, left, right,
+                                                         parent, wavail, amask, n_nodes, lo, hi)
+            fused = omega_const > 0.0 and chosen >= 0 and lo[v] >= 0
+            a = b = chosen
+        elif move != PRUNE:
+            chosen, v, c = _change_proposal(rng, move == SWAP, t, split_prior, var, left, right,
+                                            parent, wavail, amask, n_nodes, lo, hi)
+            fused = (omega_const > 0.0 and move == CHANGE
+                     and _fusable_change(t, chosen, v, lo, var, left, right))
+            if fused:
+                a = left[t, chosen]
+                b = right[t, chosen]
+        nl = sl = 0.0
         # one pass: take tree t - 1 (drawn last) out of the residual and put tree t back, and
         # sum (W, S) per leaf in four interleaved partial sums (rows i mod 4), so that
         # consecutive rows in the same leaf do not wait on each other's additions; with equal
@@ -977,7 +1157,18 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
                 acc[(2 * j + 1) * K + k] = 0.0
         tp = t - 1 if t > 0 else m - 1
         back = 1.0 if t > 0 else 0.0
-        if omega_const > 0.0:
+        if omega_const > 0.0 and fused:
+            sel[a] = 1.0
+            sel[b] = 1.0
+            nl, sl = _pass_left_sums(t, tp, back, leaf_of_row, value, r, acc, K, sel, XbT, v, c)
+            sel[a] = 0.0
+            sel[b] = 0.0
+            if t >= 2 and t % 2 == 0:
+                _values_two(t - 2, tp, leaf_of_row, value, fsum)
+            for k in range(nk):
+                W[k] = omega_const * counts[t, k] if var[t, k] == LEAF else 0.0
+                S[k] = omega_const * ((acc[k] + acc[K + k]) + (acc[2 * K + k] + acc[3 * K + k]))
+        elif omega_const > 0.0:
             if t >= 2 and t % 2 == 0:
                 # trees t - 2 and t - 1 (final) enter the values together: the same additions in
                 # the same order, one load and store of a row's value per two trees
@@ -1037,24 +1228,22 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
             for k in range(nk):
                 W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
                 S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
-        u = rng.random()
-        move = GROW
-        while move < SWAP and u >= move_cp[move]:
-            move += 1
         if move == GROW:
-            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0,
-                        pg, pp, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free,
-                        n_free, leaf_of_row, r, omega, omega_const, idx, hist, lo, hi, W, S, amask,
-                        nmask, tmp, sums)
+            res = _grow(rng, t, chosen, nb, w_new, v, c, nc, fused, nl, sl, counts, Xb, XbT,
+                        ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp, var, cut,
+                        left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
+                        leaf_of_row, r, omega, omega_const, idx, hist, lo, hi, W, S, amask, nmask,
+                        tmp, sums)
         elif move == PRUNE:
             res = _prune(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth,
                          wavail, free, n_free, n_nodes, leaf_of_row, W, S)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, Xb, XbT, ncuts, iscat, min_leaf,
-                                  split_prior, alpha, beta, prec0, var, cut, left, right, parent,
-                                  depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
-                                  omega_const, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s,
-                                  seg_e, stack, in_sub, amask, nmask, tmp, sums)
+            res = _change_or_swap(rng, move == SWAP, t, chosen, v, c, fused, nl, sl, counts, Xb,
+                                  XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0,
+                                  var, cut, left, right, parent, depth, wavail, ncut, n_nodes,
+                                  leaf_of_row, r, omega, omega_const, idx, hist, lo, hi, W, S,
+                                  nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub, amask, nmask,
+                                  tmp, sums)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res

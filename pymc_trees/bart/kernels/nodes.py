@@ -40,6 +40,7 @@ __all__ = [
     "partition",
     "goes_left",
     "draw_node_rule",
+    "draw_levels",
     "draw_level_set",
     "rule_valid",
     "log_ml",
@@ -361,6 +362,14 @@ def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf
     v, c, nc = draw_rule(rng, lo, hi, split_prior, wsum)
     if lo[v] >= 0:
         return v, c, nc
+    return v, draw_levels(rng, lo, v, Xb, idx, start, end, min_leaf), nc
+
+
+@numba.njit(cache=True)
+def draw_levels(rng, lo, v, Xb, idx, start, end, min_leaf):
+    """The second half of :func:`draw_node_rule` once :func:`draw_rule` has drawn the
+    categorical feature ``v`` (``lo[v] < 0``): the rule sending a set of levels left, drawn
+    uniformly among the valid subsets of the levels present in rows ``idx[start:end]``."""
     P = -lo[v]
     nb = 0
     while (P >> nb) > 0:
@@ -368,7 +377,7 @@ def draw_node_rule(rng, lo, hi, split_prior, wsum, Xb, idx, start, end, min_leaf
     counts = np.zeros(nb, np.int64)
     for q in range(start, end):
         counts[Xb[idx[q], v]] += 1
-    return v, ~draw_level_set(rng, counts, P, min_leaf), nc
+    return ~draw_level_set(rng, counts, P, min_leaf)
 
 
 @numba.njit(cache=True)
