@@ -474,6 +474,42 @@ def test_availability_below_equals_counting_every_bin(min_leaf):
     assert checked > 100
 
 
+@pytest.mark.parametrize("t", [0, 2])
+def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
+    # the CGM pass that also sums a proposal's rows (a grow's leaf, or a change's two leaves,
+    # under a numeric rule): the residual and the leaves' sums of the plain pass, and the rows
+    # of the marked nodes that the rule sends left, against numpy; at t = 0 the previous tree
+    # (the last one) is not taken out; rows in an uneven number (not a multiple of four)
+    from pymc_trees.bart.kernels.cgm import _pass_left_sums, _values_two
+
+    rng = np.random.default_rng(23 + t)
+    n, m, K, p = 1003, 4, 9, 3
+    L = rng.integers(0, K, size=(m, n)).astype(np.uint8)
+    value = rng.normal(size=(m, K))
+    XbT = rng.integers(0, 12, size=(p, n)).astype(np.uint8)
+    r = rng.normal(size=n)
+    tp, back = (t - 1, 1.0) if t > 0 else (m - 1, 0.0)
+    v, c, marked = 2, 6, [3, 7]
+    sel = np.zeros(K)
+    sel[marked] = 1.0
+    acc = np.zeros(8 * K)
+    r_new = r.copy()
+    nl, sl = _pass_left_sums(t, tp, back, L, value, r_new, acc, K, sel, XbT, v, c)
+    expect_r = r + value[t, L[t]] - back * value[tp, L[tp]]
+    np.testing.assert_allclose(r_new, expect_r, rtol=0, atol=1e-14)
+    sums = acc[:K] + acc[K:2 * K] + acc[2 * K:3 * K] + acc[3 * K:4 * K]
+    np.testing.assert_allclose(sums, np.bincount(L[t], expect_r, K), rtol=1e-12, atol=1e-12)
+    left = np.isin(L[t], marked) & (XbT[v] <= c)
+    assert 0 < left.sum() < np.isin(L[t], marked).sum()
+    assert nl == left.sum()
+    np.testing.assert_allclose(sl, expect_r[left].sum(), rtol=1e-12, atol=1e-12)
+    # the values of trees t - 2 and t - 1, added in that order
+    fsum = rng.normal(size=n)
+    f2 = fsum.copy()
+    _values_two(0, 1, L, value, f2)
+    np.testing.assert_array_equal(f2, (fsum + value[0, L[0]]) + value[1, L[1]])
+
+
 @pytest.mark.parametrize("shape", ["both", "left_leaf", "right_leaf"])
 def test_two_level_sums_equal_naive_leaf_sums(shape):
     # a node whose children split into two leaves each (or one child is a leaf): the four
