@@ -19,7 +19,10 @@ noise variance.  One chain on one core.
 
 Fixed costs and the burn-in (the same in both runs, so that trees have reached their typical
 size) are removed by timing two run lengths and differencing (the medians of ``--repeats``
-runs of each length, 3 by default).  Ours and stochtree use
+runs of each length, 3 by default).  Ours in pm.sample is the median of ``--repeats`` runs,
+each followed by bartz's two run lengths, so that a slow spell of the machine (single
+figures move by 20 to 40% on the 2-core machine) falls on both sides of their ratio.  Ours and
+stochtree use
 min_leaf 5 (stochtree's min_samples_leaf), up to 100 cutpoints per feature, alpha = 0.95,
 beta = 2; bartz uses its defaults (the same tree prior, maximum depth 6, no minimum leaf
 size).  Run: ``python benchmarks/sweep.py`` (``--quick`` for fewer sweeps,
@@ -68,10 +71,11 @@ def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
     return (time.perf_counter() - t) / sweeps
 
 
-def time_pymc(X, y, sweeps, seed=0):
-    """Wall seconds per iteration of ``pm.sample`` between the draws after the burn-in: taken
-    from a callback at every draw, so that the fixed costs of a call (building and compiling
-    the model's functions, which vary by a second or more) do not enter."""
+def pymc_runner(X, y, sweeps, seed=0):
+    """A function timing one ``pm.sample`` run: wall seconds per iteration between the draws
+    after the burn-in, taken from a callback at every draw, so that the fixed costs of a call
+    (building and compiling the model's functions, which vary by a second or more) do not
+    enter.  Compiles on a few rows first."""
     import pymc as pm
 
     import pymc_trees as pmt
@@ -91,13 +95,13 @@ def time_pymc(X, y, sweeps, seed=0):
                       progressbar=False, compute_convergence_checks=False,
                       cgm_tree={"warm_start": 0},
                       callback=lambda **kw: stamps.append(time.perf_counter()))
+        # the callback runs after every iteration, tuning included: the last draws stamps
+        # bound the draws - 1 iterations after the burn-in
+        ts = stamps[-draws:]
+        return (ts[-1] - ts[0]) / (draws - 1)
 
     run(2, X[:2000], y[:2000])  # compile (on a few rows: the same types)
-    run(sweeps + 1)
-    # the callback runs after every iteration, tuning included: the last sweeps + 1 stamps
-    # bound the sweeps iterations after the burn-in
-    ts = stamps[-(sweeps + 1):]
-    return (ts[-1] - ts[0]) / sweeps
+    return lambda: run(sweeps + 1)
 
 
 def time_gfr(X, y, sweeps=3, seed=0):
@@ -133,7 +137,9 @@ def time_stochtree(X, y, sweeps, seed=0, repeats=3):
     return _differenced(run, short, long_, repeats)
 
 
-def time_bartz(X, y, sweeps, seed=0, repeats=3):
+def bartz_runner(X, y, sweeps, seed=0):
+    """``(run, short, long_)``: ``run(n_save)`` times one ``bartz.Bart`` fit of that many
+    kept iterations after the same burn-in; both lengths are compiled off the clock here."""
     import bartz
 
     burn = max(20, sweeps // 5)
@@ -148,7 +154,27 @@ def time_bartz(X, y, sweeps, seed=0, repeats=3):
     short, long_ = 5, sweeps + 5
     run(short)  # jax compiles for each run length: once off the clock
     run(long_)
-    return _differenced(run, short, long_, repeats)
+    return run, short, long_
+
+
+def time_pymc_and_bartz(X, y, sweeps, repeats, with_bartz=True):
+    """Seconds per iteration of ours in ``pm.sample`` and of bartz, interleaved: each of
+    ``repeats`` rounds runs ``pm.sample`` once and bartz's two run lengths once, so that a
+    slow spell of the machine falls on both columns rather than on one; the medians of the
+    rounds (bartz's differenced as in :func:`_differenced`)."""
+    ours = pymc_runner(X, y, sweeps)
+    bz = bartz_runner(X, y, sweeps) if with_bartz else None
+    mine, a, b = [], [], []
+    for _ in range(repeats):
+        mine.append(ours())
+        if bz is not None:
+            run, short, long_ = bz
+            a.append(run(short))
+            b.append(run(long_))
+    if bz is None:
+        return float(np.median(mine)), float("nan")
+    return (float(np.median(mine)),
+            (float(np.median(b)) - float(np.median(a))) / (bz[2] - bz[1]))
 
 
 def _differenced(run, short, long_, repeats):
@@ -177,7 +203,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer sweeps")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--repeats", type=int, default=3,
-                    help="timed runs of each length for stochtree and bartz (medians)")
+                    help="timed runs of pm.sample, and of each length for stochtree and "
+                         "bartz (medians; ours and bartz's interleaved)")
     ap.add_argument("--pg-max-n", type=int, default=100_000,
                     help="PG(10) is timed up to this n only (a sweep costs some 20 CGM sweeps)")
     a = ap.parse_args(argv)
@@ -198,11 +225,10 @@ def main(argv=None):
         cgm = time_kernel(X, y, {"grow": .25, "prune": .25, "change": .4, "swap": .1}, sweeps)
         pg = (time_kernel(X, y, {}, max(5, sweeps // 4), particles=10) if n <= a.pg_max_n
               else float("nan"))
-        in_pymc = time_pymc(X, y, sweeps)
+        in_pymc, bz = time_pymc_and_bartz(X, y, sweeps, a.repeats, have["bartz"])
         gfr = time_gfr(X, y)
         st = (time_stochtree(X, y, sweeps, repeats=a.repeats) if have["stochtree"]
               else float("nan"))
-        bz = time_bartz(X, y, sweeps, repeats=a.repeats) if have["bartz"] else float("nan")
         rows.append((n, gp, cgm, pg, in_pymc, st, bz, gfr))
         print(f"n={n}: " + " ".join(f"{v:.5f}" for v in rows[-1][1:]), flush=True)
 
