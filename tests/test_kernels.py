@@ -534,6 +534,12 @@ def test_two_level_sums_equal_naive_leaf_sums(shape):
     expect = np.ravel([[0.5 * m.sum(), 0.5 * r[idx][m].sum()] for m in masks])
     np.testing.assert_allclose(out, expect, rtol=1e-12, atol=1e-12)
     assert all(m.sum() > 0 for m in masks if shape == "both")
+    # the same with the rows' own sum known (a subtree's root): the last leaf by difference
+    # and a leaf child's rule not read
+    known = np.full(8, np.nan)
+    two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, idx.size, r, 0.5, known,
+                   0.5 * r[idx].sum())
+    np.testing.assert_allclose(known, expect, rtol=1e-12, atol=1e-11)
 
 
 @pytest.mark.parametrize("m", [1, 4, 5, 23])

@@ -379,13 +379,100 @@ ALL_LEFT = 1 << 30  # a numeric rule every bin satisfies: a leaf in the place of
 
 
 @numba.njit(cache=True)
-def two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out):
+def _two_level_known(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot):
+    """:func:`two_level_sums` when the rows' sum ``s_tot`` (times ``omega_const``) is known:
+    with ``g`` the root's rule, ``l`` and ``h`` its children's, the rows add their residual
+    to ``A = sum g l r``, ``B = sum g r`` and ``C = sum (1 - g) h r`` only (their counts
+    likewise), and the leaves are ``A``, ``B - A``, ``C`` and ``s_tot - B - C``; a leaf child
+    (``ALL_LEFT``) has no rule to read and its one sum is ``B`` or the rest.  Three sums a row
+    instead of four, two with a leaf child, and fewer operations each."""
+    q2 = cnt - (cnt & 1)
+    a0 = a1 = b0 = b1 = c_0 = c_1 = 0.0
+    na = ng = nc = 0.0
+    leaf_l = cL == ALL_LEFT
+    leaf_r = cR == ALL_LEFT
+    if leaf_r:
+        for q in range(0, q2, 2):
+            i0, i1 = idx[q], idx[q + 1]
+            g0, g1 = _goes(XbT, v0, c0, i0), _goes(XbT, v0, c0, i1)
+            w0, w1 = g0 * _goes(XbT, vL, cL, i0), g1 * _goes(XbT, vL, cL, i1)
+            x0, x1 = r[i0], r[i1]
+            ng += g0 + g1
+            na += w0 + w1
+            a0 += w0 * x0
+            a1 += w1 * x1
+            b0 += g0 * x0
+            b1 += g1 * x1
+    elif leaf_l:
+        for q in range(0, q2, 2):
+            i0, i1 = idx[q], idx[q + 1]
+            g0, g1 = _goes(XbT, v0, c0, i0), _goes(XbT, v0, c0, i1)
+            w0 = (1.0 - g0) * _goes(XbT, vR, cR, i0)
+            w1 = (1.0 - g1) * _goes(XbT, vR, cR, i1)
+            x0, x1 = r[i0], r[i1]
+            ng += g0 + g1
+            nc += w0 + w1
+            b0 += g0 * x0
+            b1 += g1 * x1
+            c_0 += w0 * x0
+            c_1 += w1 * x1
+    else:
+        for q in range(0, q2, 2):
+            i0, i1 = idx[q], idx[q + 1]
+            g0, g1 = _goes(XbT, v0, c0, i0), _goes(XbT, v0, c0, i1)
+            l0, l1 = g0 * _goes(XbT, vL, cL, i0), g1 * _goes(XbT, vL, cL, i1)
+            h0 = (1.0 - g0) * _goes(XbT, vR, cR, i0)
+            h1 = (1.0 - g1) * _goes(XbT, vR, cR, i1)
+            x0, x1 = r[i0], r[i1]
+            ng += g0 + g1
+            na += l0 + l1
+            nc += h0 + h1
+            a0 += l0 * x0
+            a1 += l1 * x1
+            b0 += g0 * x0
+            b1 += g1 * x1
+            c_0 += h0 * x0
+            c_1 += h1 * x1
+    for q in range(q2, cnt):
+        i = idx[q]
+        g = _goes(XbT, v0, c0, i)
+        lft = 0.0 if leaf_l else g * _goes(XbT, vL, cL, i)
+        h = 0.0 if leaf_r else (1.0 - g) * _goes(XbT, vR, cR, i)
+        ng += g
+        na += lft
+        nc += h
+        a0 += lft * r[i]
+        b0 += g * r[i]
+        c_0 += h * r[i]
+    oc = omega_const
+    if leaf_l:  # the left child's one leaf: every row the root sends left
+        na = ng
+        a0, a1 = b0, b1
+    if leaf_r:  # the right child's one leaf: every row the root sends right
+        nc = cnt - ng
+    sa = oc * (a0 + a1)
+    sb = oc * (b0 + b1)
+    sc = s_tot - sb if leaf_r else oc * (c_0 + c_1)
+    out[0], out[1] = oc * na, sa
+    out[2], out[3] = oc * (ng - na), sb - sa
+    out[4], out[5] = oc * nc, sc
+    out[6], out[7] = oc * (cnt - ng - nc), s_tot - sb - sc
+
+
+@numba.njit(cache=True)
+def two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot=np.nan):
     """With equal precisions ``omega_const``: the leaf statistics of a node with rule ``(v0,
     c0)`` whose children split by ``(vL, cL)`` and ``(vR, cR)`` into two leaves each (a child
     that is a leaf passes ``ALL_LEFT``), for the rows ``idx[:cnt]``, without moving them:
     ``out = (W, S)`` of the leaves left-left, left-right, right-left, right-right.  Each row
     adds its residual times 1 to its leaf and times 0 to the others, in two interleaved
-    partial sums held in registers (rows ``q mod 2``)."""
+    partial sums held in registers (rows ``q mod 2``).  When the rows' own ``S`` is known
+    (``s_tot``: the subtree's root, whose rows are those of its current leaves), the last
+    leaf's sums are taken as differences and a leaf child's rule is not read
+    (:func:`_two_level_known`)."""
+    if s_tot == s_tot:
+        _two_level_known(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot)
+        return
     a0 = b0 = c_0 = d0 = 0.0  # S of the four leaves, lane 0
     a1 = b1 = c_1 = d1 = 0.0  # lane 1
     na = nb = nc = 0.0
@@ -563,7 +650,7 @@ def segment_sums(idx, s, e, r, omega, omega_const):
 
 @numba.njit(cache=True)
 def _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right, depth, r,
-               omega_const, idx, nW, nS, out):
+               omega_const, idx, nW, nS, out, s_tot=np.nan):
     """:func:`two_level_sums` at node k (rows ``idx[s:e]``), whose children are leaves or
     nodes above two leaves: fills the leaves' ``(nW, nS)``; returns the children's
     ``log p_split`` plus the leaves' log marginal likelihoods."""
@@ -580,7 +667,7 @@ def _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right, depth
             rules[2 * j] = var[t, k]
             rules[2 * j + 1] = ALL_LEFT
     two_level_sums(XbT, var[t, k], cut[t, k], rules[0], rules[1], rules[2], rules[3], idx[s:e],
-                   e - s, r, omega_const, out)
+                   e - s, r, omega_const, out, s_tot)
     for j in range(2):
         c = kids[j]
         for h in range(2):
@@ -636,9 +723,18 @@ def subtree_sums(t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, d
                 total += log_ml(sums[0], sums[1], prec0) + log_ml(sums[2], sums[3], prec0)
             elif (omega_const > 0.0 and _above_leaves(t, kl, var, left, right)
                   and _above_leaves(t, kr, var, left, right)):
-                # two levels above leaves (a swap's subtree, mostly): one pass, no partition
+                # two levels above leaves (a swap's subtree, mostly): one pass, no partition;
+                # at the subtree's root the rows are those of its current leaves
+                s_tot = np.nan
+                if k == root:
+                    s_tot = 0.0
+                    for c in (kl, kr):
+                        if var[t, c] < 0:
+                            s_tot += S[c]
+                        else:
+                            s_tot += S[left[t, c]] + S[right[t, c]]
                 total += _two_level(t, k, s, e, XbT, alpha, beta, prec0, var, cut, left, right,
-                                    depth, r, omega_const, idx, nW, nS, sums2)
+                                    depth, r, omega_const, idx, nW, nS, sums2, s_tot)
             else:
                 top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
                                     top, tmp)
