@@ -23,6 +23,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_below,
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "SweepData", "TreeRules", "SweepScratch",
            "new_scratch", "cgm_sweep", "leaf_counts", "propose_split", "children_masks", "commit_children",
+           "swap_rules",
            "forest_summary"]
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
@@ -1002,6 +1003,21 @@ def _fusable_change(t, chosen, v_new, lo, var, left, right):
     return chosen >= 0 and _above_leaves(t, chosen, var, left, right) and lo[v_new] >= 0
 
 
+@numba.njit(cache=True, inline="always")
+def swap_rules(t, root, chosen, sib, both, var, cut):
+    """A swap's new rules: the child ``chosen`` takes its parent ``root``'s rule and the
+    parent the child's; with ``both``, the sibling ``sib`` (which had the child's rule too)
+    takes the parent's as well."""
+    v_root, c_root = var[t, root], cut[t, root]
+    var[t, root] = var[t, chosen]
+    cut[t, root] = cut[t, chosen]
+    var[t, chosen] = v_root
+    cut[t, chosen] = c_root
+    if both:
+        var[t, sib] = v_root
+        cut[t, sib] = c_root
+
+
 @numba.njit(cache=True)
 def _change_or_swap(rng, is_swap, t, chosen, v_new, c_new, fused, nl, sl, counts, Xb, XbT,
                     ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, var, cut, left,
@@ -1049,14 +1065,7 @@ def _change_or_swap(rng, is_swap, t, chosen, v_new, c_new, fused, nl, sl, counts
         old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, W, S,
                            split_prior, alpha, beta, prec0, stack)
         if is_swap:
-            v_c, c_c = var[t, chosen], cut[t, chosen]
-            var[t, root] = v_c
-            cut[t, root] = c_c
-            var[t, chosen] = v_root
-            cut[t, chosen] = c_root
-            if both:
-                var[t, sib] = v_root
-                cut[t, sib] = c_root
+            swap_rules(t, root, chosen, sib, both, var, cut)
             # the subtree's root keeps its rows, hence its available cutpoints
             load_mask(amask, t, root, lo, hi)
         else:

@@ -39,7 +39,7 @@ import numpy as np
 from pymc_trees.bart.kernels.cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
                                          children_masks, collect_subtree_rows, commit_children,
                                          commit_subtree, count_nodes, pick_node, prior_subtree,
-                                         propose_split, split_segment)
+                                         propose_split, split_segment, swap_rules)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
@@ -395,14 +395,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
     old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, value,
                        split_prior, alpha, beta, prec0, stack)
     if is_swap:
-        v_c, c_c = var[t, chosen], cut[t, chosen]
-        var[t, root] = v_c
-        cut[t, root] = c_c
-        var[t, chosen] = v_root
-        cut[t, chosen] = c_root
-        if both:
-            var[t, sib] = v_root
-            cut[t, sib] = c_root
+        swap_rules(t, root, chosen, sib, both, var, cut)
     load_mask(amask, t, root, lo, hi)
     root_wsum = wavail[t, root]
     if not is_swap:
