@@ -242,18 +242,25 @@ def leaf_rule(rng, t, ell, Xb, split_prior, min_leaf, var, left, right, parent, 
     """The rest of a grow's proposal once its leaf ``ell`` and the leaf's rows ``idx[:cnt]``
     are known: ``(w_new, v, c, nc)``, the tree's prunable nodes after the grow and the rule
     drawn from the prior."""
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    w_new = prunable_after_grow(t, ell, var, left, right, parent, wavail, n_nodes)
     # the leaf's available cutpoints were kept when its rows last changed
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, ell], Xb, idx, 0, cnt,
                               min_leaf)
-    w_new = w + 1
+    return w_new, v, c, nc
+
+
+@numba.njit(cache=True, inline="always")
+def prunable_after_grow(t, ell, var, left, right, parent, wavail, n_nodes):
+    """The number of prunable nodes of tree t once leaf ``ell`` is split: one more, unless
+    its parent was prunable (its sibling a leaf) and no longer is."""
+    w_new = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes) + 1
     par = parent[t, ell]
     if par >= 0:
         sib = left[t, par] if right[t, par] == ell else right[t, par]
         if var[t, sib] == LEAF:
             w_new -= 1
-    return w_new, v, c, nc
+    return w_new
 
 
 @numba.njit(cache=True, inline="always")
@@ -870,12 +877,7 @@ def _grow_proposal(rng, t, split_prior, var, left, right, parent, wavail, amask,
     if b == 0:
         return -1, 0, 0, 0, 0, 0
     ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    w_new = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes) + 1
-    par = parent[t, ell]
-    if par >= 0:
-        sib = left[t, par] if right[t, par] == ell else right[t, par]
-        if var[t, sib] == LEAF:
-            w_new -= 1
+    w_new = prunable_after_grow(t, ell, var, left, right, parent, wavail, n_nodes)
     load_mask(amask, t, ell, lo, hi)
     v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
     return ell, b, w_new, v, c, nc
