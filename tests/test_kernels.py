@@ -510,6 +510,49 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     np.testing.assert_array_equal(f2, (fsum + value[0, L[0]]) + value[1, L[1]])
 
 
+@pytest.mark.parametrize("n", [1006, 1011])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
+    # the CGM passes with equal precisions (one-byte leaf indices read eight at a time) give
+    # exactly the residual, lanes of leaf sums and values of the row-by-row pass: row i adds
+    # to lane i mod 4, the rows after the last multiple of four to lane 0; n = 1006 and 1011
+    # leave rows after the last multiple of eight in both kinds of lane
+    from pymc_trees.bart.kernels.cgm import _pass_one, _pass_pair, _values_two
+
+    rng = np.random.default_rng(n)
+    m, K = 5, 11
+    L = rng.integers(0, K, size=(m, n)).astype(dtype)
+    value = rng.normal(size=(m, K))
+    r0, f0 = rng.normal(size=n), rng.normal(size=n)
+    n4 = n - n % 4
+
+    def reference(t, tp, back, tq):
+        r, f, acc = r0.copy(), f0.copy(), np.zeros(8 * K)
+        for i in range(n):
+            vb = back * value[tp, L[tp, i]]
+            r[i] = r[i] + value[t, L[t, i]] - vb
+            if tq >= 0:
+                f[i] = (f[i] + value[tq, L[tq, i]]) + vb
+            acc[(i % 4 if i < n4 else 0) * K + L[t, i]] += r[i]
+        return r, f, acc
+
+    for t, tp, back in [(0, m - 1, 0.0), (3, 2, 1.0)]:
+        r, acc = r0.copy(), np.zeros(8 * K)
+        _pass_one(t, tp, back, L, value, r, acc, K)
+        er, _, eacc = reference(t, tp, back, -1)
+        np.testing.assert_array_equal(r, er)
+        np.testing.assert_array_equal(acc, eacc)
+    r, f, acc = r0.copy(), f0.copy(), np.zeros(8 * K)
+    _pass_pair(4, 3, 2, L, value, r, f, acc, K)
+    er, ef, eacc = reference(4, 3, 1.0, 2)
+    np.testing.assert_array_equal(r, er)
+    np.testing.assert_array_equal(f, ef)
+    np.testing.assert_array_equal(acc, eacc)
+    f = f0.copy()
+    _values_two(2, 3, L, value, f)
+    np.testing.assert_array_equal(f, (f0 + value[2, L[2]]) + value[3, L[3]])
+
+
 @pytest.mark.parametrize("shape", ["both", "left_leaf", "right_leaf"])
 def test_two_level_sums_equal_naive_leaf_sums(shape):
     # a node whose children split into two leaves each (or one child is a leaf): the four
