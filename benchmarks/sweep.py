@@ -11,7 +11,9 @@ noise variance.  One chain on one core.
   NoiseGibbs, one chain), i.e. including PyMC's per-draw overhead and storing the forests,
   with the warm start off so that its burn-in starts from single leaves like the others (the
   grow-from-root sweeps of the warm start are timed on their own); timed between the draws
-  after the burn-in by a ``callback``, without the fixed costs of the call;
+  after the burn-in by a ``callback``, without the fixed costs of the call.  The default
+  moves are CGM's four up to 50,000 rows and grow/prune above (``docs/mixing.md``); above
+  50,000 rows CGM's four moves in pm.sample are timed too, in the same rounds;
 * stochtree 0.4.5: ``BARTModel.sample`` with grow/prune MCMC only (num_gfr = 0), 200 trees,
   one thread;
 * bartz 0.13 (JAX on the CPU, one thread): ``bartz.Bart`` (grow/prune), 200 trees, one chain,
@@ -43,6 +45,9 @@ import numpy as np
 
 from pymc_trees.comparison.datasets import friedman1
 from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.steps import LARGE_DATA_ROWS
+
+CGM_MOVES = {"grow": .25, "prune": .25, "change": .4, "swap": .1}
 
 
 def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
@@ -71,11 +76,12 @@ def time_kernel(X, y, moves, sweeps, seed=0, particles=0):
     return (time.perf_counter() - t) / sweeps
 
 
-def pymc_runner(X, y, sweeps, seed=0):
+def pymc_runner(X, y, sweeps, seed=0, moves=None):
     """A function timing one ``pm.sample`` run: wall seconds per iteration between the draws
     after the burn-in, taken from a callback at every draw, so that the fixed costs of a call
     (building and compiling the model's functions, which vary by a second or more) do not
-    enter.  Compiles on a few rows first."""
+    enter.  Compiles on a few rows first.  ``moves``: the step's ``move_probs`` (None: its
+    default)."""
     import pymc as pm
 
     import pymc_trees as pmt
@@ -93,7 +99,7 @@ def pymc_runner(X, y, sweeps, seed=0):
             # other column; its grow-from-root sweeps are timed on their own (time_gfr)
             pm.sample(draws=draws, tune=burn, chains=1, cores=1, random_seed=seed,
                       progressbar=False, compute_convergence_checks=False,
-                      cgm_tree={"warm_start": 0},
+                      cgm_tree={"warm_start": 0, "move_probs": moves},
                       callback=lambda **kw: stamps.append(time.perf_counter()))
         # the callback runs after every iteration, tuning included: the last draws stamps
         # bound the draws - 1 iterations after the burn-in
@@ -158,22 +164,28 @@ def bartz_runner(X, y, sweeps, seed=0):
 
 
 def time_pymc_and_bartz(X, y, sweeps, repeats, with_bartz=True):
-    """Seconds per iteration of ours in ``pm.sample`` and of bartz, interleaved: each of
-    ``repeats`` rounds runs ``pm.sample`` once and bartz's two run lengths once, so that a
-    slow spell of the machine falls on both columns rather than on one; the medians of the
-    rounds (bartz's differenced as in :func:`_differenced`)."""
+    """Seconds per iteration of ours in ``pm.sample`` (its default moves, and above
+    ``LARGE_DATA_ROWS`` rows CGM's four moves too; NaN otherwise) and of bartz, interleaved:
+    each of ``repeats`` rounds runs ``pm.sample`` once (each) and bartz's two run lengths once,
+    so that a slow spell of the machine falls on all columns rather than on one; the medians
+    of the rounds (bartz's differenced as in :func:`_differenced`)."""
     ours = pymc_runner(X, y, sweeps)
+    ours_cgm = (pymc_runner(X, y, sweeps, moves=CGM_MOVES) if y.size > LARGE_DATA_ROWS
+                else None)
     bz = bartz_runner(X, y, sweeps) if with_bartz else None
-    mine, a, b = [], [], []
+    mine, mine_cgm, a, b = [], [], [], []
     for _ in range(repeats):
         mine.append(ours())
+        if ours_cgm is not None:
+            mine_cgm.append(ours_cgm())
         if bz is not None:
             run, short, long_ = bz
             a.append(run(short))
             b.append(run(long_))
+    cgm = float(np.median(mine_cgm)) if mine_cgm else float("nan")
     if bz is None:
-        return float(np.median(mine)), float("nan")
-    return (float(np.median(mine)),
+        return float(np.median(mine)), cgm, float("nan")
+    return (float(np.median(mine)), cgm,
             (float(np.median(b)) - float(np.median(a))) / (bz[2] - bz[1]))
 
 
@@ -222,29 +234,35 @@ def main(argv=None):
         sweeps = sweeps_for(n, a.quick)
         X, y, _ = friedman1(n, rng=np.random.default_rng(n))
         gp = time_kernel(X, y, {"grow": 0.5, "prune": 0.5}, sweeps)
-        cgm = time_kernel(X, y, {"grow": .25, "prune": .25, "change": .4, "swap": .1}, sweeps)
+        cgm = time_kernel(X, y, CGM_MOVES, sweeps)
         pg = (time_kernel(X, y, {}, max(5, sweeps // 4), particles=10) if n <= a.pg_max_n
               else float("nan"))
-        in_pymc, bz = time_pymc_and_bartz(X, y, sweeps, a.repeats, have["bartz"])
+        in_pymc, cgm_pymc, bz = time_pymc_and_bartz(X, y, sweeps, a.repeats, have["bartz"])
         gfr = time_gfr(X, y)
         st = (time_stochtree(X, y, sweeps, repeats=a.repeats) if have["stochtree"]
               else float("nan"))
-        rows.append((n, gp, cgm, pg, in_pymc, st, bz, gfr))
+        rows.append((n, gp, cgm, pg, in_pymc, cgm_pymc, st, bz, gfr))
         print(f"n={n}: " + " ".join(f"{v:.5f}" for v in rows[-1][1:]), flush=True)
 
     print()
     print("seconds per sweep of m = 200 trees (Friedman #1, p = 10, one core)")
     hdr = (f"{'n':>9} | {'ours GP':>8} | {'ours CGM':>8} | {'ours PG(10)':>11} | "
-           f"{'ours default in pm.sample':>25} | {'stochtree GP':>12} | {'bartz GP':>8} | "
-           f"{'default / stochtree':>19} | {'default / bartz':>15} | {'GP / bartz GP':>13}")
+           f"{'ours default in pm.sample':>25} | {'CGM in pm.sample':>16} | "
+           f"{'stochtree GP':>12} | {'bartz GP':>8} | {'default / stochtree':>19} | "
+           f"{'default / bartz':>15} | {'CGM in pm.sample / bartz':>24} | "
+           f"{'GP / bartz GP':>13}")
     print(hdr)
     print("-" * len(hdr))
-    for n, gp, cgm, pg, in_pymc, st, bz, _ in rows:
+    for n, gp, cgm, pg, in_pymc, cgm_pymc, st, bz, _ in rows:
+        if n <= LARGE_DATA_ROWS:
+            cgm_pymc = in_pymc  # the default moves are CGM's
         print(f"{n:>9,} | {gp:>8.4f} | {cgm:>8.4f} | {pg:>11.4f} | {in_pymc:>25.4f} | "
-              f"{st:>12.4f} | {bz:>8.4f} | {in_pymc / st:>19.2f} | {in_pymc / bz:>15.2f} | "
-              f"{gp / bz:>13.2f}")
-    print("\ndefault = CGMTreeStep (grow/prune/change/swap 0.25/0.25/0.4/0.1) + NoiseGibbs, as "
-          "pm.sample assigns them; ratios below 1 mean ours is faster.")
+              f"{cgm_pymc:>16.4f} | {st:>12.4f} | {bz:>8.4f} | {in_pymc / st:>19.2f} | "
+              f"{in_pymc / bz:>15.2f} | {cgm_pymc / bz:>24.2f} | {gp / bz:>13.2f}")
+    print(f"\ndefault = CGMTreeStep + NoiseGibbs as pm.sample assigns them: moves "
+          f"grow/prune/change/swap 0.25/0.25/0.4/0.1 up to {LARGE_DATA_ROWS:,} rows, grow/prune "
+          f"0.5/0.5 above (docs/mixing.md); 'CGM in pm.sample': the four moves at every n. "
+          f"Ratios below 1 mean ours is faster.")
     print("The warm start (10 grow-from-root sweeps at the start of every chain's tuning) costs, "
           "per sweep: " + ", ".join(f"{r[-1]:.3f} s at n = {r[0]:,}" for r in rows) + ".")
 

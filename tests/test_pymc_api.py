@@ -469,3 +469,30 @@ def test_step_state_keeps_no_rows_and_restores_the_forest(response):
         step.sampling_state = state
         np.testing.assert_array_equal(smp.forest.leaf_of_row, leaves)
         np.testing.assert_array_equal(smp.values(), values)
+
+
+def test_default_moves_are_cgm_up_to_50000_rows_and_grow_prune_above():
+    # the step pm.sample assigns keeps CGM's four moves up to LARGE_DATA_ROWS training rows
+    # and draws grow and prune alone above; given move probabilities are kept at any size
+    # (and refused when they cannot change a tree's size, naming the argument)
+    from pymc_trees.bart.steps import LARGE_DATA_ROWS
+
+    rng = np.random.default_rng(3)
+    for n, expect in [(LARGE_DATA_ROWS, {"grow": .25, "prune": .25, "change": .4, "swap": .1}),
+                      (LARGE_DATA_ROWS + 1, {"grow": .5, "prune": .5})]:
+        X = rng.uniform(size=(n, 2))
+        y = X[:, 0] + rng.normal(size=n)
+        with pm.Model():
+            f = pmt.BARTTree("f", X, Y=y, m=5)
+            pm.Normal("y", mu=f, sigma=1.0, observed=y)
+            _, selected = assign_step_methods(pm.modelcontext(None), None)
+            assert list(selected) == [pmt.CGMTreeStep]
+            step = pmt.CGMTreeStep([f])  # as pm.sample builds it
+            assert step.move_probs == expect
+            np.testing.assert_allclose(step._move_cp, np.cumsum([expect.get(k, 0.0) for k in
+                                                                 ("grow", "prune", "change",
+                                                                  "swap")]))
+            mine = {"grow": .3, "prune": .3, "change": .4}
+            assert pmt.CGMTreeStep([f], move_probs=mine).move_probs == mine
+            with pytest.raises(ValueError, match="move_probs"):
+                pmt.CGMTreeStep([f], move_probs={"change": 1.0})

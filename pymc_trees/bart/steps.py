@@ -35,10 +35,24 @@ from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, gene
                                        joint_output_likelihoods, level_shifts, noise_likelihood,
                                        output_tree_likelihood, tree_likelihood)
 
-__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "forest_stat_name", "leaf_scale_rvs",
-           "split_prior_rvs", "split_concentration_rvs"]
+__all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
+           "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]
 
 DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
+# Above this many training rows the default moves are grow and prune alone: at 30,000 and
+# 100,000 rows they give the default model as much ESS per second of sigma, of the leaf scale
+# and of f as CGM's four moves, or more, for 0.76 to 0.83 of the time per iteration
+# (benchmarks/default_moves.py, docs/mixing.md "The default moves at scale").  The threshold
+# is the one above which a term's values stay out of the trace.
+LARGE_DATA_ROWS = 50_000
+DEFAULT_MOVES_LARGE = {"grow": 0.5, "prune": 0.5}
+
+
+def default_move_probs(n_rows: int) -> dict[str, float]:
+    """The move probabilities :class:`CGMTreeStep` uses when none are given, for a term with
+    ``n_rows`` training rows: CGM's grow/prune/change/swap ``.25/.25/.40/.10`` up to
+    ``LARGE_DATA_ROWS`` (50,000) rows, grow/prune ``.5/.5`` above."""
+    return dict(DEFAULT_MOVES if n_rows <= LARGE_DATA_ROWS else DEFAULT_MOVES_LARGE)
 
 
 def forest_stat_name(var_name: str) -> str:
@@ -760,8 +774,13 @@ class CGMTreeStep(_TreeStep):
     ----------
     vars : list with one BARTTree variable
     move_probs : dict, optional
-        Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"`` (default .25, .25,
-        .40, .10).  ``{"grow": .5, "prune": .5}`` is the GrowPrune sampler.
+        Probabilities of ``"grow"``, ``"prune"``, ``"change"``, ``"swap"``.  By default
+        (:func:`default_move_probs`) .25, .25, .40, .10 for a term of at most 50,000 training
+        rows, and ``{"grow": .5, "prune": .5}`` (the GrowPrune sampler) above: measured on
+        the default model at 30,000 and 100,000 rows, the change and swap moves cost a
+        fifth or more of the time per iteration there and gave no more effective draws per
+        second (``docs/mixing.md``, "The default moves at scale").  Pass the four
+        probabilities to keep CGM's moves at any size.
     warm_start : int, default 10
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
         grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update, to
@@ -802,9 +821,12 @@ class CGMTreeStep(_TreeStep):
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
                  warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN):
-        self.move_probs = dict(DEFAULT_MOVES if move_probs is None else move_probs)
-        self._move_cp = move_cumulative_probs(self.move_probs)
+        if move_probs is not None:
+            move_cumulative_probs(move_probs)  # refused before the model is read
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
+        self.move_probs = (default_move_probs(self.sampler.n) if move_probs is None
+                           else dict(move_probs))
+        self._move_cp = move_cumulative_probs(self.move_probs)
 
     def _sweep(self, z, omega, smp):
         stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp)
