@@ -41,6 +41,21 @@ WIDE_LEAVES = sys.byteorder == "little"
 U8 = np.uint64(255)
 
 
+@numba.njit(cache=True, inline="always")
+def _wide_rows(leaf_of_row):
+    """How many rows the passes read eight leaf indices at a time: all but the last ``n mod
+    8`` for one-byte indices on a little-endian machine, else none."""
+    n = leaf_of_row.shape[1]
+    return n - (n & 7) if WIDE_LEAVES and leaf_of_row.itemsize == 1 else 0
+
+
+@numba.njit(cache=True, inline="always")
+def _words(leaf_of_row, t, n8):
+    """Tree t's leaf indices of the first ``n8`` rows as 64-bit words (byte j of word w is
+    row ``8 w + j``'s)."""
+    return leaf_of_row[t, :n8].view(np.uint64)
+
+
 class SweepData(NamedTuple):
     """The training rows as the sweep reads them: bins row-major ``Xb`` (n, p) and
     feature-major ``XbT`` (p, n), cutpoints per feature ``ncuts`` (p,), categorical features
@@ -1177,11 +1192,10 @@ def _values_two(tq, tp, leaf_of_row, value, fsum):
     :func:`cgm_sweep` that takes two trees, in a loop of their own when the pass sums a
     proposal: the pass with both costs more than the two apart)."""
     n = leaf_of_row.shape[1]
-    n8 = 0
-    if WIDE_LEAVES and leaf_of_row.itemsize == 1:
-        n8 = n - (n & 7)
-        lq = leaf_of_row[tq, :n8].view(np.uint64)
-        lp = leaf_of_row[tp, :n8].view(np.uint64)
+    n8 = _wide_rows(leaf_of_row)
+    if n8 > 0:
+        lq = _words(leaf_of_row, tq, n8)
+        lp = _words(leaf_of_row, tp, n8)
         vq = value[tq]
         vp = value[tp]
         for w in range(n8 // 8):
@@ -1204,11 +1218,10 @@ def _pass_one(t, tp, back, leaf_of_row, value, r, acc, K):
     at a time (``WIDE_LEAVES``), with the same additions in the same order."""
     n = leaf_of_row.shape[1]
     n4 = n - (n & 3)
-    n8 = 0
-    if WIDE_LEAVES and leaf_of_row.itemsize == 1:
-        n8 = n - (n & 7)
-        lt = leaf_of_row[t, :n8].view(np.uint64)
-        lp = leaf_of_row[tp, :n8].view(np.uint64)
+    n8 = _wide_rows(leaf_of_row)
+    if n8 > 0:
+        lt = _words(leaf_of_row, t, n8)
+        lp = _words(leaf_of_row, tp, n8)
         vt = value[t]
         vp = value[tp]
         for w in range(n8 // 8):
@@ -1235,12 +1248,11 @@ def _pass_pair(t, tp, tq, leaf_of_row, value, r, fsum, acc, K):
     trees."""
     n = leaf_of_row.shape[1]
     n4 = n - (n & 3)
-    n8 = 0
-    if WIDE_LEAVES and leaf_of_row.itemsize == 1:
-        n8 = n - (n & 7)
-        lt = leaf_of_row[t, :n8].view(np.uint64)
-        lp = leaf_of_row[tp, :n8].view(np.uint64)
-        lq = leaf_of_row[tq, :n8].view(np.uint64)
+    n8 = _wide_rows(leaf_of_row)
+    if n8 > 0:
+        lt = _words(leaf_of_row, t, n8)
+        lp = _words(leaf_of_row, tp, n8)
+        lq = _words(leaf_of_row, tq, n8)
         vt = value[t]
         vp = value[tp]
         vq = value[tq]
