@@ -494,7 +494,8 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     sel[marked] = 1.0
     acc = np.zeros(8 * K)
     r_new = r.copy()
-    nl, sl = _pass_left_sums(t, tp, back, L, value, r_new, acc, K, sel, XbT, v, c)
+    vp = value[tp] if t > 0 else np.zeros(K)  # the first tree takes no tree out
+    nl, sl = _pass_left_sums(t, tp, vp, L, value, r_new, acc, K, sel, XbT, v, c)
     expect_r = r + value[t, L[t]] - back * value[tp, L[tp]]
     np.testing.assert_allclose(r_new, expect_r, rtol=0, atol=1e-14)
     sums = acc[:K] + acc[K:2 * K] + acc[2 * K:3 * K] + acc[3 * K:4 * K]
@@ -538,7 +539,7 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
 
     for t, tp, back in [(0, m - 1, 0.0), (3, 2, 1.0)]:
         r, acc = r0.copy(), np.zeros(8 * K)
-        _pass_one(t, tp, back, L, value, r, acc, K)
+        _pass_one(t, tp, back * value[tp], L, value, r, acc, K)
         er, _, eacc = reference(t, tp, back, -1)
         np.testing.assert_array_equal(r, er)
         np.testing.assert_array_equal(acc, eacc)
