@@ -52,7 +52,11 @@ def make_step(f, sampler):
     if sampler == "cgm":
         return pmt.CGMTreeStep([f])
     if sampler == "growprune":
-        return pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5})
+        step = pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5})
+        # as at scale (a term whose values stay out of the trace): the values from the
+        # sweep's residual, summed exactly every EXACT_VALUES_EVERY-th sweep
+        step.sampler.exact_values = False
+        return step
     return pmt.PGTreeStep([f], num_particles=int(sampler[2:]))
 
 

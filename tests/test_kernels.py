@@ -586,6 +586,38 @@ def test_two_level_sums_equal_naive_leaf_sums(shape):
     np.testing.assert_allclose(known, expect, rtol=1e-12, atol=1e-11)
 
 
+@pytest.mark.parametrize("m", [1, 4])
+@pytest.mark.parametrize("equal", [True, False])
+def test_values_from_the_residual_and_exactly_every_so_often(m, equal, monkeypatch):
+    """exact_values=False (a term whose values stay out of the trace): with equal
+    precisions a CGM sweep returns the pseudo-data minus the residual it keeps, equal to
+    the trees' sum up to rounding and not summed tree by tree (not always the same bits);
+    after EXACT_VALUES_EVERY - 1 such sweeps in a row one sums them exactly.  Unequal
+    precisions always sum them exactly."""
+    import pymc_trees.bart.sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "EXACT_VALUES_EVERY", 4)
+    rng = np.random.default_rng(10 + m)
+    n = 3001
+    X = rng.uniform(size=(n, 4))
+    y = np.sin(5 * X[:, 0]) + rng.normal(0, 0.1, n)
+    w = np.full(n, 50.0) if equal else rng.uniform(10, 60, n)
+    fs = ForestSampler(X, TreePrior(m=m), 0.37, 0.2, exact_values=False)
+    cp = np.cumsum([0.5, 0.5, 0.0, 0.0])
+    direct = np.empty(n)
+    same = []
+    for it in range(12):
+        fs.cgm_sweep(rng, y - 0.37, w, cp)
+        v = fs.values()
+        forest_values(fs.forest.value, fs.forest.leaf_of_row, 0.37, direct)
+        np.testing.assert_allclose(v, direct, rtol=1e-13, atol=1e-13)
+        same.append(np.array_equal(v, direct))
+    # sweeps 4, 8 and 12 sum exactly; the others take the residual's (with equal precisions)
+    exact = [it % 4 == 3 for it in range(12)]
+    assert [s for s, e in zip(same, exact) if e] == [True] * 3
+    assert all(same) != equal
+
+
 @pytest.mark.parametrize("m", [1, 4, 5, 23])
 @pytest.mark.parametrize("equal", [True, False])
 def test_sweep_returns_the_values_forest_values_gives(m, equal):

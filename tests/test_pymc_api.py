@@ -471,6 +471,29 @@ def test_step_state_keeps_no_rows_and_restores_the_forest(response):
         np.testing.assert_array_equal(smp.values(), values)
 
 
+def test_values_summed_tree_by_tree_only_for_a_term_whose_values_are_traced():
+    # keep_values=False leaves the term out of the trace: its sampler then takes the values
+    # from the sweep's residual (ForestSampler.exact_values); a traced term sums the trees,
+    # and pmt.predict reproduces its trace to the last bit
+    rng = np.random.default_rng(4)
+    n = 300
+    X = rng.uniform(size=(n, 2))
+    y = X[:, 0] + rng.normal(size=n)
+    for keep in (None, True, False):
+        with pm.Model():
+            f = pmt.BARTTree("f", X, Y=y, m=5, keep_values=keep)
+            s2 = pm.InverseGamma("sigma2", 2.0, 1.0)
+            pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
+            assert pmt.CGMTreeStep([f]).sampler.exact_values is (keep is not False)
+            if keep is False:
+                idata = pm.sample(draws=30, tune=10, chains=1, random_seed=2,
+                                  progressbar=False, compute_convergence_checks=False,
+                                  cgm_tree={"warm_start": 0})
+    assert "f" not in idata.posterior and np.isfinite(idata.posterior["sigma2"]).all()
+    pred = pmt.predict(idata, X)
+    assert pred.shape == (1, 30, n) and np.isfinite(pred.values).all()
+
+
 def test_default_moves_are_cgm_up_to_50000_rows_and_grow_prune_above():
     # the step pm.sample assigns keeps CGM's four moves up to LARGE_DATA_ROWS training rows
     # and draws grow and prune alone above; given move probabilities are kept at any size
@@ -489,6 +512,8 @@ def test_default_moves_are_cgm_up_to_50000_rows_and_grow_prune_above():
             assert list(selected) == [pmt.CGMTreeStep]
             step = pmt.CGMTreeStep([f])  # as pm.sample builds it
             assert step.move_probs == expect
+            # values out of the trace above KEEP_VALUES_MAX_ROWS (50,000): from the residual
+            assert step.sampler.exact_values is (n <= LARGE_DATA_ROWS)
             np.testing.assert_allclose(step._move_cp, np.cumsum([expect.get(k, 0.0) for k in
                                                                  ("grow", "prune", "change",
                                                                   "swap")]))

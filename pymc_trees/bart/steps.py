@@ -23,7 +23,7 @@ from pymc.logprob.transforms import LogTransform, SimplexTransform
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.pymc_calls import pymc_frame
-from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns
+from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns, keeps_values
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
@@ -264,6 +264,12 @@ class _TreeStep(BlockedStep):
         # leaf_sd="learned": the leaf scale lives in the sampler, its prior centred on sd0
         self._internal_sd0 = sd0 if rv.owner.op.prior.learned_scale else None
         self._make_sampler(rv, X_value, float(offset.eval()), sd0)
+        # a term whose values stay out of the trace (by default above 50,000 rows) takes
+        # them from the sweep's residual, equal to the trees' sum up to rounding; a traced
+        # term sums the trees, so that pmt.predict reproduces the trace to the last bit
+        exact = keeps_values(rv)
+        for smp in getattr(self.sampler, "parts", None) or [self.sampler]:
+            smp.exact_values = exact
         self._setup_split_prior(model, rv, split, conc, start)
         self._read_likelihood(model, rv, start)
         self.forest_stat = forest_stat_name(self.var_name)
