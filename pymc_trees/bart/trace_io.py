@@ -382,6 +382,25 @@ def _trace_vars(model, trace_vars):
     return [v for v in model.unobserved_value_vars if v.name not in drop]
 
 
+def _values_as_recorded(step, model, trace_vars) -> None:
+    """Every tree step among ``step``'s methods sums its term's values tree by tree when
+    ``pm.sample`` records them (``trace_vars``, None for PyMC's default of every free
+    variable), so that ``pmt.predict`` reproduces the trace to the last bit, and takes them
+    from its sweep's residual, equal up to rounding, when it does not
+    (``ForestSampler.exact_values``).  Called before PyMC sends the steps to their chains."""
+    if step is None or model is None:
+        return
+    recorded = {v.name for v in (model.unobserved_value_vars if trace_vars is None
+                                 else trace_vars)}
+    for method in getattr(step, "methods", None) or [step]:
+        name = getattr(method, "var_name", None)
+        smp = getattr(method, "sampler", None)
+        if name is None or smp is None:
+            continue
+        for part in getattr(smp, "parts", None) or [smp]:
+            part.exact_values = name in recorded
+
+
 def install() -> None:
     """Make PyMC's trace-to-DataTree conversion put the forests in their own group, and
     ``pm.sample`` leave large tree terms' values out of the trace.
@@ -390,7 +409,9 @@ def install() -> None:
     ``DataTreeConverter.sample_stats_to_xarray``, once: it returns what PyMC returns, with
     the ``<name>_forest`` object stats moved into the ``forests`` group(s).  It also wraps
     ``pymc.sampling.mcmc.init_traces`` once: when ``var_names`` was not given, the recorded
-    variables are PyMC's default minus the tree terms that do not keep their values.
+    variables are PyMC's default minus the tree terms that do not keep their values, and
+    each tree step learns whether its term's values are recorded
+    (:func:`_values_as_recorded`).
     """
     from pymc.backends import arviz as pm_arviz
 
@@ -416,7 +437,9 @@ def install() -> None:
         return
 
     def init_traces(*args, model, trace_vars=None, **kwargs):
-        return init(*args, model=model, trace_vars=_trace_vars(model, trace_vars), **kwargs)
+        trace_vars = _trace_vars(model, trace_vars)
+        _values_as_recorded(kwargs.get("step"), model, trace_vars)
+        return init(*args, model=model, trace_vars=trace_vars, **kwargs)
 
     init_traces._pymc_trees = True
     init_traces.__wrapped__ = init
