@@ -252,7 +252,7 @@ class BARTTree(Distribution):
         when given.  A term whose values are recorded has them summed tree by tree in every
         draw, the numbers ``pmt.predict`` gives to the last bit; one whose values are not
         has them, during sampling, as the pseudo-data minus the sampler's residual, equal
-        up to rounding (about 1e-15 relative) and cheaper (a sixth of a sweep at a million
+        up to rounding (of the order of 1e-14 relative) and cheaper (a sixth of a sweep at a million
         rows).
     response : {"constant", "linear", "mix"}, default "constant"
         What each leaf holds.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
