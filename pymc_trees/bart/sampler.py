@@ -209,12 +209,12 @@ class ForestSampler:
     categorical : ndarray of shape (p,), dtype bool, optional
         Categorical columns (split by sets of levels); default none.
     exact_values : bool, default True
-        Whether every CGM sweep with equal row precisions sums the trees at the training rows
-        in tree order (:meth:`values` then equals :func:`forest_values`, and
-        :func:`pymc_trees.predict`, to the last bit).  False (a tree step sets it for a term
-        whose values stay out of the trace) takes them as the pseudo-data minus the residual
-        the sweep keeps, equal up to rounding (of the order of 1e-14 relative), which saves a sixth of
-        a grow/prune sweep at a million rows; then every ``EXACT_VALUES_EVERY``-th sweep in a
+        Whether every CGM sweep with equal row precisions sums the trees at the training rows in
+        tree order (:meth:`values` then equals :func:`forest_values`, and
+        :func:`pymc_trees.predict`, to the last bit). False (a tree step sets it for a term
+        whose values stay out of the trace) takes them as the pseudo-data minus the residual the
+        sweep keeps, equal up to rounding (of the order of 1e-14 relative), which saves a sixth
+        of a grow/prune sweep at a million rows; then every ``EXACT_VALUES_EVERY``-th sweep in a
         row still sums them exactly, so that rounding does not build up in the residual.
 
     The kernels work on the features of :mod:`pymc_trees.core.features` (a numeric column with
