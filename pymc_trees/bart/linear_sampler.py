@@ -141,7 +141,8 @@ class LinearForestSampler(ForestSampler):
                          "BARTTree(..., sampler='cgm') (the default) or response='constant'.")
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
-                      compiled: tuple | None = None) -> dict[str, float]:
+                      compiled: tuple | None = None,
+                      defensive: float | None = None) -> dict[str, float]:
         """One sweep of the general tree step with linear leaves
         (:func:`~pymc_trees.bart.kernels.general_linear.general_linear_sweep`: grow and prune
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
@@ -149,7 +150,12 @@ class LinearForestSampler(ForestSampler):
         (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`); returns acceptance
         rates (NaN for swap).  With ``response="mix"`` every tree's kind (linear or constant)
         is then proposed switched, its leaves' coefficients from their Newton proposals.  A
-        likelihood whose row graph could not be compiled is refused."""
+        likelihood whose row graph could not be compiled is refused.  Every leaf proposal is
+        the defensive mixture with the kernel's weight ``DEFENSIVE`` (``defensive`` must be
+        None or that value)."""
+        if defensive is not None and defensive != gk.DEFENSIVE:
+            raise ValueError(f"Linear leaves in the general step propose with the defensive "
+                             f"weight {gk.DEFENSIVE} only; got defensive={defensive!r}.")
         if compiled is None:
             raise ValueError("Linear leaves with this likelihood run in the general step's "
                              "compiled kernel, and its row graph could not be compiled (the "

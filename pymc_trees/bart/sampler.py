@@ -520,7 +520,8 @@ class ForestSampler:
         return counts
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
-                      compiled: tuple | None = None) -> dict[str, float]:
+                      compiled: tuple | None = None,
+                      defensive: float = gk.DEFENSIVE) -> dict[str, float]:
         """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
         for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
         values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
@@ -546,6 +547,10 @@ class ForestSampler:
             (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`): the whole sweep
             then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
             moves and random numbers as the Python loop below, which runs otherwise.
+        defensive : float
+            The leaf prior's weight in every leaf proposal (a defensive mixture, so that a
+            Newton step out of the likelihood's support cannot hold the chain at its start;
+            :mod:`pymc_trees.bart.kernels.general`); 0 where the Newton step is exact.
 
         Returns
         -------
@@ -554,7 +559,8 @@ class ForestSampler:
             updates (``accept_leaf``).
         """
         if compiled is not None:
-            return self._general_kernel_sweep(rng, compiled, move_cumprobs)
+            return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive)
+        w = float(defensive)
         f = self._forest_with_room()
         value = self.leaf_values()
         J = value.shape[0]
@@ -607,7 +613,7 @@ class ForestSampler:
             if move == 0:
                 st = gk.grow_propose(rng, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha,
                                      pr.beta,
-                                     prec0, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
+                                     prec0, w, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
                                      f.wavail, f.amask, f.leaf_of_row, value, f.n_nodes, gc,
                                      h_cur, idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f)
                 if st == 1:
@@ -616,14 +622,14 @@ class ForestSampler:
                     f_prop[:, rows[:mid]] = f_minus[:, rows[:mid]] + mu[:, :1]
                     f_prop[:, rows[mid:]] = f_minus[:, rows[mid:]] + mu[:, 1:]
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.group_log_q(
-                        rows, 0, cnt, gcp, hp, vt, ell, prec0, S))
+                        rows, 0, cnt, gcp, hp, vt, ell, prec0, w, S))
                     if ok:
                         gk.grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
                                        f.depth, f.wavail, f.amask, f.n_nodes, f.free, f.n_free,
                                        f.leaf_of_row, value, idx, nmask, mu, out_i, out_f)
                     f_prop[:, rows] = f_cur[:, rows]
             elif move == 1:
-                st = gk.prune_propose(rng, t, pr.alpha, pr.beta, prec0, pg, pp, f.var, f.left,
+                st = gk.prune_propose(rng, t, pr.alpha, pr.beta, prec0, w, pg, pp, f.var, f.left,
                                       f.right, f.parent, f.depth, f.wavail, f.n_nodes,
                                       f.leaf_of_row, value, gc, h_cur, idx, S, mu, out_i, out_f)
                 if st == 1:
@@ -632,8 +638,8 @@ class ForestSampler:
                     f_prop[:, rows] = f_minus[:, rows] + mu[:, :1]
                     kl, kr = int(f.left[t, node]), int(f.right[t, node])
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: (
-                        gk.group_log_q(rows, 0, mid, gcp, hp, vt, kl, prec0, S)
-                        + gk.group_log_q(rows, mid, cnt, gcp, hp, vt, kr, prec0, S)))
+                        gk.group_log_q(rows, 0, mid, gcp, hp, vt, kl, prec0, w, S)
+                        + gk.group_log_q(rows, mid, cnt, gcp, hp, vt, kr, prec0, w, S)))
                     if ok:
                         gk.prune_commit(t, f.var, f.left, f.right, f.free, f.n_free,
                                         f.leaf_of_row, value, idx, mu, out_i)
@@ -641,7 +647,7 @@ class ForestSampler:
             else:
                 st = gk.restructure_propose(
                     rng, move == 3, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha, pr.beta,
-                    prec0,
+                    prec0, w,
                     f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
                     f.n_nodes, f.leaf_of_row, value, gc, h_cur, idx, hist, lo, hi, b.nV, nwav,
                     nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f)
@@ -653,7 +659,7 @@ class ForestSampler:
                                           b.leaves, f_cur, f_prop)
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
                         t, root, f.var, f.left, f.right, value, f.leaf_of_row, idx, cnt, gcp,
-                        hp, prec0, b.Ga, b.Ha, stack, b.leaves))
+                        hp, prec0, w, b.Ga, b.Ha, stack, b.leaves))
                     if ok:
                         gk.restructure_commit(t, root, f.var, f.left, f.right, f.wavail,
                                               f.ncut, f.leaf_of_row, idx, value, b.nV, b.spare,
@@ -670,12 +676,12 @@ class ForestSampler:
             np.multiply(h_cur, tv, out=gc)
             gc += g_cur
             gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, b.G, b.H)
-            gk.leaf_proposals(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G, b.H, prec0,
+            gk.leaf_proposals(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G, b.H, prec0, w,
                               b.nV, f_cur, f_prop)
             ll, g, h = _row_derivatives(loglik, f_prop)
             gcp = g + h * (f_prop - f_minus)
             a, tot = gk.leaf_decisions(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G,
-                                       b.H, prec0, b.nV, ll_cur, ll, gcp, h, b.Ga, b.Ha, b.dll,
+                                       b.H, prec0, w, b.nV, ll_cur, ll, gcp, h, b.Ga, b.Ha, b.dll,
                                        b.keep)
             moved = b.keep[f.leaf_of_row[t]] == 1
             f_cur[:, moved] = f_prop[:, moved]
@@ -693,7 +699,8 @@ class ForestSampler:
         return self.forest.value[None]
 
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
-                              move_cumprobs: np.ndarray) -> dict[str, float]:
+                              move_cumprobs: np.ndarray,
+                              defensive: float) -> dict[str, float]:
         rows_fn, pre = compiled
         f = self._forest_with_room()
         value = self.leaf_values()
@@ -713,7 +720,7 @@ class ForestSampler:
         accepted = np.zeros(5, np.int64)
         gk.general_sweep(rng, rows_fn, pre, data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
-                         self._scratch, st, bufs, proposed, accepted)
+                         self._scratch, st, bufs, proposed, accepted, float(defensive))
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,

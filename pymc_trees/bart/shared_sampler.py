@@ -180,7 +180,10 @@ class SharedOutputSampler(ForestSampler):
             raise ValueError(f"z and omega must have shape {shape} (outputs, rows); got "
                              f"{z.shape} and {omega.shape}.")
         pre = gaussian_pre(z + float(self.offset), omega)
-        return self.general_sweep(rng, None, move_cumprobs, (gaussian_rows, pre))
+        # Gaussian rows: the Newton proposal is the leaf's exact conditional, no defensive
+        # mixture (every leaf update a Gibbs draw)
+        return self.general_sweep(rng, None, move_cumprobs, (gaussian_rows, pre),
+                                  defensive=0.0)
 
     def cgm_sweep(self, *args, **kwargs):
         self._refuse("the conjugate CGM sweep")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import field
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -507,6 +509,19 @@ class _TreeStep(BlockedStep):
         # the chain's last step lets go of the rows' arrays (release_rows): PyMC then
         # converts the trace and copies X into it, the peak of a run's memory while they lived
         self._steps_left = tune + draws
+        # general-step sweeps of the tuning phase, and whether any of their proposals was
+        # accepted (stop_tuning warns about a chain that never left its start)
+        self._tune_sweeps = 0
+        self._tune_moved = False
+
+    def stop_tuning(self) -> None:
+        """End of tuning: warn when the general tree step rejected every proposal of every
+        sweep of the tuning phase (the chain is still at its start)."""
+        super().stop_tuning()
+        if getattr(self, "_tune_sweeps", 0) and not self._tune_moved:
+            warnings.warn(_stuck_message(self.var_name, self._tune_sweeps,
+                                         self._liks or [self.likelihood]),
+                          UserWarning, stacklevel=2)
 
     def step(self, point):
         out = self._step(point)
@@ -618,8 +633,13 @@ class _TreeStep(BlockedStep):
                 # that leaves it (a scale of zero or below) is undone
                 smp.forest = before
             return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
-        return smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
-                                 None if self.python_sweep else lik.compiled(point))
+        stats = smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
+                                  None if self.python_sweep else lik.compiled(point))
+        if self.tune:
+            self._tune_sweeps = getattr(self, "_tune_sweeps", 0) + 1
+            if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
+                self._tune_moved = True
+        return stats
 
     def _finish(self, point, stats, warm):
         new_point = dict(point)
@@ -1013,6 +1033,23 @@ def _check_general_start(rv, liks, point: dict) -> None:
         "likelihood so that it is valid there (a scale as pm.math.exp(...) of the term rather "
         "than the term itself or its pm.math.abs), or pass a Y whose calibration puts the "
         "offset inside the support.")
+
+
+def _stuck_message(name: str, sweeps: int, liks) -> str:
+    """The warning of a general tree step that accepted nothing during tuning."""
+    lik = liks[0]
+    cause = ""
+    if lik.link == "identity":
+        cause = (f" A likely cause: {name!r} enters the parameter {lik.parameter!r} of "
+                 f"{lik.observed_name!r} directly (the identity link), and proposals leave "
+                 "that parameter's support (a rate, a scale or a probability must stay "
+                 "positive or in (0, 1)). Write the parameter as pm.math.exp(f) with "
+                 "BARTTree(..., link='log') (pm.math.sigmoid(f) with link='logit' for a "
+                 "probability).")
+    return (f"The tree step of {name!r} rejected every proposal in all {sweeps} tuning "
+            f"sweeps: the chain has not moved from its start, and its draws are not from the "
+            f"posterior.{cause} Otherwise check the term's offset and leaf_sd against the "
+            "scale of the parameter it enters, and look at the accept_* sample stats.")
 
 
 def _nanmean(x) -> float:

@@ -934,16 +934,23 @@ def _parameter_names(obs) -> list[str] | None:
 
     kind = type(obs.owner.op).__name__.removesuffix("RV")
     dist = getattr(pm, kind, None)
-    rv_op = getattr(dist, "rv_op", None)
-    if rv_op is None:
-        return None
-    try:
-        sig = inspect.signature(rv_op)
-    except (TypeError, ValueError):
-        return None
-    return [k for k, v in sig.parameters.items()
-            if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)
-            and k not in ("cls", "size", "rng")]
+    n_params = len(obs.owner.inputs) - 2
+    names = None
+    # the user's names (``Poisson.dist(mu)``) where they map one to one onto the op's
+    # inputs, else the op's own (``Gamma``: alpha, beta of alpha, beta, mu, sigma)
+    for fn in (getattr(dist, "dist", None), getattr(dist, "rv_op", None)):
+        if fn is None:
+            continue
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            continue
+        names = [k for k, v in sig.parameters.items()
+                 if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)
+                 and k not in ("cls", "size", "rng")]
+        if len(names) == n_params:
+            return names
+    return names
 
 
 def _compile_fast(value_vars, outs):

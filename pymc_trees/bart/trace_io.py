@@ -401,6 +401,35 @@ def _values_as_recorded(step, model, trace_vars) -> None:
             part.exact_values = name in recorded
 
 
+def _count_draws(traces) -> None:
+    """Let PyMC's in-memory traces that record no variable still count their draws.
+
+    ``NDArray.__len__`` is 0 while it holds no variable's array, and ``pm.sample`` then ends
+    in "Not enough samples to build a trace." after sampling.  That is every run where the
+    recorded variables are none: a tree term above 50,000 rows (whose values stay out of the
+    trace) with nothing else free, ``keep_values=False`` likewise, or ``var_names=[]``
+    (issue 48).  Such a run's result holds the sample stats and the forests, from which
+    ``pmt.predict`` gives the term at any rows; its posterior group is empty."""
+    from pymc.backends.ndarray import NDArray
+
+    global _DrawCountingNDArray
+    if _DrawCountingNDArray is None:
+        class DrawCountingNDArray(NDArray):
+            """An ``NDArray`` whose length is its number of recorded draws also when it
+            records no variable (:func:`_count_draws`)."""
+
+            def __len__(self):
+                return self.draw_idx
+
+        _DrawCountingNDArray = DrawCountingNDArray
+    for trace in traces:
+        if type(trace) is NDArray:
+            trace.__class__ = _DrawCountingNDArray
+
+
+_DrawCountingNDArray = None
+
+
 def install() -> None:
     """Make PyMC's trace-to-DataTree conversion put the forests in their own group, and
     ``pm.sample`` leave large tree terms' values out of the trace.
@@ -428,6 +457,24 @@ def install() -> None:
     sample_stats_to_xarray.__doc__ = original.__doc__
     conv.sample_stats_to_xarray = sample_stats_to_xarray
 
+    posterior = conv.posterior_to_xarray
+
+    def posterior_to_xarray(self):
+        # a run that recorded no variable (_count_draws): its posterior group keeps the
+        # chain and draw coordinates, which PyMC's convergence checks and pmt.predict read
+        result = posterior(self) or {}
+        for group, trace in (("posterior", self.posterior_trace),
+                             ("warmup_posterior", self.warmup_trace)):
+            ds = result.get(group)
+            if ds is not None and not ds.data_vars and trace is not None:
+                result[group] = ds.assign_coords(chain=np.asarray(trace.chains),
+                                                 draw=np.arange(len(trace)))
+        return result
+
+    posterior_to_xarray.__wrapped__ = posterior
+    posterior_to_xarray.__doc__ = posterior.__doc__
+    conv.posterior_to_xarray = posterior_to_xarray
+
     # Which variables pm.sample records: PyMC decides in ``init_traces`` (called by name from
     # pymc.sampling.mcmc); wrapped so that large tree terms' values stay out by default.
     from pymc.sampling import mcmc
@@ -439,7 +486,10 @@ def install() -> None:
     def init_traces(*args, model, trace_vars=None, **kwargs):
         trace_vars = _trace_vars(model, trace_vars)
         _values_as_recorded(kwargs.get("step"), model, trace_vars)
-        return init(*args, model=model, trace_vars=trace_vars, **kwargs)
+        run, traces = init(*args, model=model, trace_vars=trace_vars, **kwargs)
+        if trace_vars is not None and len(trace_vars) == 0:
+            _count_draws(traces)
+        return run, traces
 
     init_traces._pymc_trees = True
     init_traces.__wrapped__ = init

@@ -26,6 +26,22 @@ likelihood the Newton step is exact from any point: q is the leaf's exact condit
 
 Leaf values are then updated leaf by leaf by Metropolis-Hastings with the same Newton
 proposal from the current value (:func:`leaf_proposals`, :func:`leaf_decisions`).
+
+**A defensive mixture.**  Every leaf proposal is the mixture
+
+    q(mu) = (1 - w) Normal(G / P, 1 / P) + w Normal(0, 1 / prec0),   w = DEFENSIVE = 0.02
+
+of the Newton step and the leaf prior, drawn by a uniform first and with the mixture's
+density in every ratio (forward and reverse).  Far from the posterior a Newton step can
+overshoot out of the support: with ``Poisson(mu=f)`` (identity link) and every row at a
+constant ``f0 > 2 ybar``, the step lands at ``f0 (2 - f0 / ybar) < 0``, every proposal had
+zero density and the chain never left its start (issue 48).  The prior component proposes
+values of the prior's size from any state, so the chain moves from any start of positive
+density; near the posterior it costs about ``w`` of the leaf acceptance.  Both parts are
+fixed functions of the state, so the chain stays exact.  Where the Newton step is the exact
+conditional (Gaussian rows: the joint update of outputs that share their trees,
+``SharedOutputSampler.conjugate_sweep``) the sweep takes ``w = 0``: every leaf update is then
+a Gibbs draw.
 """
 
 from __future__ import annotations
@@ -44,10 +60,11 @@ from pymc_trees.bart.kernels.forest import LEAF, load_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
-__all__ = ["leaf_gh", "log_prior", "log_q", "group_log_q", "reverse_old_leaves", "grow_propose",
-           "grow_commit", "prune_propose", "prune_commit", "restructure_propose",
-           "restructure_values", "restructure_commit", "restructure_revert", "leaf_proposals",
-           "leaf_decisions", "tree_values", "RowState", "RowBuffers", "new_row_buffers",
+__all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_log_q",
+           "reverse_old_leaves", "grow_propose", "grow_commit", "prune_propose", "prune_commit",
+           "restructure_propose", "restructure_values", "restructure_commit",
+           "restructure_revert", "leaf_proposals", "leaf_decisions", "tree_values", "RowState",
+           "RowBuffers", "new_row_buffers",
            "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
            "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide",
            "ROW_SIGNATURE", "gaussian_rows", "gaussian_pre"]
@@ -84,16 +101,40 @@ def log_prior(mu, prec0):
     return 0.5 * math.log(prec0 / (2.0 * math.pi)) - 0.5 * prec0 * mu * mu
 
 
+# The prior's weight ``w`` in every leaf proposal of the general step (module doc, "A
+# defensive mixture"); 0 where the Newton step is exact (Gaussian rows).
+DEFENSIVE = 0.02
+
+
 @numba.njit(cache=True, inline="always")
-def log_q(mu, G, H, prec0):
-    """``log Normal(mu; G/P, 1/P)`` with ``P = H + prec0``: the proposal density."""
+def log_mixture(log_newton, log_prior_density, w):
+    """``log((1 - w) exp(log_newton) + w exp(log_prior_density))``."""
+    if w == 0.0:
+        return log_newton
+    a = math.log1p(-w) + log_newton
+    b = math.log(w) + log_prior_density
+    if a < b:
+        a, b = b, a
+    if b == -math.inf:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+@numba.njit(cache=True, inline="always")
+def log_q(mu, G, H, prec0, w):
+    """``log q(mu)``: the defensive mixture of ``Normal(G/P, 1/P)`` (``P = H + prec0``, the
+    Newton step) and the leaf prior ``Normal(0, 1/prec0)``, weight ``w`` (module doc)."""
     P = H + prec0
     d = mu - G / P
-    return 0.5 * math.log(P / (2.0 * math.pi)) - 0.5 * P * d * d
+    return log_mixture(0.5 * math.log(P / (2.0 * math.pi)) - 0.5 * P * d * d,
+                       log_prior(mu, prec0), w)
 
 
 @numba.njit(cache=True, inline="always")
-def _draw_q(rng, G, H, prec0):
+def _draw_q(rng, G, H, prec0, w):
+    """A draw from :func:`log_q`'s mixture: the leaf prior with probability ``w``."""
+    if w > 0.0 and rng.random() < w:
+        return rng.standard_normal() / math.sqrt(prec0)
     P = H + prec0
     return G / P + rng.standard_normal() / math.sqrt(P)
 
@@ -108,20 +149,20 @@ def prior_at(A, k, prec0):
 
 
 @numba.njit(cache=True, inline="always")
-def q_at(A, k, G, H, kq, prec0):
+def q_at(A, k, G, H, kq, prec0, w):
     """``log q(A[:, k])`` for the proposal with sums ``G[:, kq]``, ``H[:, kq]``: the product of
     the J outputs' Newton proposals (a leaf vector's proposal is diagonal)."""
     s = 0.0
     for j in range(A.shape[0]):
-        s += log_q(A[j, k], G[j, kq], H[j, kq], prec0)
+        s += log_q(A[j, k], G[j, kq], H[j, kq], prec0, w)
     return s
 
 
 @numba.njit(cache=True, inline="always")
-def _draw_at(rng, G, H, kq, prec0, A, k):
+def _draw_at(rng, G, H, kq, prec0, w, A, k):
     """``A[:, k]`` drawn from q with sums ``G[:, kq]``, ``H[:, kq]``, output by output."""
     for j in range(A.shape[0]):
-        A[j, k] = _draw_q(rng, G[j, kq], H[j, kq], prec0)
+        A[j, k] = _draw_q(rng, G[j, kq], H[j, kq], prec0, w)
 
 
 @numba.njit(cache=True)
@@ -141,10 +182,10 @@ def group_sums(idx, start, end, gc, h, S, col):
 
 
 @numba.njit(cache=True)
-def group_log_q(idx, start, end, gc, h, A, k, prec0, S):
+def group_log_q(idx, start, end, gc, h, A, k, prec0, w, S):
     """``log q(A[:, k])`` for the proposal built from the rows ``idx[start:end]``."""
     group_sums(idx, start, end, gc, h, S, 0)
-    return q_at(A, k, S[0], S[1], 0, prec0)
+    return q_at(A, k, S[0], S[1], 0, prec0, w)
 
 
 @numba.njit(cache=True)
@@ -157,9 +198,9 @@ def tree_values(t, value, leaf_of_row, out):
 
 
 @numba.njit(cache=True)
-def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, pg, pp,
-                 var, left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes, g, h,
-                 idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f):
+def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, w, pg,
+                 pp, var, left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes,
+                 g, h, idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
     rule from the prior, the children's value vectors from their q.
 
@@ -179,14 +220,14 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     d = depth[t, ell]
-    _draw_at(rng, S[0], S[1], 0, prec0, mu, 0)
-    _draw_at(rng, S[0], S[1], 1, prec0, mu, 1)
+    _draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
+    _draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
     logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
             + math.log(pp * b) - math.log(pg * w_new)
             + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
-            - q_at(mu, 0, S[0], S[1], 0, prec0) - q_at(mu, 1, S[0], S[1], 1, prec0))
+            - q_at(mu, 0, S[0], S[1], 0, prec0, w) - q_at(mu, 1, S[0], S[1], 1, prec0, w))
     out_i[0] = ell
     out_i[1] = v
     out_i[2] = c
@@ -235,7 +276,7 @@ def two_leaf_rows(t, kl, kr, leaf_of_row, idx):
 
 
 @numba.njit(cache=True)
-def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, depth, wavail,
+def prune_propose(rng, t, alpha, beta, prec0, w, pg, pp, var, left, right, parent, depth, wavail,
                   n_nodes, leaf_of_row, value, g, h, idx, S, mu, out_i, out_f):
     """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
     ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse of
@@ -260,7 +301,7 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
         b_new -= 1
     cnt, mid = two_leaf_rows(t, kl, kr, leaf_of_row, idx)
     group_sums(idx, 0, cnt, g, h, S, 0)
-    _draw_at(rng, S[0], S[1], 0, prec0, mu, 0)
+    _draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
     struct = (log_psplit(d, alpha, beta)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
@@ -271,7 +312,7 @@ def prune_propose(rng, t, alpha, beta, prec0, pg, pp, var, left, right, parent, 
     out_i[1] = cnt
     out_i[2] = mid
     out_f[0] = (-struct + prior_at(mu, 0, prec0) - prior_at(vt, kl, prec0)
-                - prior_at(vt, kr, prec0) - q_at(mu, 0, S[0], S[1], 0, prec0))
+                - prior_at(vt, kr, prec0) - q_at(mu, 0, S[0], S[1], 0, prec0, w))
     return 1
 
 
@@ -318,7 +359,7 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 
 @numba.njit(cache=True)
-def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right, depth, g,
+def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, w, var, cut, left, right, depth, g,
                    h, idx, nV, seg_s, seg_e, stack, tmp, S):
     """Route the rows ``idx[:cnt]`` of a subtree through its (new) rules, filling the node
     segments, and draw every leaf's value vector from its q into ``nV[:, leaf]``.  Returns
@@ -342,15 +383,15 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, r
         else:
             group_sums(idx, s, e, g, h, S, 0)
             for j in range(g.shape[0]):
-                mu = _draw_q(rng, S[0, j, 0], S[1, j, 0], prec0)
+                mu = _draw_q(rng, S[0, j, 0], S[1, j, 0], prec0, w)
                 nV[j, k] = mu
-                total += log_prior(mu, prec0) - log_q(mu, S[0, j, 0], S[1, j, 0], prec0)
+                total += log_prior(mu, prec0) - log_q(mu, S[0, j, 0], S[1, j, 0], prec0, w)
     return total
 
 
 @numba.njit(cache=True)
 def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                        prec0, var, cut, left, right, parent, depth, wavail, ncut, amask,
+                        prec0, w, var, cut, left, right, parent, depth, wavail, ncut, amask,
                         n_nodes, leaf_of_row, value, g, h, idx, hist, lo, hi, nV, nwav,
                         nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f):
     """Propose a CHANGE (a new rule from the prior at an internal node) or a SWAP (exchange
@@ -403,7 +444,7 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
                                          min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
-    new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, var, cut, left, right,
+    new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, w, var, cut, left, right,
                          depth, g, h, idx, nV, seg_s, seg_e, stack, tmp, S)
     rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
                                  split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
@@ -451,7 +492,7 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
 
 
 @numba.njit(cache=True)
-def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, gc, h, prec0,
+def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, gc, h, prec0, w,
                        Ga, Ha, stack, leaves):
     """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
     leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
@@ -472,7 +513,7 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
     total = 0.0
     vt = value[:, t]
     for a in range(nl):
-        total += q_at(vt, leaves[a], Ga, Ha, leaves[a], prec0)
+        total += q_at(vt, leaves[a], Ga, Ha, leaves[a], prec0, w)
     return total
 
 
@@ -503,13 +544,13 @@ def restructure_revert(t, var, cut, left, right, out_i):
 
 
 @numba.njit(cache=True)
-def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_cur, f_prop):
+def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, f_cur, f_prop):
     """Draw a value vector from its q (sums ``G``, ``H`` of the current state,
     :func:`leaf_gh`) for every leaf of tree t into ``nV`` and write the term with tree t's
     leaves replaced by them into ``f_prop`` (shape (J, n))."""
     for k in range(n_nodes[t]):
         if var[t, k] == LEAF:
-            _draw_at(rng, G, H, k, prec0, nV, k)
+            _draw_at(rng, G, H, k, prec0, w, nV, k)
     lr = leaf_of_row[t]
     for j in range(value.shape[0]):
         vj, nj, fc, fp = value[j, t], nV[j], f_cur[j], f_prop[j]
@@ -519,7 +560,7 @@ def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, f_
 
 
 @numba.njit(cache=True)
-def _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep):
+def _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep):
     """The Metropolis-Hastings decisions of tree t's leaves, in node order: proposal
     ``nV[:, k]`` from ``q`` built with ``G``, ``H`` (the current state), reverse ``q`` with
     ``Gp``, ``Hp`` (the proposed state), log-likelihood difference ``dll[k]``; an accepted
@@ -532,7 +573,7 @@ def _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep):
             continue
         tot += 1
         logr = (dll[k] + prior_at(nV, k, prec0) - prior_at(vt, k, prec0)
-                + q_at(vt, k, Gp, Hp, k, prec0) - q_at(nV, k, G, H, k, prec0))
+                + q_at(vt, k, Gp, Hp, k, prec0, w) - q_at(nV, k, G, H, k, prec0, w))
         u = rng.random()
         if logr == logr and (logr >= 0.0 or u < math.exp(logr)):
             for j in range(vt.shape[0]):
@@ -543,7 +584,7 @@ def _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep):
 
 
 @numba.njit(cache=True)
-def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll_cur, ll_prop,
+def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, ll_cur, ll_prop,
                    gc_prop, h_prop, Gp, Hp, dll, keep):
     """Metropolis-Hastings decision for every leaf of tree t on the values proposed by
     :func:`leaf_proposals`: ``dll`` gets the leaf's log-likelihood difference, ``Gp``, ``Hp``
@@ -564,7 +605,7 @@ def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, ll
         for j in range(J):
             Gp[j, k] += gc_prop[j, i]
             Hp[j, k] += h_prop[j, i]
-    return _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
+    return _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep)
 
 
 class RowState(NamedTuple):
@@ -710,7 +751,7 @@ def _reset_rows(rows, cnt, st, b):
 
 @numba.njit(cache=True)
 def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b, proposed,
-                  accepted):
+                  accepted, defensive):
     """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
     from Newton proposals, accepted with the exact log-likelihood, then a
@@ -746,11 +787,15 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
         Buffers (:func:`new_row_buffers`).
     proposed, accepted : ndarray of shape (5,), int64
         Counts per move type and for the leaf updates, incremented.
+    defensive : float
+        The leaf prior's weight in every leaf proposal (module doc): :data:`DEFENSIVE`, or 0
+        where the Newton step is the exact conditional.
     """
     f = forest
     J, n = st.f.shape
     m = value.shape[1]
     prec0 = rules.prec0
+    w = defensive
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
     for j in range(J):
@@ -773,7 +818,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
         vt = value[:, t]
         if move == 0:
             s = grow_propose(rng, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
-                             data.split_prior, rules.alpha, rules.beta, prec0, pg, pp, f.var,
+                             data.split_prior, rules.alpha, rules.beta, prec0, w, pg, pp, f.var,
                              f.left, f.right, f.parent, f.depth, f.wavail, f.amask,
                              f.leaf_of_row, value, f.n_nodes, b.gc, st.h, sc.idx, sc.hist,
                              sc.lo, sc.hi, sc.nmask, sc.tmp, b.S, b.mu, b.out_i, b.out_f)
@@ -786,7 +831,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                     for j in range(J):
                         b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, side]
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
-                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, vt, ell, prec0, b.S)
+                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, vt, ell, prec0, w, b.S)
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
@@ -794,7 +839,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                                 f.wavail, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
                                 value, sc.idx, sc.nmask, b.mu, b.out_i, b.out_f)
         elif move == 1:
-            s = prune_propose(rng, t, rules.alpha, rules.beta, prec0, pg, pp, f.var, f.left,
+            s = prune_propose(rng, t, rules.alpha, rules.beta, prec0, w, pg, pp, f.var, f.left,
                               f.right, f.parent, f.depth, f.wavail, f.n_nodes, f.leaf_of_row,
                               value, b.gc, st.h, sc.idx, b.S, b.mu, b.out_i, b.out_f)
             if s == 1:
@@ -806,9 +851,9 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                         b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, 0]
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
                 logr += (group_log_q(b.rows, 0, mid, b.gc_p, b.h_p, vt, f.left[t, node],
-                                     prec0, b.S)
+                                     prec0, w, b.S)
                          + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p, vt, f.right[t, node],
-                                       prec0, b.S))
+                                       prec0, w, b.S))
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
@@ -817,7 +862,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
         else:
             s = restructure_propose(
                 rng, move == 3, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
-                data.split_prior, rules.alpha, rules.beta, prec0, f.var, f.cut, f.left, f.right,
+                data.split_prior, rules.alpha, rules.beta, prec0, w, f.var, f.cut, f.left, f.right,
                 f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, value,
                 b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, b.nV, sc.nwav, sc.nnc, sc.seg_s,
                 sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.S, b.out_i, b.out_f)
@@ -830,7 +875,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                                    b.f_prop)
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
                 logr += reverse_old_leaves(t, root, f.var, f.left, f.right, value,
-                                           f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0,
+                                           f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0, w,
                                            b.Ga, b.Ha, sc.stack, b.leaves)
                 ok = decide(rng, logr)
                 if ok:
@@ -848,13 +893,13 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
             _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
         a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, value, f.leaf_of_row,
-                              prec0, st, b)
+                              prec0, w, st, b)
         accepted[4] += a
         proposed[4] += tot
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, st, b):
+def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, w, st, b):
     """The leaf updates of tree t in :func:`general_sweep`: :func:`leaf_gh`,
     :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
     row passes fused (the same sums in the same order, the same random numbers).  Returns
@@ -873,7 +918,7 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
             k = lr[i]
             Gj[k] += sg[i] + sh[i] * vj[k]
             Hj[k] += sh[i]
-    leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, nV, st.f, b.f_prop)
+    leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, st.f, b.f_prop)
     rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     Gp, Hp, keep, dll = b.Ga, b.Ha, b.keep, b.dll
     for k in range(nk):
@@ -898,7 +943,7 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
             k = lr[i]
             Gj[k] += gi + hi * (fp[i] - fm[i])
             Hj[k] += hi
-    acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, nV, Gp, Hp, dll, keep)
+    acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep)
     for i in range(n):
         if keep[lr[i]] == 1:
             st.ll[i] = b.ll_p[i]

@@ -18,7 +18,10 @@ proposal the same way from the proposed state.  The per-leaf sums ``W, Wz, Wzz, 
 ``h, h z, h z^2, gc, gc z`` are those of the conjugate kernel with ``omega = h`` and
 ``omega r = gc``, so the proposal draw is that kernel's leaf draw
 (:func:`pymc_trees.bart.kernels.linear.draw_linear_leaf`).  Leaves are then updated one by one by
-Metropolis-Hastings with the same proposal from the current state.
+Metropolis-Hastings with the same proposal from the current state.  As for constant leaves,
+every proposal is a defensive mixture with weight ``DEFENSIVE`` on the leaf's prior
+(:mod:`pymc_trees.bart.kernels.general`), so that a Newton step out of the support cannot
+hold the chain at its start.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, children_mas
                                          commit_children, count_nodes, partition_rows, pick_node,
                                          propose_split)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.general import decide, clean_gh, clean_ll, two_leaf_rows
+from pymc_trees.bart.kernels.general import (DEFENSIVE, clean_gh, clean_ll, decide, log_mixture,
+                                             two_leaf_rows)
 from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
-__all__ = ["linear_leaf_log_q", "linear_leaf_prior", "general_linear_sweep",
+__all__ = ["linear_leaf_log_q", "linear_leaf_prior", "draw_linear_q", "general_linear_sweep",
            "new_linear_buffers", "LinearBuffers"]
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -55,9 +59,28 @@ def linear_leaf_prior(b0, b1, has_slope, prec0):
 
 @numba.njit(cache=True, inline="always")
 def linear_leaf_log_q(b0, b1, W, Wz, Wzz, S, Sz, has_slope, prec0):
-    """``log q(b0, b1)``: the Normal with precision ``A`` and mean ``A^-1 (S, Sz)`` (module
-    doc), ``A = [[W + p, Wz], [Wz, Wzz + p]]``, ``p = 2 prec0`` (1-D ``W + prec0`` without a
-    slope)."""
+    """``log q(b0, b1)``: the defensive mixture (:mod:`pymc_trees.bart.kernels.general`,
+    weight ``DEFENSIVE`` on the leaf prior) of the Newton proposal and the leaf's prior."""
+    return log_mixture(_newton_log_q(b0, b1, W, Wz, Wzz, S, Sz, has_slope, prec0),
+                       linear_leaf_prior(b0, b1, has_slope, prec0), DEFENSIVE)
+
+
+@numba.njit(cache=True, inline="always")
+def draw_linear_q(rng, W, Wz, Wzz, S, Sz, has_slope, prec0):
+    """A draw from :func:`linear_leaf_log_q`: the leaf prior with probability ``DEFENSIVE``,
+    else the Newton proposal."""
+    if rng.random() < DEFENSIVE:
+        if not has_slope:
+            return rng.standard_normal() / math.sqrt(prec0), 0.0
+        sd = 1.0 / math.sqrt(2.0 * prec0)
+        return rng.standard_normal() * sd, rng.standard_normal() * sd
+    return draw_linear_leaf(rng, W, Wz, Wzz, S, Sz, has_slope, prec0)
+
+
+@numba.njit(cache=True, inline="always")
+def _newton_log_q(b0, b1, W, Wz, Wzz, S, Sz, has_slope, prec0):
+    """``log Normal(b; A^-1 (S, Sz), A^-1)`` (module doc), ``A = [[W + p, Wz], [Wz, Wzz + p]]``,
+    ``p = 2 prec0`` (1-D ``W + prec0`` without a slope)."""
     if not has_slope:
         P = W + prec0
         d = b0 - S / P
@@ -173,8 +196,8 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
     WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, b.gc, st.h)
     wL, wR = children_masks(data.XbT, idx, mid, cnt, data.ncuts, data.iscat, rules.min_leaf,
                             data.split_prior, sc.hist, sc.lo, sc.hi, sc.nmask)
-    l0, l1 = draw_linear_leaf(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-    r0, r1 = draw_linear_leaf(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+    l0, l1 = draw_linear_q(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+    r0, r1 = draw_linear_q(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
     kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
     for q in range(cnt):
         i = idx[q]
@@ -248,7 +271,7 @@ def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
     idx = sc.idx
     cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
     W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
-    m0, m1 = draw_linear_leaf(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
+    m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
     struct = (log_psplit(d, alpha, beta)
               + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
@@ -404,7 +427,7 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
     _current_sums(t, f, slope, reg, reg, Z, st, Sm)
     for k in range(nk):
         if f.var[t, k] == LEAF:
-            b.nb0[k], b.nb1[k] = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
+            b.nb0[k], b.nb1[k] = draw_linear_q(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k],
                                                   Sm[0, 3, k], Sm[0, 4, k], reg[k] >= 0, prec0)
     _evaluate_tree(t, f, reg, reg, Z, st, b, rows_fn, pre, Sm)
     dll = b.dll
@@ -460,7 +483,7 @@ def _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, prec0, st, b, rows_fn, p
     for k in range(nk):
         if f.var[t, k] == LEAF:
             has = regn[k] >= 0
-            p0, p1 = draw_linear_leaf(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k], Sm[0, 3, k],
+            p0, p1 = draw_linear_q(rng, Sm[0, 0, k], Sm[0, 1, k], Sm[0, 2, k], Sm[0, 3, k],
                                       Sm[0, 4, k], has, prec0)
             b.nb0[k], b.nb1[k] = p0, p1
             logr += (linear_leaf_prior(p0, p1, has, prec0)
