@@ -1,0 +1,120 @@
+"""Issue 48, the findings of a careful new user that gave wrong answers with no error or crashed
+after sampling: each test fails on the code before the fix; the silent ones compare with the
+right answer.
+
+* a general tree step that never left its start (a Newton step out of the support), and the
+  warning of a chain that rejected everything while tuning;
+* a classifier above 50,000 rows (nothing recorded in the trace) that crashed after sampling;
+* predictions whose dims did not match the posterior's;
+* outputs on very different scales in one shared-structure term.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import integrate, stats
+
+import pymc_trees as pmt
+from pymc_trees.bart.kernels import general as gk
+
+QUIET = dict(progressbar=False, compute_convergence_checks=False)
+
+
+def test_the_defensive_proposal_is_a_normalised_mixture_and_draws_from_it():
+    G, H, prec0 = -40.0, 6.0, 1.5
+    w = gk.DEFENSIVE
+    dens = lambda mu: math.exp(gk.log_q(mu, G, H, prec0, w))  # noqa: E731
+    total, _ = integrate.quad(dens, -40, 40, points=[G / (H + prec0), 0.0], limit=200)
+    assert abs(total - 1.0) < 1e-8
+    # the mixture against naive code
+    P = H + prec0
+    naive = ((1 - w) * stats.norm.pdf(0.3, G / P, P**-0.5)
+             + w * stats.norm.pdf(0.3, 0.0, prec0**-0.5))
+    assert math.isclose(dens(0.3), naive, rel_tol=1e-12)
+    assert gk.log_q(0.3, G, H, prec0, 0.0) == pytest.approx(
+        stats.norm.logpdf(0.3, G / P, P**-0.5), rel=1e-12)
+    # draws: the prior component with probability w (Kolmogorov-Smirnov against the mixture's
+    # CDF; 20,000 independent draws, the test's 1% level)
+    rng = np.random.default_rng(3)
+    draws = np.array([gk._draw_q(rng, G, H, prec0, w) for _ in range(20000)])
+
+    def cdf(x):
+        return ((1 - w) * stats.norm.cdf(x, G / P, P**-0.5)
+                + w * stats.norm.cdf(x, 0.0, prec0**-0.5))
+
+    assert stats.kstest(draws, cdf).pvalue > 0.01
+    # the prior's share: draws above -2 come from it (the Newton part sits at -5.3 +- 0.37)
+    share = float(np.mean(draws > -2.0))
+    assert abs(share - w) < 4 * math.sqrt(w * (1 - w) / draws.size)
+
+
+def test_an_identity_link_poisson_leaves_its_start_and_reaches_the_true_rates():
+    # counts 0-12, mean 2.8: the identity calibration's offset (6) is above twice the mean, so
+    # from the start every Newton step landed below zero and the chain stayed at f = 6
+    rng = np.random.default_rng(1)
+    n = 200
+    X = rng.uniform(0, 1, (n, 2))
+    rate = np.where(X[:, 0] > 0.5, 4.9, 0.8)
+    c = rng.poisson(rate)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=c, m=10)
+        assert float(f.owner.inputs[3].eval()) > 2 * c.mean()
+        pm.Poisson("y", mu=f, observed=c)
+        idata = pm.sample(100, tune=100, chains=1, cores=1, random_seed=2, **QUIET)
+    post = idata.posterior["f"].values.mean(axis=(0, 1))
+    # each group's posterior mean of the rate: about 100 rows each, posterior sd of a group
+    # mean sqrt(4.9 / 100) = 0.22 at most; 0.6 is under three of those plus BART's smoothing
+    for r in (0.8, 4.9):
+        assert abs(post[rate == r].mean() - r) < 0.6, (r, post[rate == r].mean())
+    assert float(idata.sample_stats["accept_leaf"].mean()) > 0.3
+
+
+def test_a_chain_that_rejects_every_proposal_while_tuning_says_so():
+    # an offset of 30.5 against counts of mean 2.6 (no zeros): every Newton step lands below
+    # zero, and a leaf scale of 1,000 makes the prior component's draws rejected too
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (100, 2))
+    c = 1 + rng.poisson(1.0, 100)
+    c[0] = 60
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=c, m=5, leaf_sd=1000.0)
+        pm.Poisson("y", mu=f, observed=c)
+        with pytest.warns(UserWarning, match=r"(?s)'f' rejected every proposal in all 6 "
+                          r"tuning sweeps.*identity link.*pm\.math\.exp\(f\).*link='log'"):
+            pm.sample(5, tune=6, chains=1, cores=1, random_seed=2, cgm_tree={"warm_start": 0},
+                      **QUIET)
+    # a chain that moves does not warn
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=c, m=5, link="log")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=c)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*rejected every proposal")
+            pm.sample(5, tune=6, chains=1, cores=1, random_seed=2, **QUIET)
+
+
+@pytest.mark.parametrize("how", ["above 50,000 rows", "keep_values=False", "var_names=[]"])
+def test_a_model_with_nothing_to_record_returns_its_stats_and_forests(how):
+    n = 50_001 if how == "above 50,000 rows" else 300
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    z = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    with pm.Model():
+        g = pmt.BARTTree("g", X, Y=z, link="logit", m=10,
+                         **({"keep_values": False} if how == "keep_values=False" else {}))
+        pm.Bernoulli("z", logit_p=g, observed=z)
+        idata = pm.sample(8, tune=8, chains=2, cores=1, random_seed=1, progressbar=False,
+                          **({"var_names": []} if how == "var_names=[]" else {}))
+    post = idata.posterior
+    assert "g" not in post.data_vars
+    assert dict(post.sizes) == {"chain": 2, "draw": 8}
+    assert idata.sample_stats.sizes["draw"] == 8
+    pred = pmt.predict(idata, X[:50], var_name="g")
+    assert pred.shape == (2, 8, 50)
+    # the classifier learned something: predicted logits separate the classes
+    m = pred.mean(axis=(0, 1))
+    assert m[z[:50] == 1].mean() > m[z[:50] == 0].mean()
