@@ -38,6 +38,7 @@ categorical splits), 4 per tree and 8 per draw, against 32 per node in memory.  
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import NamedTuple
 
@@ -150,6 +151,10 @@ class TermForests:
     columns : tuple of str or None
         Training column names (None when X had none).
     n_features : int
+    rows : str or None
+        :func:`rows_fingerprint` of the training X.
+    term_dims : tuple of str or None
+        The term's dims as the model named them (``BARTTree(..., dims=...)``).
     """
 
     def __init__(self, starts, nodes, offset, columns, n_features, samples, outputs=None,
@@ -160,6 +165,10 @@ class TermForests:
         self.missing = missing
         self.samples = samples
         self.outputs = None if outputs is None else int(outputs)
+        # the training rows' fingerprint and the term's dims as the model named them (both
+        # None for traces written before they were kept)
+        self.rows: str | None = None
+        self.term_dims: tuple[str, ...] | None = None
 
     @property
     def sample_dims(self) -> tuple[str, ...]:
@@ -233,9 +242,12 @@ class TermForests:
         keep = [c for c in template.coords if set(template[c].dims) <= set(sample_dims)]
         samples = xr.DataArray(np.arange(S, dtype=np.int64).reshape(sizes.shape[:-1]),
                                dims=sample_dims, coords=template.coords.to_dataset()[keep].coords)
-        return cls(starts, nodes, float(ds[f"{name}_offset"].values), columns, col.size,
-                   samples, outputs, schema,
-                   float(col.attrs["missing"]) if "missing" in col.attrs else None)
+        off = ds[f"{name}_offset"]
+        out = cls(starts, nodes, float(off.values), columns, col.size, samples, outputs,
+                  schema, float(col.attrs["missing"]) if "missing" in col.attrs else None)
+        out.rows = off.attrs.get("rows")
+        out.term_dims = tuple(json.loads(off.attrs["dims"])) if "dims" in off.attrs else None
+        return out
 
     @classmethod
     def from_objects(cls, da: xr.DataArray, columns=None, n_features=None) -> "TermForests":
@@ -346,7 +358,9 @@ def _move_forest_stats(result: dict, model) -> dict:
             term = stat[:-len(STAT_SUFFIX)]
             arr = _chain_draw_objects(ds[stat])
             columns, p, outputs, schema, missing = _term_columns(model, term)
-            parts.append(encode_forests(term, arr, columns, p, outputs, schema, missing))
+            part = encode_forests(term, arr, columns, p, outputs, schema, missing)
+            part[f"{term}_offset"].attrs.update(_term_rows(model, term, missing))
+            parts.append(part)
         dims = [d for s in names for d in ds[s].dims if d not in ("chain", "draw")]
         result[stats_group] = ds.drop_vars(names).drop_dims(dims, errors="ignore")
         out = xr.merge(parts)
@@ -366,6 +380,34 @@ def _term_columns(model, name):
     op = rv.owner.op
     return (getattr(op, "columns", None), p, getattr(op, "outputs", None),
             getattr(op, "schema", None), getattr(op, "missing", None))
+
+
+def rows_fingerprint(X: np.ndarray) -> str:
+    """A fingerprint of a float matrix of rows (its shape and a hash of its values, every NaN
+    the same): equal for the same rows, so that :func:`pymc_trees.predict` knows the
+    training rows when it meets them again."""
+    A = np.ascontiguousarray(X, dtype=np.float64)
+    A = np.where(np.isnan(A), np.nan, A) if np.isnan(A).any() else A
+    digest = hashlib.blake2b(A.tobytes(), digest_size=16).hexdigest()
+    return f"{A.shape[0]}x{A.shape[1] if A.ndim > 1 else 1}:{digest}"
+
+
+def _term_rows(model, name, missing) -> dict:
+    """Attributes of a term's stored forests that place its training rows: ``dims``, the
+    term's dims as the model names them (JSON; absent without names), and ``rows``, the
+    fingerprint of its training X (:func:`rows_fingerprint`)."""
+    rv = model.named_vars.get(name) if model is not None else None
+    if rv is None or rv.owner is None:
+        return {}
+    from pymc_trees.core.tabular import mark_missing
+
+    X = rv.owner.inputs[2]
+    X = X.get_value(borrow=True) if hasattr(X, "get_value") else X.eval()
+    out = {"rows": rows_fingerprint(mark_missing(X, missing))}
+    dims = model.named_vars_to_dims.get(name)
+    if dims is not None and all(d is not None for d in dims):
+        out["dims"] = json.dumps([str(d) for d in dims])
+    return out
 
 
 def _trace_vars(model, trace_vars):

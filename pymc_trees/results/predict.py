@@ -7,7 +7,7 @@ import xarray as xr
 
 from pymc_trees.core.packed import predict_draws
 from pymc_trees.core.tabular import TableSchema, mark_missing
-from pymc_trees.bart.trace_io import TermForests, read_forests
+from pymc_trees.bart.trace_io import TermForests, read_forests, rows_fingerprint
 
 __all__ = ["predict", "forests", "check_new_rows"]
 
@@ -119,7 +119,14 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
     xarray.DataArray of shape (chain, draw, obs), or (chain, draw, output, obs) for a term of
     shape (k, n)
         The term at the new rows for every draw; at the training rows it equals the traced
-        values exactly.  The sample dims and their coordinates are those of ``idata``: after
+        values exactly.  At the training rows (an X with the training X's values, in any
+        form: an array, a DataFrame) the dims after the sample dims are the term's own, as
+        in the posterior (``f_dim_0`` or the names given with ``dims=``) with their
+        coordinates, so that ``pmt.predict(idata, X) - idata.posterior["f"]`` is zero row
+        by row; at other rows the rows are ``obs`` (``0 .. n_new - 1``) and the outputs of a
+        term of shape (k, n) keep the name given with ``dims=`` and its labels (``output``,
+        ``0 .. k - 1``, without).  The sample dims and their coordinates are those of
+        ``idata``: after
         ``idata.sel(draw=slice(0, None, 4))`` the draws are labelled 0, 4, 8, ... as in its
         posterior, after ``idata.sel(chain=1)`` there is no chain dim, so arithmetic with the
         posterior pairs each draw with its own parameters.
@@ -127,8 +134,70 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
     tf = read_forests(idata, var_name)
     X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema,
                        missing=tf.missing)
-    obs = {"obs": np.arange(X.shape[0])}
-    if tf.outputs is None:
-        return tf.wrap(evaluate(tf, X), ("obs",), obs, name=var_name)
-    return tf.wrap(evaluate(tf, X), ("output", "obs"),
-                   {"output": np.arange(tf.outputs), **obs}, name=var_name)
+    dims, coords = _result_dims(idata, tf, var_name, X)
+    return tf.wrap(evaluate(tf, X), dims, coords, name=var_name)
+
+
+def _group_coord(idata, dim: str, size: int):
+    """The coordinate ``dim`` of the first group of ``idata`` that has one of length
+    ``size`` (the posterior, the observed or constant data), else positions."""
+    for group in ("posterior", "observed_data", "constant_data", "predictions"):
+        try:
+            ds = idata[group]
+        except KeyError:
+            continue
+        if dim in ds.coords and ds.sizes.get(dim) == size:
+            return np.asarray(ds[dim].values)
+    return np.arange(size)
+
+
+def _result_dims(idata, tf: TermForests, var_name: str, X: np.ndarray):
+    """The dims after the sample dims, and their coordinates, of ``predict``'s result.
+
+    At the training rows (the same values as the training X, :func:`rows_fingerprint`) they
+    are the term's own dims in the posterior (or, for a term the trace does not record, as
+    the model named them), with their coordinates, so that arithmetic with the posterior
+    and the observed data pairs row by row.  At other rows the rows are ``obs``
+    (``0 .. n_new - 1``) and the outputs keep a name given by ``dims=`` (else ``output``)
+    with their labels."""
+    k = tf.outputs
+    n_new = X.shape[0]
+    post = None
+    try:
+        ds = idata["posterior"]
+        if var_name in ds.data_vars:
+            post = ds[var_name]
+    except KeyError:
+        pass
+    own = None  # the term's dims after the sample dims
+    if post is not None:
+        own = tuple(str(d) for d in post.dims if d not in tf.sample_dims)
+    elif tf.term_dims is not None:
+        own = tf.term_dims
+    if own is not None and len(own) != (1 if k is None else 2):
+        own = None
+    sizes = {} if post is None else dict(post.sizes)
+
+    def coord(dim, size):
+        if post is not None and dim in post.coords:
+            return np.asarray(post[dim].values)
+        return _group_coord(idata, dim, size)
+
+    training = (tf.rows is not None and tf.rows.startswith(f"{n_new}x")
+                and rows_fingerprint(X) == tf.rows)
+    if training and own is not None:
+        row_dim = own[-1]
+        rows = coord(row_dim, sizes.get(row_dim, n_new))
+        if len(rows) != n_new:
+            rows = np.arange(n_new)
+    else:
+        row_dim, rows = "obs", np.arange(n_new)
+    if k is None:
+        return (row_dim,), {row_dim: rows}
+    out_dim = "output"
+    if own is not None and (training or own[0] != f"{var_name}_dim_0"):
+        out_dim = own[0]
+    labels = coord(out_dim, k) if out_dim != "output" else np.arange(k)
+    if len(labels) != k:
+        labels = np.arange(k)
+    return (out_dim, row_dim), {out_dim: labels, row_dim: rows}
