@@ -3,6 +3,8 @@ ones that check what stays silent guard against false alarms):
 
 * 12. a ``link="log"`` term calibrated on a log-transformed Y (``np.log1p(counts)``) is warned
   about; negative Y is refused with the data-scale fix;
+* 13. a column of X missing in every row is named in a warning at ``BARTTree`` (arrays,
+  DataFrames, ``missing=``), and counts as unsplittable in the "no column can be split" one;
 """
 
 from __future__ import annotations
@@ -69,3 +71,41 @@ def test_negative_Y_with_the_log_link_is_refused_with_the_data_scale_fix():
     X, y = _counts()
     with pytest.raises(ValueError, match=r"data scale: give Y=y .*not np.log\(y\)"):
         _term(X, Y=np.log(y + 0.1), link="log")
+
+
+# -- 13. columns missing in every row --------------------------------------------------------
+
+def test_a_column_missing_in_every_row_is_named_in_a_warning():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(60, 3))
+    X[:, 1] = np.nan
+    Y = X[:, 0]
+    msgs = _user_warnings(lambda: _term(X, Y=Y))
+    assert msgs == ["Column 1 of X is missing (NaN, or the missing= value) in every row, so "
+                    "no tree can split on it. Drop it from X."]
+    df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(
+        colour=pd.Categorical([None] * 60, categories=["red", "blue"]))
+    with pytest.warns(UserWarning, match=r"Columns 'b' \(index 1\), 'colour' \(index 3\) of X "
+                                         r"are missing .* every row.*Drop them from X"):
+        _term(df, Y=Y)
+    # the missing= marker of a pm.Data (which cannot hold NaN)
+    marked = np.where(np.isnan(X), -999.0, X)
+    with pytest.warns(UserWarning, match="Column 1 of X is missing"):
+        with pm.Model():
+            pmt.BARTTree("f", pm.Data("X", marked), Y=Y, m=4, missing=-999.0)
+    # a column with some missing values can still be split: no warning
+    X[:30, 1] = 0.5
+    assert _user_warnings(lambda: _term(X, Y=Y)) == []
+
+
+def test_a_single_column_missing_in_every_row_gives_the_no_split_warning_naming_it():
+    X = np.full((40, 1), np.nan)
+    msgs = _user_warnings(lambda: _term(X, Y=np.arange(40.0)))
+    assert len(msgs) == 1
+    assert msgs[0].startswith("No column of X can be split")
+    assert "Column 0 of X is missing (NaN, or the missing= value) in every row" in msgs[0]
+    # with a constant column beside it, the same single warning
+    X2 = np.column_stack([np.ones(40), X])
+    msgs = _user_warnings(lambda: _term(X2, Y=np.arange(40.0)))
+    assert len(msgs) == 1 and "No column of X can be split" in msgs[0]
+    assert "Column 1 of X is missing" in msgs[0]
