@@ -5,6 +5,8 @@ ones that check what stays silent guard against false alarms):
   about; negative Y is refused with the data-scale fix;
 * 13. a column of X missing in every row is named in a warning at ``BARTTree`` (arrays,
   DataFrames, ``missing=``), and counts as unsplittable in the "no column can be split" one;
+* 14. a DataFrame read by position for a term without column names (``pm.Data("X", df)``
+  without dims) is warned about, in prediction and interpretation;
 """
 
 from __future__ import annotations
@@ -109,3 +111,51 @@ def test_a_single_column_missing_in_every_row_gives_the_no_split_warning_naming_
     msgs = _user_warnings(lambda: _term(X2, Y=np.arange(40.0)))
     assert len(msgs) == 1 and "No column of X can be split" in msgs[0]
     assert "Column 1 of X is missing" in msgs[0]
+
+
+# -- 14. and 15. a fitted term without column names ------------------------------------------
+
+@pytest.fixture(scope="module")
+def unnamed():
+    """``pm.Data("X", df)`` without dims (PyMC keeps no names); f is not recorded, so the
+    log likelihood needs the forests."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.uniform(size=80), "b": rng.uniform(size=80),
+                       "c": rng.uniform(size=80)})
+    y = 3 * df["a"].to_numpy() - 2 * df["c"].to_numpy() + 0.1 * rng.normal(size=80)
+    with pm.Model() as model:
+        Xd = pm.Data("X", df)
+        f = pmt.BARTTree("f", Xd, Y=y, m=5, keep_values=False)
+        s2 = pm.InverseGamma("s2", *pmt.noise_prior(df, y))
+        pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=Xd.shape[0])
+        idata = pm.sample(**SAMPLE)
+    return model, idata, df, y
+
+
+def test_a_frame_read_by_position_for_a_term_without_names_is_warned_about(unnamed):
+    _, idata, df, _ = unnamed
+    reordered = df[["c", "a", "b"]]
+    with pytest.warns(UserWarning, match=r"X_new is a DataFrame with columns 'c', 'a', 'b', "
+                                         r"but the tree term was fit without column names.*"
+                                         r"read by position.*columns=df.columns"):
+        got = pmt.predict(idata, reordered)
+    np.testing.assert_array_equal(got.values, pmt.predict(idata, reordered.to_numpy()).values)
+    with pytest.warns(UserWarning, match="X is a DataFrame with columns 'a', 'b', 'c'"):
+        pmt.partial_dependence(idata, df, "a", grid_resolution=3, max_draws=4)
+    # nothing to warn about: an array, labels that are the positions, a single column
+    assert _user_warnings(lambda: pmt.predict(idata, df.to_numpy())) == []
+    assert _user_warnings(lambda: pmt.predict(idata, pd.DataFrame(df.to_numpy()))) == []
+
+
+def test_a_term_named_through_pm_data_dims_matches_frames_by_name_without_warning():
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"a": rng.uniform(size=40), "b": rng.uniform(size=40)})
+    y = 2 * df["a"].to_numpy() + 0.1 * rng.normal(size=40)
+    with pm.Model():
+        Xd = pm.Data("X", df, dims=("obs", "column"), infer_dims_and_coords=True)
+        f = pmt.BARTTree("f", Xd, Y=y, m=4)
+        pm.Normal("y", mu=f, sigma=0.2, observed=y, dims="obs")
+        idata = pm.sample(**SAMPLE)
+    got = []
+    assert _user_warnings(lambda: got.append(pmt.predict(idata, df[["b", "a"]]))) == []
+    np.testing.assert_array_equal(got[0].values, idata.posterior["f"].values)

@@ -234,9 +234,10 @@ class BARTTree(Distribution):
         the ``pm.Data``'s second dim: ``pm.Model(coords={"column": df.columns})`` and
         ``pm.Data("X", df, dims=("obs", "column"))``).  With
         names, :func:`pymc_trees.predict` and :mod:`pymc_trees.interpret` match a DataFrame's
-        columns by name; without, they refuse a DataFrame whose labels are not the positions
-        ``0 .. p-1`` (an array is read by position).  A DataFrame X has its own names; a
-        different ``columns`` is refused.
+        columns by name; without, they read a DataFrame by position, with a ``UserWarning``
+        (its names cannot be checked), and refuse one whose labels are the positions
+        ``0 .. p-1`` in another order (an array is read by position).  A DataFrame X has its
+        own names; a different ``columns`` is refused.
     missing_split : bool, default True
         Whether a numeric column with missing values also offers BARTm's "is missing" splits
         (its missing rows against all others, either way round); without them every rule
