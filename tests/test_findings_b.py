@@ -7,6 +7,8 @@ ones that check what stays silent guard against false alarms):
   DataFrames, ``missing=``), and counts as unsplittable in the "no column can be split" one;
 * 14. a DataFrame read by position for a term without column names (``pm.Data("X", df)``
   without dims) is warned about, in prediction and interpretation;
+* 15. ``pmt.sample_posterior_predictive`` and ``pmt.compute_log_likelihood`` take stacked
+  draws (and one chain without its dim) without ``sample_dims``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def _counts(n=120, seed=0):
 def _term(X, **kwargs):
     with pm.Model():
         pmt.BARTTree("f", X, m=4, **kwargs)
+
+
+def _stack(ds):
+    """A group with its chain and draw stacked into ``sample`` (other groups unchanged)."""
+    return ds.stack(sample=("chain", "draw")) if {"chain", "draw"} <= set(ds.dims) else ds
 
 
 # -- 12. Y on the data scale with link="log" ------------------------------------------------
@@ -159,3 +166,37 @@ def test_a_term_named_through_pm_data_dims_matches_frames_by_name_without_warnin
     got = []
     assert _user_warnings(lambda: got.append(pmt.predict(idata, df[["b", "a"]]))) == []
     np.testing.assert_array_equal(got[0].values, idata.posterior["f"].values)
+
+
+def test_stacked_draws_and_one_chain_need_no_sample_dims_in_the_posterior_predictive(unnamed):
+    model, idata, df, _ = unnamed
+    stacked = idata.map_over_datasets(_stack)
+    with model:
+        full = pmt.sample_posterior_predictive(idata, var_names=["f", "y"], random_seed=1,
+                                               progressbar=False)
+        pred = pmt.sample_posterior_predictive(stacked, var_names=["f", "y"], random_seed=1,
+                                               progressbar=False)
+        given = pmt.sample_posterior_predictive(stacked, var_names=["f"], progressbar=False,
+                                                sample_dims=["sample"])
+        one = pmt.sample_posterior_predictive(idata.sel(chain=0), var_names=["f"],
+                                              progressbar=False)
+    f = pred.posterior_predictive["f"]
+    assert f.dims == ("sample", "f_dim_0")
+    assert pred.posterior_predictive["y"].dims == ("sample", "y_dim_0")
+    want = full.posterior_predictive["f"]
+    np.testing.assert_array_equal(f.unstack("sample").transpose(*want.dims).values, want.values)
+    np.testing.assert_array_equal(given.posterior_predictive["f"].values, f.values)
+    np.testing.assert_array_equal(f.values, pmt.predict(stacked, df.to_numpy()).values)
+    assert one.posterior_predictive["f"].dims == ("draw", "f_dim_0")
+    np.testing.assert_array_equal(one.posterior_predictive["f"].values, want.values[0])
+
+
+def test_stacked_draws_need_no_sample_dims_in_the_log_likelihood(unnamed):
+    model, idata, _, _ = unnamed
+    with model:
+        ll = pmt.compute_log_likelihood(idata.map_over_datasets(_stack),
+                                        extend_inferencedata=False, progressbar=False)
+        full = pmt.compute_log_likelihood(idata, extend_inferencedata=False, progressbar=False)
+    assert ll["y"].dims == ("sample", "y_dim_0")
+    np.testing.assert_allclose(ll["y"].unstack("sample").transpose(*full["y"].dims).values,
+                               full["y"].values, rtol=1e-12)
