@@ -39,7 +39,8 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
     log scale (0.5 keeps zero counts finite): log f(x) has prior sd ``1 / (2k)`` of the log
     range of Y, so with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
     about the range of Y (centred at its mean on the log scale).  Without ``Y``, ``leaf_sd``
-    is required.
+    is required.  Y is on the data scale: negative values are refused, and a Y whose every
+    value is the log of a whole number (``np.log1p(counts)``) gets a ``UserWarning``.
 
     Without ``Y`` the offset is 0 for every link.
 
@@ -74,7 +75,9 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
         else:
             if y.min() < 0 or not y.mean() > 0:
                 raise ValueError("With link='log', Y must be non-negative counts (or rates) "
-                                 "with a positive mean.")
+                                 "with a positive mean, on the data scale: give Y=y (e.g. "
+                                 "the counts), not np.log(y) or np.log1p(y).")
+            _warn_if_log_scale(y)
             offset = np.log(y.mean())
             spread = np.log((y.max() + 0.5) / (y.min() + 0.5))
         if leaf_sd is None and link in ("identity", "log"):
@@ -91,6 +94,51 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
         if not (np.isfinite(sd) and sd > 0):
             raise ValueError(f"leaf_sd must be a positive finite number; got {leaf_sd!r}.")
     return float(offset), float(sd)
+
+
+# Y above this is not checked for a log transform: exp(Y) would be a count above a million,
+# where float64 no longer tells a whole number from its neighbours within the tolerance
+_LOG_CHECK_MAX = np.log(1e6)
+_WHOLE_ATOL = 1e-6  # how close exp(Y) - 1 must be to a whole number
+
+
+def _looks_log_of_counts(y: np.ndarray) -> bool:
+    """Whether every value of ``y`` is the log of a whole number (``np.log1p(counts)`` or
+    ``np.log(counts)``) while some value is not itself whole (whole values are counts on
+    the data scale).
+
+    ``exp(y) - 1`` must be within ``1e-6`` of a whole number, computed in float64: counts
+    put on the log scale in float64 pass, a data-scale rate passes with probability about
+    ``2e-6`` per value.  Not run when some value exceeds ``log(1e6)``; log values of
+    non-whole data (rates), of large counts rounded to float32, and other transforms
+    (``sqrt``) are missed.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,), dtype float64
+        Finite, non-negative values (the ``Y`` of a ``link="log"`` term).
+
+    Returns
+    -------
+    bool
+    """
+    if y.max() > _LOG_CHECK_MAX or np.all(y == np.round(y)):
+        return False
+    back = np.expm1(y)
+    return bool(np.all(np.abs(back - np.round(back)) <= _WHOLE_ATOL))
+
+
+def _warn_if_log_scale(y: np.ndarray) -> None:
+    """Warn when the Y of a ``link="log"`` term looks like log-transformed counts."""
+    if _looks_log_of_counts(y):
+        from pymc_trees.core.tabular import warn_user
+
+        warn_user("Y of a term with link=\"log\" looks already log-transformed: every value "
+                  "is the log of a whole number (as np.log1p(counts) or np.log(counts) "
+                  "give), and the log link takes Y on the data scale (the term is the log "
+                  "of Y's mean), so the prior would be calibrated on the wrong scale. Give Y "
+                  "on the data scale (e.g. the counts), not log1p(y). If Y really is a "
+                  "data-scale rate, ignore this warning.")
 
 
 def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import warnings
 
 import numpy as np
 import pytensor.tensor as pt
@@ -20,7 +19,7 @@ from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior
 from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
-from pymc_trees.core.tabular import TableSchema, mark_missing
+from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
            "KEEP_VALUES_MAX_ROWS", "keeps_values", "tree_terms", "column_names",
@@ -235,9 +234,10 @@ class BARTTree(Distribution):
         the ``pm.Data``'s second dim: ``pm.Model(coords={"column": df.columns})`` and
         ``pm.Data("X", df, dims=("obs", "column"))``).  With
         names, :func:`pymc_trees.predict` and :mod:`pymc_trees.interpret` match a DataFrame's
-        columns by name; without, they refuse a DataFrame whose labels are not the positions
-        ``0 .. p-1`` (an array is read by position).  A DataFrame X has its own names; a
-        different ``columns`` is refused.
+        columns by name; without, they read a DataFrame by position, with a ``UserWarning``
+        (its names cannot be checked), and refuse one whose labels are the positions
+        ``0 .. p-1`` in another order (an array is read by position).  A DataFrame X has its
+        own names; a different ``columns`` is refused.
     missing_split : bool, default True
         Whether a numeric column with missing values also offers BARTm's "is missing" splits
         (its missing rows against all others, either way round); without them every rule
@@ -579,15 +579,29 @@ def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> N
                              f"(missing values counted as one); a BARTTree splits categorical "
                              f"columns with at most {MAX_LEVELS}. Group rare levels, or make "
                              "it an ordered category (split like a number).")
-    # a column with missing values or categories can always be split (missing against not,
-    # one level against another) when there are rows enough; numbers need distinct values
-    plain = ~schema.categorical & ~np.isnan(X).any(axis=0)
+    # a column with some missing values or categories can be split (missing against not,
+    # one level against another) when there are rows enough; numbers need distinct values;
+    # a column missing in every row never can
+    gaps = np.isnan(X)
+    empty = gaps.all(axis=0)
+    plain = ~schema.categorical & ~gaps.any(axis=0)
     Xs = np.sort(X[:, plain], axis=0)
-    if plain.all() and not np.any(Xs[min_leaf - 1] < Xs[n - min_leaf]):
-        warnings.warn(f"No column of X can be split with at least min_leaf = {min_leaf} rows on "
-                      "each side, so every tree stays a single leaf and the term is a constant "
-                      "plus Gaussian noise in its leaves. Check X (constant columns?) or lower "
-                      "min_leaf.", UserWarning, stacklevel=4)
+    splittable = ~empty
+    splittable[plain] = Xs[min_leaf - 1] < Xs[n - min_leaf]
+    many = empty.sum() > 1
+    if empty.any():
+        cols = ", ".join(f"{schema.names[j]!r} (index {j})" if schema.named else str(j)
+                         for j in np.flatnonzero(empty))
+        what = (f"Column{'s' if many else ''} {cols} of X {'are' if many else 'is'} missing "
+                "(NaN, or the missing= value) in every row, so no tree can split on "
+                f"{'them' if many else 'it'}")
+    if not splittable.any():
+        warn_user(f"No column of X can be split with at least min_leaf = {min_leaf} rows on "
+                  "each side, so every tree stays a single leaf and the term is a constant "
+                  "plus Gaussian noise in its leaves." + (f" {what}." if empty.any() else "")
+                  + " Check X (constant or empty columns?) or lower min_leaf.")
+    elif empty.any():
+        warn_user(f"{what}. Drop {'them' if many else 'it'} from X.")
 
 
 def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:

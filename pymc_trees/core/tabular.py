@@ -39,6 +39,9 @@ array([[0.5, 1. ],
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -117,6 +120,27 @@ def mark_missing(X: Any, missing: float | None) -> Any:
         return pd.concat(cols, axis=1) if cols else X
     A = np.asarray(X, dtype=np.float64)
     return np.where(A == missing, np.nan, A)
+
+
+# this package's folder, as its modules' code objects spell their file names
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep
+
+
+def warn_user(message: str) -> None:
+    """Issue a ``UserWarning`` about an input, attributed to the line that passed it: the
+    first caller outside this package and PyMC (``BARTTree`` is built through PyMC's
+    ``Distribution.__new__``), whatever the depth of the call.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong with which input, and the fix.
+    """
+    skip = [_PACKAGE_DIR]
+    pymc = sys.modules.get("pymc")
+    if pymc is not None and getattr(pymc, "__file__", None):
+        skip.append(os.path.dirname(pymc.__file__) + os.sep)
+    warnings.warn(message, UserWarning, skip_file_prefixes=tuple(skip))
 
 
 def _column_label(j: int, names: tuple[str, ...], named: bool) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_trees.core.packed import predict_draws
-from pymc_trees.core.tabular import TableSchema, mark_missing
+from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 from pymc_trees.bart.trace_io import TermForests, read_forests, rows_fingerprint
 
 __all__ = ["predict", "forests", "check_new_rows"]
@@ -43,17 +43,23 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
 
     A DataFrame is matched to the training columns by name when the training X had names
     (extra columns are refused, as are missing ones); otherwise its columns are taken in
-    order.  The number of columns must match.  NaN is a missing value (routed as each split
-    says); infinite values and category labels not seen in training are refused.
+    order, with a ``UserWarning`` when it has two or more columns whose labels are not the
+    positions ``0 .. p-1`` (names that cannot be checked).  The number of columns must match.
+    NaN is a missing value (routed as each split says); infinite values and category labels
+    not seen in training are refused.
     """
     X_new = mark_missing(X_new, missing)
     if schema is not None:
-        return schema.encode(X_new, what=what)
+        A = schema.encode(X_new, what=what)
+        _warn_read_by_position(X_new, schema.named, what)
+        return A
     if n_features >= 0:
         names = columns if columns is not None else tuple(str(j) for j in range(n_features))
         plain = TableSchema(tuple(names), ("numeric",) * n_features, (None,) * n_features,
                             columns is not None)
-        return plain.encode(X_new, what=what)
+        A = plain.encode(X_new, what=what)
+        _warn_read_by_position(X_new, columns is not None, what)
+        return A
     cols = getattr(X_new, "columns", None)
     if cols is not None and columns is not None:
         names = [str(c) for c in cols]
@@ -78,7 +84,32 @@ def check_new_rows(X_new, columns: tuple[str, ...] | None, n_features: int,
         raise ValueError(f"{what} has infinite values in row(s) "
                          f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}; replace "
                          "them (NaN marks a missing value).")
+    _warn_read_by_position(X_new, columns is not None, what)
     return np.ascontiguousarray(X)
+
+
+def _warn_read_by_position(X_new, named: bool, what: str) -> None:
+    """Warn when a DataFrame's columns are read by position because the tree term has no
+    column names (an array, or ``pm.Data("X", df)`` without dims, which PyMC stores as a
+    plain array): its names cannot be checked, so columns in another order than the
+    training one would be mixed up silently.  Silent for a named term, a single column, and
+    labels that are the positions themselves (``0 .. p-1``, as str or int)."""
+    cols = getattr(X_new, "columns", None)
+    if named or cols is None or len(cols) < 2:
+        return
+    labels = [str(c) for c in cols]
+    if labels == [str(j) for j in range(len(labels))]:
+        return
+    shown = ", ".join(repr(c) for c in labels[:5]) + (", ..." if len(labels) > 5 else "")
+    warn_user(
+        f"{what} is a DataFrame with columns {shown}, but the tree term was fit without "
+        "column names (an array, or pm.Data(\"X\", df) without dims, which PyMC stores as a "
+        "plain array), so its columns are read by position, in the training order, and "
+        "their names cannot be checked: columns in another order would be mixed up "
+        "silently. Give the term the names when it is built (BARTTree(..., "
+        "columns=df.columns), or pm.Data(\"X\", df, dims=(\"obs\", \"column\"), "
+        "infer_dims_and_coords=True)) to have them matched by name, or pass "
+        f"{what}.to_numpy() with the columns in the training order.")
 
 
 def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
@@ -107,7 +138,9 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         netCDF / zarr).
     X_new : array_like or DataFrame of shape (n_new, p)
         New rows with the training columns: a DataFrame is matched by column name when the
-        training X had names; otherwise the columns are taken in the training order.  NaN
+        training X had names; otherwise the columns are taken in the training order (a
+        DataFrame of two or more columns with names then gives a ``UserWarning``: the names
+        cannot be checked, so give the term names when it is built).  NaN
         is a missing value, routed as every split rule says (so is the term's ``missing``
         value in an array); categorical columns are matched by label (a level not seen in
         training is refused).

@@ -47,8 +47,14 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     Parameters
     ----------
     trace : DataTree
-        The result of ``pm.sample`` (or one loaded from netCDF / zarr), with its forests.
-    model, var_names, sample_vars, freeze_vars, sample_dims, random_seed, progressbar,
+        The result of ``pm.sample`` (or one loaded from netCDF / zarr), with its forests,
+        or a selection of its draws: thinned, one chain with or without its dim, or every
+        group stacked into ``sample`` (``stack(sample=("chain", "draw"))``).
+    sample_dims : list of str, optional
+        As in :func:`pymc.sample_posterior_predictive`.  Default: ``["chain", "draw"]``
+        when the posterior has both dims, else ``["sample"]`` (stacked draws), else
+        ``["draw"]`` (one chain without its dim).
+    model, var_names, sample_vars, freeze_vars, random_seed, progressbar,
     return_inferencedata, extend_inferencedata, predictions, idata_kwargs, backend,
     compile_kwargs
         As in :func:`pymc.sample_posterior_predictive`.
@@ -60,19 +66,20 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     """
     model = modelcontext(model)
     terms = tree_terms(model)
-    passthrough = dict(sample_dims=sample_dims, random_seed=random_seed, progressbar=progressbar,
+    passthrough = dict(random_seed=random_seed, progressbar=progressbar,
                        return_inferencedata=return_inferencedata, predictions=predictions,
                        idata_kwargs=idata_kwargs, backend=backend, compile_kwargs=compile_kwargs,
                        **kwargs)
     if not terms:
         return pm.sample_posterior_predictive(
             trace, model, var_names=var_names, sample_vars=sample_vars, freeze_vars=freeze_vars,
-            extend_inferencedata=extend_inferencedata, **passthrough)
+            sample_dims=sample_dims, extend_inferencedata=extend_inferencedata, **passthrough)
     if not isinstance(trace, DataTree) or "posterior" not in trace.children:
         raise TypeError("trace must be the DataTree returned by pm.sample (with its posterior "
                         "and forests groups) for a model with tree terms; got "
                         f"{type(trace).__name__}.")
-    dims = ("chain", "draw") if sample_dims is None else tuple(sample_dims)
+    dims = _draw_dims(trace["posterior"], sample_dims)
+    passthrough["sample_dims"] = list(dims)
     names = {rv.name for rv in terms}
     var_names, sample_vars, freeze_vars = (_as_list(v) for v in
                                            (var_names, sample_vars, freeze_vars))
@@ -118,6 +125,32 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     return result
 
 
+def _draw_dims(posterior, sample_dims=None) -> tuple[str, ...]:
+    """The dims of the posterior draws: ``sample_dims`` when given; otherwise
+    ``("chain", "draw")``, or for a selection without them the ones it has: ``("sample",)``
+    for stacked draws (``stack(sample=("chain", "draw"))`` on every group) and ``("draw",)``
+    for one chain selected without its dim (``idata.sel(chain=1)``).
+
+    Parameters
+    ----------
+    posterior : Dataset or DataTree
+        The posterior group.
+    sample_dims : sequence of str, optional
+        As in :func:`pymc.sample_posterior_predictive`.
+
+    Returns
+    -------
+    tuple of str
+    """
+    if sample_dims is not None:
+        return tuple(sample_dims)
+    have = set(posterior.dims)
+    for dims in (("chain", "draw"), ("sample",), ("draw",)):
+        if set(dims) <= have:
+            return dims
+    return ("chain", "draw")  # refused by _check_same_draws, with the way to select draws
+
+
 def _check_same_draws(tf, posterior, dims: tuple[str, ...], name: str) -> None:
     """Refuse forests whose draws are not the posterior's (the same sample dims, sizes and
     coordinate labels), with how to select draws so that they are."""
@@ -125,8 +158,8 @@ def _check_same_draws(tf, posterior, dims: tuple[str, ...], name: str) -> None:
         raise ValueError(
             f"The posterior's sample dims must be {list(dims)} (sample_dims), and so must "
             f"the forests' of {name!r}; they are {list(tf.sample_dims)}. Select draws on the "
-            "whole DataTree with idata.sel(...) / idata.isel(...) keeping both dims (one chain: "
-            "idata.isel(chain=[0])), or pass sample_dims.")
+            "whole DataTree with idata.sel(...) / idata.isel(...) (or stack every group alike, "
+            "into 'sample'), or pass sample_dims.")
     for d in dims:
         if d not in posterior.dims or not np.array_equal(tf.samples[d].values,
                                                          posterior[d].values):
@@ -150,9 +183,11 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
     Parameters
     ----------
     idata : DataTree
-        The result of ``pm.sample`` (with its ``forests`` group).
+        The result of ``pm.sample`` (with its ``forests`` group), or a selection of its
+        draws as :func:`sample_posterior_predictive` takes them.
     var_names, extend_inferencedata, **kwargs
-        As in :func:`pymc.compute_log_likelihood`.
+        As in :func:`pymc.compute_log_likelihood`; its ``sample_dims`` defaults as in
+        :func:`sample_posterior_predictive` (stacked draws need none).
     model : pymc.Model, optional
         Default: the model on the context stack.
 
@@ -164,6 +199,7 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
     """
     model = modelcontext(model)
     posterior = idata["posterior"].to_dataset()
+    dims = _draw_dims(posterior, kwargs.pop("sample_dims", None))
     for rv in tree_terms(model):
         if rv.name in posterior:
             continue
@@ -171,12 +207,13 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         X = check_new_rows(data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
-        dims = model.named_vars_to_dims.get(rv.name) or tuple(
+        rv_dims = model.named_vars_to_dims.get(rv.name) or tuple(
             f"{rv.name}_dim_{j}" for j in range(1 if tf.outputs is None else 2))
-        _check_same_draws(tf, posterior, tf.sample_dims, rv.name)
-        posterior[rv.name] = tf.wrap(evaluate(tf, X), dims).variable
+        _check_same_draws(tf, posterior, dims, rv.name)
+        values = tf.wrap(evaluate(tf, X), rv_dims).transpose(*dims, *rv_dims)
+        posterior[rv.name] = values.variable
     ds = pm.compute_log_likelihood(DataTree.from_dict({"posterior": posterior}),
-                                   var_names=var_names, model=model,
+                                   var_names=var_names, model=model, sample_dims=dims,
                                    extend_inferencedata=False, **kwargs)
     if extend_inferencedata:
         idata["log_likelihood"] = ds
