@@ -61,7 +61,7 @@ def test_thinned_trace_keeps_draw_labels_and_pairs_with_the_posterior(fitted):
     np.testing.assert_array_equal(pred["draw"].values, sub.posterior["draw"].values)
     np.testing.assert_array_equal(pred["draw"].values, np.arange(0, 24, 4))
     # arithmetic with the posterior pairs every draw with its own values: difference 0
-    diff = pred.rename(obs="f_dim_0") - sub.posterior["f"]
+    diff = pred - sub.posterior["f"]  # predict takes the posterior's row dim at training X
     assert diff.sizes["draw"] == 6 and float(abs(diff).max()) == 0.0
     # the forests group keeps the labels itself (saved and reloaded traces too)
     assert list(idata["forests"]["draw"].values) == list(range(24))
@@ -72,10 +72,10 @@ def test_one_chain_and_stacked_draws(fitted):
     X = df.to_numpy()
     full = pmt.predict(idata, X)
     one = pmt.predict(idata.sel(chain=1), X)  # the chain dim dropped, as in the selection
-    assert one.dims == ("draw", "obs") and int(one["chain"]) == 1
+    assert one.dims == ("draw", "f_dim_0") and int(one["chain"]) == 1
     np.testing.assert_array_equal(one.values, full.sel(chain=1).values)
     kept = pmt.predict(idata.isel(chain=[1], draw=[3, 7]), X)
-    assert kept.dims == ("chain", "draw", "obs")
+    assert kept.dims == ("chain", "draw", "f_dim_0")
     np.testing.assert_array_equal(kept["draw"].values, [3, 7])
     np.testing.assert_array_equal(kept.values[0], full.sel(chain=1, draw=[3, 7]).values)
     # a posterior Dataset (az.extract, idata.posterior) has no forests: refused with the way

@@ -385,7 +385,7 @@ def check_outputs_through_the_api(idata, model, X, X_new, tmp_path):
     post = idata.posterior["f"]
     chains, draws, k = post.shape[:3]
     pred = pmt.predict(idata, X)
-    assert pred.dims == ("chain", "draw", "output", "obs")
+    assert pred.dims == ("chain", "draw") + post.dims[2:]  # the posterior's, at training X
     np.testing.assert_allclose(pred.values, post.values, rtol=0, atol=1e-12)
     fr = pmt.forests(idata, "f")  # the last output's own trees, one by one, at new rows
     np.testing.assert_allclose(pmt.predict(idata, X_new).values[1, 3, k - 1],

@@ -45,7 +45,9 @@ def test_forests_stored_with_trace_reproduce_f_and_predict():
     for stat in ("mean_depth", "mean_leaves"):
         assert stat in idata.sample_stats
     pred = pmt.predict(idata, X, var_name="f")
-    assert pred.dims == ("chain", "draw", "obs") and pred.shape == (2, 50, 60)
+    # at the training rows: the posterior's own dims, so the difference is zero row by row
+    assert pred.dims == ("chain", "draw", "f_dim_0") and pred.shape == (2, 50, 60)
+    assert float(abs(pred - idata.posterior["f"]).max()) == 0.0
     np.testing.assert_array_equal(pred.values, idata.posterior["f"].values)
     X_new = np.random.default_rng(2).uniform(size=(7, 3))
     assert pmt.predict(idata, X_new, var_name="f").shape == (2, 50, 7)

@@ -118,3 +118,40 @@ def test_a_model_with_nothing_to_record_returns_its_stats_and_forests(how):
     # the classifier learned something: predicted logits separate the classes
     m = pred.mean(axis=(0, 1))
     assert m[z[:50] == 1].mean() > m[z[:50] == 0].mean()
+
+
+def test_predict_at_the_training_rows_has_the_posteriors_dims(tmp_path):
+    import arviz as az
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(150, 2))
+    y = X[:, 0] + rng.normal(0, 0.1, 150)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=y, m=5)
+        pm.Normal("y", f, 0.1, observed=y)
+        idata = pm.sample(20, tune=20, chains=2, cores=1, random_seed=1, **QUIET)
+    post = idata.posterior["f"]
+    # before: dims (chain, draw, obs) against (chain, draw, f_dim_0), a (2, 20, 150, 150)
+    # difference; the training rows as an array, a DataFrame and after saving
+    path = tmp_path / "t.nc"
+    idata.to_netcdf(path)
+    for trace, rows in ((idata, X), (idata, pd.DataFrame(X)), (az.from_netcdf(path), X)):
+        diff = pmt.predict(trace, rows) - post
+        assert diff.dims == post.dims and float(abs(diff).max()) == 0.0
+    # other rows: 'obs'
+    assert pmt.predict(idata, X[:7]).dims == ("chain", "draw", "obs")
+
+    Xs = rng.uniform(size=(40, 2))
+    ys = (Xs[:, 0] > 0.5).astype(int) + (Xs[:, 1] > 0.5).astype(int)
+    with pm.Model(coords={"cls": ["a", "b", "c"], "row": np.arange(100, 140)}):
+        f = pmt.BARTTree("f", Xs, m=4, leaf_sd=0.5, dims=("cls", "row"))
+        pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=ys)
+        idata = pm.sample(10, tune=10, chains=1, cores=1, random_seed=2, **QUIET)
+    post = idata.posterior["f"]
+    diff = pmt.predict(idata, Xs) - post
+    assert diff.dims == ("chain", "draw", "cls", "row") and float(abs(diff).max()) == 0.0
+    np.testing.assert_array_equal(diff["row"].values, np.arange(100, 140))
+    new = pmt.predict(idata, Xs[:5])  # the output labels stay the model's at new rows
+    assert new.dims == ("chain", "draw", "cls", "obs")
+    assert list(new["cls"].values) == ["a", "b", "c"]

@@ -505,8 +505,8 @@ def install() -> None:
         # a run that recorded no variable (_count_draws): its posterior group keeps the
         # chain and draw coordinates, which PyMC's convergence checks and pmt.predict read
         result = posterior(self) or {}
-        for group, trace in (("posterior", self.posterior_trace),
-                             ("warmup_posterior", self.warmup_trace)):
+        for group, trace in (("posterior", getattr(self, "posterior_trace", None)),
+                             ("warmup_posterior", getattr(self, "warmup_trace", None))):
             ds = result.get(group)
             if ds is not None and not ds.data_vars and trace is not None:
                 result[group] = ds.assign_coords(chain=np.asarray(trace.chains),
