@@ -155,3 +155,50 @@ def test_predict_at_the_training_rows_has_the_posteriors_dims(tmp_path):
     new = pmt.predict(idata, Xs[:5])  # the output labels stay the model's at new rows
     assert new.dims == ("chain", "draw", "cls", "obs")
     assert list(new["cls"].values) == ["a", "b", "c"]
+
+
+def _two_scales(n=300):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(n, 2))
+    m0, m1 = np.sin(6 * X[:, 0]), 1000 * np.cos(4 * X[:, 1])
+    return X, m0, m1, m0 + rng.normal(0, 0.1, n), m1 + rng.normal(0, 100, n)
+
+
+def test_outputs_on_different_scales_are_refused_or_warned_and_the_fix_fits_them():
+    X, m0, m1, y0, y1 = _two_scales()
+    n = len(y0)
+    # Y with one row per output is accepted (it was refused) and read output by output
+    with pm.Model():
+        with pytest.raises(ValueError, match=r"(?s)outputs of Y are on different scales.*"
+                                             r"output 1: centre.*mu_j = c_j \+ s_j \* f\[j\]"):
+            pmt.BARTTree("f", X, Y=np.stack([y0, y1]), m=20, shape=(2, n),
+                         separate_trees=False)
+        pmt.BARTTree("g", X, Y=np.stack([y0, 1.5 * y0]), m=20, shape=(2, n),
+                     separate_trees=False)
+        with pytest.raises(ValueError, match=r"shape \(k, n\) = \(2, 300\)"):
+            pmt.BARTTree("h", X, Y=np.stack([y0, y0, y0]), m=20, shape=(2, n))
+    # the silent case: Y from output 0 alone, output 1's noise sd learned by NUTS; output 1
+    # was not fitted (RMSE 748 against its own sd of 715) with no word
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=y0, m=20, shape=(2, n), separate_trees=False)
+        pm.Normal("y0", f[0], 0.1, observed=y0)
+        pm.Normal("y1", f[1], pm.HalfNormal("s1", 1000), observed=y1)
+        with pytest.warns(UserWarning, match=r"(?s)outputs of 'f' are on different scales"
+                                             r".*outputs 0 and 1 differ"):
+            pm.sample(2, tune=2, chains=1, cores=1, random_seed=1, **QUIET)
+    # the fix the messages give: each output's centre and scale in the model; output 1 is
+    # then fitted to about its noise level (sd 100; the truth's sd is 715)
+    c = np.array([y0.mean(), y1.mean()])
+    s = np.array([y0.std(), y1.std()])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=(np.stack([y0, y1]) - c[:, None]) / s[:, None], m=20,
+                         shape=(2, n), separate_trees=False)
+        pm.Normal("y0", c[0] + s[0] * f[0], 0.1, observed=y0)
+        pm.Normal("y1", c[1] + s[1] * f[1], pm.HalfNormal("s1", 1000), observed=y1)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*different scales")
+            idata = pm.sample(100, tune=100, chains=1, cores=1, random_seed=1, **QUIET)
+    post = idata.posterior["f"].mean(("chain", "draw")).values
+    rmse0 = np.sqrt(np.mean((c[0] + s[0] * post[0] - m0) ** 2))
+    rmse1 = np.sqrt(np.mean((c[1] + s[1] * post[1] - m1) ** 2))
+    assert rmse0 < 0.15 and rmse1 < 100, (rmse0, rmse1)

@@ -358,7 +358,11 @@ class BARTTree(Distribution):
             raise ValueError(f"min_leaf must be a positive integer; got {min_leaf!r}.")
         X_value = schema.encode(data_value(X, missing), what="X")  # checks a pm.Data's codes
         _check_training_rows(X_value, int(min_leaf), schema)
-        _check_Y(Y, X_value.shape[0], link)
+        outputs = None
+        for key in ("shape", "size"):
+            j = _outputs_of(key, kwargs.get(key), X_value.shape[0])
+            outputs = j if j is not None else outputs
+        _check_Y(Y, X_value.shape[0], link, outputs)
         if link is None and Y is not None:
             link = "identity"
         if leaf_sd is None and (Y is not None or link in ("probit", "logit")):
@@ -391,10 +395,8 @@ class BARTTree(Distribution):
         else:
             offset, sd = leaf_calibration(Y, leaf_sd=leaf_sd, k=k, m=m,
                                           link="identity" if link is None else link)
-        outputs = None
-        for key in ("shape", "size"):
-            k = _outputs_of(key, kwargs.get(key), X_value.shape[0])
-            outputs = k if k is not None else outputs
+        if np.ndim(Y) == 2:
+            _check_output_scales(Y, k, m, "identity" if link is None else link)
         p = X_value.shape[1]
         dart = False
         if split_prior is None:
@@ -525,17 +527,54 @@ def _given_names(columns) -> tuple[str, ...]:
     return names
 
 
-def _check_Y(Y, n: int, link: str | None) -> None:
-    """Y calibrates the prior: one response value per row of X, on the data scale."""
+def _check_Y(Y, n: int, link: str | None, outputs: int | None = None) -> None:
+    """Y calibrates the prior: one response value per row of X, on the data scale (or, for a
+    term of shape (k, n), one row of k responses per output)."""
     if Y is None:
         return
     shape = np.shape(Y)
-    if len(shape) != 1 or shape[0] != n:
-        raise ValueError(
-            f"Y must hold one response value per row of X, shape (n,) = ({n},); got shape "
-            f"{shape}. Y only calibrates the prior of the term (its offset and leaf scale) and "
-            "stays on the data scale (the observed y, not log(y)) whatever the link; for a "
-            "term of shape (k, n) pass the one response all outputs are calibrated on.")
+    if shape == (n,) or (outputs is not None and shape == (outputs, n)):
+        return
+    also = (f" or one row per output, shape (k, n) = ({outputs}, {n})"
+            if outputs is not None else "")
+    raise ValueError(
+        f"Y must hold one response value per row of X, shape (n,) = ({n},){also}; got shape "
+        f"{shape}. Y only calibrates the prior of the term (its offset and leaf scale) and "
+        "stays on the data scale (the observed y, not log(y)) whatever the link; for a "
+        "term of shape (k, n) pass the one response all outputs are calibrated on, or each "
+        "output's own response as the rows of a (k, n) array.")
+
+
+# how far apart the outputs' own calibrations may be for one offset and leaf scale to serve
+# them all (a ratio of leaf scales)
+OUTPUT_SCALE_RATIO = 10.0
+
+
+def _check_output_scales(Y, k: float, m: int, link: str) -> None:
+    """A term of shape (k, n) has one offset and one leaf scale for all its outputs: with
+    ``Y`` of shape (k, n) they are calibrated on all of Y's values, which serves every output
+    only when each output's own calibration is close to the others'.  Outputs whose own
+    leaf scales differ by more than ``OUTPUT_SCALE_RATIO`` (or whose centres lie further
+    apart than the pooled prior of the term reaches) are refused with the fix."""
+    Y = np.asarray(Y, dtype=np.float64)
+    own = [leaf_calibration(row, k=k, m=m, link=link) for row in Y]
+    pooled_offset, pooled_sd = leaf_calibration(Y, k=k, m=m, link=link)
+    sds = np.array([sd for _, sd in own])
+    offsets = np.array([o for o, _ in own])
+    reach = 2.0 * pooled_sd * np.sqrt(m)  # two prior sds of the pooled term's value
+    far = np.abs(offsets - pooled_offset) > reach
+    if sds.max() <= OUTPUT_SCALE_RATIO * sds.min() and not far.any():
+        return
+    desc = ", ".join(f"output {j}: centre {o:.4g}, leaf scale {s:.4g}"
+                     for j, (o, s) in enumerate(own))
+    raise ValueError(
+        f"The outputs of Y are on different scales ({desc}): a term of shape (k, n) has one "
+        f"offset and one leaf scale for all its outputs (here {pooled_offset:.4g} and "
+        f"{pooled_sd:.4g} from all of Y), which cannot serve outputs whose own leaf scales "
+        f"differ by more than {OUTPUT_SCALE_RATIO:g} times or whose centres lie outside "
+        "the term's prior, so some would not be fitted. Put each output's centre and scale "
+        "in the model instead, e.g. mu_j = c_j + s_j * f[j] with c_j, s_j the mean and sd "
+        "of y_j, and Y[j] = (y_j - c_j) / s_j; or use one BARTTree term per output.")
 
 
 def column_names(X, model) -> tuple[str, ...] | None:

@@ -25,8 +25,9 @@ from pymc.logprob.transforms import LogTransform, SimplexTransform
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.pymc_calls import pymc_frame
-from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns, keeps_values
-from pymc_trees.core.tabular import mark_missing
+from pymc_trees.bart.distribution import (OUTPUT_SCALE_RATIO, BARTTreeRV,
+                                          categorical_columns, keeps_values)
+from pymc_trees.core.tabular import mark_missing, warn_user
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
@@ -469,6 +470,9 @@ class _TreeStep(BlockedStep):
                 _check_link(rv, lik)
         if general:
             _check_general_start(rv, general, start())
+        if outputs is not None:
+            _warn_output_scales(rv, self._liks or self._joint or [], start,
+                                self.sampler.offset)
         self.level_shifts = ([] if self._liks is not None or self._joint is not None or general
                              else level_shifts(model, rv, self.likelihood))
 
@@ -1033,6 +1037,43 @@ def _check_general_start(rv, liks, point: dict) -> None:
         "likelihood so that it is valid there (a scale as pm.math.exp(...) of the term rather "
         "than the term itself or its pm.math.abs), or pass a Y whose calibration puts the "
         "offset inside the support.")
+
+
+def _warn_output_scales(rv, liks, start, offset: float) -> None:
+    """A term of shape (k, n) has one offset and one leaf scale for all its outputs.  Where
+    the outputs enter Normal likelihoods as locations (``mu = a + b * f[j]``), their data on
+    the term's scale, ``(y - a) / b``, show whether one scale can serve them: a warning names
+    outputs whose data vary ``OUTPUT_SCALE_RATIO`` times as much as another's (the output
+    far from the calibration is not fitted, with nothing else to say so)."""
+    normal = [(j, lik) for j, lik in enumerate(liks) if lik.family == "normal"]
+    if len(normal) < 2:
+        return
+    point = start()
+    spread = {}
+    for j, lik in normal:
+        try:
+            z, omega = lik.pseudo_data(point, offset)
+        except Exception:  # a piece that needs more than the point: no check
+            return
+        z = np.asarray(z, dtype=np.float64)[np.asarray(omega) > 0]
+        if z.size > 1:
+            spread[j] = float(np.std(z))
+    if len(spread) < 2 or min(spread.values()) <= 0:
+        return
+    lo = min(spread, key=spread.get)
+    hi = max(spread, key=spread.get)
+    if spread[hi] <= OUTPUT_SCALE_RATIO * spread[lo]:
+        return
+    desc = ", ".join(f"output {j}: {v:.4g}" for j, v in sorted(spread.items()))
+    warn_user(
+        f"The outputs of {rv.name!r} are on different scales (sd of each output's data on the "
+        f"term's scale, (y - a) / b: {desc}; outputs {lo} and {hi} differ "
+        f"{spread[hi] / spread[lo]:.3g} times): its outputs share one offset and one leaf "
+        "scale, so an output far from that calibration is not fitted (its leaves are shrunk "
+        "to the wrong scale). Put each output's scale in the model, e.g. "
+        "mu_j = c_j + s_j * f[j] with c_j, s_j the mean and sd of y_j, with "
+        "Y[j] = (y_j - c_j) / s_j as the (k, n) calibration Y; or use one BARTTree term per "
+        "output.")
 
 
 def _stuck_message(name: str, sweeps: int, liks) -> str:
