@@ -51,3 +51,65 @@ def test_prior_predictive_draws_trees_without_numba_object_mode_warning():
     assert f_got.shape == (1, 4, 40)
     np.testing.assert_array_equal(f_got, f_ref)
     assert not np.allclose(f_got[0, 0], f_got[0, 1])  # each draw its own forest
+
+
+# --- 9: one output of a multi-output term in the grid of partial dependence plots ----------
+
+
+def _two_output_trace():
+    """A hand-built trace of a term of shape (2, n) (tests/test_interpret.py's forests)."""
+    from test_interpret import TREES1, TREES2, _forest, _frame, _idata
+
+    both = _forest(*TREES1, *TREES2)
+    idata, _ = _idata([[both, _forest(*TREES2, *TREES1)]], outputs=2)
+    return idata, _frame(15, 3)
+
+
+def test_grid_takes_an_output_of_a_multi_output_term():
+    import matplotlib.pyplot as plt
+
+    idata, X = _two_output_trace()
+    for out in (0, 1, np.int64(1)):
+        axes = pmt.plot_partial_dependence_grid(idata, X, columns=["x", "z"], kind="both",
+                                                output=out)
+        want = pmt.partial_dependence(idata, X, "x", kind="both")
+        avg = want["average"].sel(output=int(out)).mean(("chain", "draw")).values
+        ice = want["individual"].sel(output=int(out)).mean(("chain", "draw")).values
+        lines = axes[0].get_lines()
+        assert len(lines) == len(X) + 1  # one ICE curve per row, then the average
+        np.testing.assert_allclose(lines[-1].get_ydata(), avg, rtol=1e-12)
+        np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines[:-1]]), ice,
+                                   rtol=1e-12)
+        assert axes[0].get_ylabel().endswith(f"(output {int(out)})")
+        plt.close("all")
+    # func sees every output (a softmax over them), then the output is selected
+    from scipy.special import softmax
+
+    axes = pmt.plot_partial_dependence_grid(idata, X, columns=["x"], output=1,
+                                            func=lambda f: softmax(f, axis=2))
+    ind = pmt.partial_dependence(idata, X, "x", kind="individual")["individual"]
+    p1 = softmax(ind.values, axis=2)[:, :, 1].mean(axis=(0, 1, 2))  # draws and rows
+    np.testing.assert_allclose(axes[0].get_lines()[-1].get_ydata(), p1, rtol=1e-12)
+    plt.close("all")
+
+
+def test_grid_refuses_a_bad_output_and_ice_curves_of_several_outputs_without_one():
+    import matplotlib.pyplot as plt
+    import pytest
+
+    idata, X = _two_output_trace()
+    with pytest.raises(ValueError, match=r"pass output=, one of \[0, 1\]"):
+        pmt.plot_partial_dependence_grid(idata, X, columns=["x"], kind="individual")
+    for bad in (2, "1", True, [0, 1]):
+        with pytest.raises(ValueError, match=r"is not an output of 'f'; its outputs are "
+                                             r"\[0, 1\]"):
+            pmt.plot_partial_dependence_grid(idata, X, columns=["x"], output=bad)
+    from test_interpret import _idata
+
+    single, _ = _idata()
+    with pytest.raises(ValueError, match="'f' has one output; leave output out"):
+        pmt.plot_partial_dependence_grid(single, X, columns=["x"], output=0)
+    # without output the average of every output is drawn, one curve each
+    axes = pmt.plot_partial_dependence_grid(idata, X, columns=["x"])
+    assert len(axes[0].get_lines()) == 2
+    plt.close("all")

@@ -1016,12 +1016,37 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
     return axes
 
 
+def _output_position(output, labels, kind: str, var_name: str) -> int | None:
+    """Position of ``output`` among the ``output`` labels of a model (None: draw them all),
+    with the errors of :func:`plot_partial_dependence_grid`."""
+    if labels is None:
+        if output is not None:
+            raise ValueError(f"output={output!r} selects one output of a model with several, "
+                             f"but {var_name!r} has one output; leave output out.")
+        return None
+    shown = [v.item() if isinstance(v, np.generic) else v for v in labels]
+    if output is None:
+        if kind != "average":
+            raise ValueError(f"ICE curves (kind={kind!r}) of {var_name!r}, which has "
+                             f"{len(shown)} outputs, are drawn for one output at a time: pass "
+                             f"output=, one of {shown}.")
+        return None
+    want = output.item() if isinstance(output, np.generic) else output
+    label = not isinstance(want, bool) and np.ndim(want) == 0  # True is not the output 1
+    hits = [i for i, v in enumerate(shown) if label and not isinstance(v, bool) and v == want]
+    if len(hits) != 1:
+        raise ValueError(f"output={output!r} is not an output of {var_name!r}; its outputs "
+                         f"are {shown} (labels of the 'output' dim of partial_dependence's "
+                         "result).")
+    return hits[0]
+
+
 def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", func=None,
                                  var_discrete=None, kind: str = "average",
                                  grid_resolution: int = 20, hdi_prob: float = 0.94,
                                  max_draws: int | None = 200, ax=None,
                                  figsize: tuple[float, float] | None = None,
-                                 sharey: bool = True):
+                                 sharey: bool = True, output=None):
     """Partial dependence (and ICE curves) of several columns, one panel each (pymc-bart's
     ``plot_pdp`` and ``plot_ice``).
 
@@ -1054,6 +1079,14 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
         Size of the new figure (ignored with ``ax``).
     sharey : bool, default True
         One y range for every panel.
+    output : label, optional
+        The one output to draw, for a term of shape (k, n) or a boosting model with several
+        outputs (a multi-class classifier, a quantile regression at several quantiles): a
+        label of the ``output`` dim of :func:`partial_dependence`'s result, ``0 .. k-1`` for
+        a BART term, the class or the quantile for a boosting model.  Required for ICE
+        curves (``kind="individual"`` or ``"both"``) of such a model; without it
+        ``kind="average"`` draws one curve per output with a legend.  ``func`` still gets
+        every output (so a softmax over them works); the output is selected after it.
 
     Returns
     -------
@@ -1062,14 +1095,16 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
     Raises
     ------
     ValueError
-        As :func:`partial_dependence`; for a ``func`` that changes the shape, or too few
-        ``ax``.
+        As :func:`partial_dependence`; for a ``func`` that changes the shape, too few
+        ``ax``, an ``output`` that is not a label of the model's outputs (or given for a
+        model with one output), or ICE curves of several outputs without ``output``.
     """
 
     if kind not in ("average", "individual", "both"):
         raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")
     require_rows(X)
     src = interpretation_source(source, var_name, max_draws)
+    pick = _output_position(output, src.outputs, kind, src.var_name)
     A = src.encode(X)
     schema = src.schema()
     cols = list(range(schema.p)) if columns is None else [
@@ -1104,7 +1139,11 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
                 res = res.drop_vars("average")
         if j in discrete and schema.kinds[j] == "numeric":
             res.attrs["kinds"] = ["ordinal"]  # drawn as points at its values
+        if pick is not None:
+            res = res.isel(output=pick)
         plot_partial_dependence(res, ax=panel, hdi_prob=hdi_prob)
+        if pick is not None:
+            panel.set_ylabel(f"{panel.get_ylabel()} (output {src.outputs[pick]})")
     if sharey and len(cols) > 1:
         lo = min(a.get_ylim()[0] for a in axes[:len(cols)])
         hi = max(a.get_ylim()[1] for a in axes[:len(cols)])
