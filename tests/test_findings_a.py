@@ -113,3 +113,45 @@ def test_grid_refuses_a_bad_output_and_ice_curves_of_several_outputs_without_one
     axes = pmt.plot_partial_dependence_grid(idata, X, columns=["x"])
     assert len(axes[0].get_lines()) == 2
     plt.close("all")
+
+
+# --- 11a-d: small inputs ----------------------------------------------------------------------
+
+
+def test_leaf_sd_as_a_list_is_refused_with_what_it_accepts():
+    import pytensor.tensor as pt
+    import pytest
+
+    X, y = _xy()
+    for bad in ([0.1, 0.2], np.array([0.1, 0.2]), np.array([0.1])):
+        for shape in ((40,), (2, 40)):
+            with pm.Model(), pytest.raises(
+                    ValueError, match=r"leaf_sd must be one positive finite number.*of every "
+                                      r"output.*One scale per output is not supported"):
+                pmt.BARTTree("f", X, m=5, leaf_sd=bad, shape=shape)
+    for bad in (0.0, -1.0, np.inf, True):
+        with pm.Model(), pytest.raises(ValueError, match="leaf_sd must be one positive"):
+            pmt.BARTTree("f", X, m=5, leaf_sd=bad)
+    with pytest.raises(ValueError, match=r"leaf_sd must be one positive.*got '0.1'"):
+        pmt.leaf_calibration(y, leaf_sd="0.1")
+    # one number (also a 0-d array or a PyTensor constant) is the scale of every output
+    for good in (0.3, np.float32(0.3), np.array(0.3), pt.constant(0.3)):
+        with pm.Model():
+            f = pmt.BARTTree("f", X, m=5, leaf_sd=good, shape=(2, 40))
+        assert float(f.owner.inputs[4].data) == pytest.approx(0.3)
+
+
+def test_noise_prior_refuses_a_constant_y_or_one_without_noise():
+    import pytest
+
+    X, y = _xy()
+    with pytest.raises(ValueError, match=r"y is constant \(all 40 values are 3\).*noise prior "
+                                         r"of your own"):
+        pmt.noise_prior(X, np.full(40, 3.0))
+    with pytest.raises(ValueError, match=r"y is constant"):  # also when p + 1 >= n
+        pmt.noise_prior(np.arange(6.0).reshape(3, 2), np.ones(3))
+    with pytest.raises(ValueError, match=r"y is an exact linear function of X"):
+        pmt.noise_prior(X, 2 * X[:, 0] - X[:, 1] + 1)
+    alpha, beta = pmt.noise_prior(X, y)  # noisy data as before
+    assert alpha == 1.5 and 0.05 < beta < 1
+

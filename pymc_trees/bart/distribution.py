@@ -380,7 +380,9 @@ class BARTTree(Distribution):
                     "the leaf scale as a PyMC variable (leaf_sd=pt.sqrt(v) with "
                     "v = pm.InverseGamma(...)).")
             leaf_sd = None  # the calibration: held fixed, or the learned scale's centre
-        learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
+        if isinstance(leaf_sd, Constant):
+            leaf_sd = leaf_sd.data  # a number given as a PyTensor constant
+        learned = isinstance(leaf_sd, Variable)
         if learned:
             # a leaf scale that is a model variable: sampled with the trees by the tree step
             if leaf_sd.ndim != 0:
