@@ -155,3 +155,42 @@ def test_noise_prior_refuses_a_constant_y_or_one_without_noise():
     alpha, beta = pmt.noise_prior(X, y)  # noisy data as before
     assert alpha == 1.5 and 0.05 < beta < 1
 
+
+def test_scatter_submodels_takes_only_integer_numbers_of_columns():
+    import matplotlib.pyplot as plt
+    import pytest
+    from test_interpret import _frame, _idata
+
+    idata, _ = _idata()
+    res = pmt.select_variables(idata, _frame(30, 4))
+    for bad in ([1.5], 1.5, "x", ["x"], [True], [0], [4], [], [1, "2"]):
+        with pytest.raises(ValueError, match=r"submodels must be numbers of columns from 1 to "
+                                             r"3 \(integers, one per panel\); got "):
+            pmt.plot_scatter_submodels(res, submodels=bad)
+    for good, count in ((2, 1), ([1, 3], 2), (np.array([1, 2]), 2)):
+        assert len(pmt.plot_scatter_submodels(res, submodels=good)) == count
+    plt.close("all")
+
+
+def test_convergence_plot_of_one_chain_notes_that_r_hat_needs_two():
+    import arviz as az
+    import matplotlib.pyplot as plt
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=(1, 60, 8)).cumsum(axis=1)
+    idata = xr.DataTree.from_dict({"posterior": xr.Dataset(
+        {"f": (("chain", "draw", "f_dim_0"), f)})})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        axes = pmt.plot_convergence(idata)
+    assert not caught, [str(w.message) for w in caught]
+    ess, rhat = axes
+    assert [ln.get_label().split(" (")[0] for ln in ess.get_lines()
+            if not ln.get_label().startswith("_")] == ["bulk ESS", "tail ESS"]
+    bulk = np.sort(az.ess(idata["posterior"].to_dataset()["f"], method="bulk").values)
+    np.testing.assert_allclose(ess.get_lines()[0].get_xdata(), bulk)
+    assert not rhat.get_lines() and rhat.get_legend() is None
+    assert [t.get_text() for t in rhat.texts] == ["R-hat needs two chains or more;\n"
+                                                  "this trace has one"]
+    plt.close("all")

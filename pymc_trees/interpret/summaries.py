@@ -966,7 +966,8 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
     Every row of f (and every output of a term of shape (k, n)) is one value of each
     diagnostic (``az.ess(..., method="bulk")``, ``method="tail"``, ``az.rhat``); a row whose
     value is constant over the draws (NaN diagnostics) is left out.  The share of rows left
-    of the ESS line or right of the R-hat line is in the legend.
+    of the ESS line or right of the R-hat line is in the legend.  R-hat compares chains, so
+    for a trace of one chain the R-hat panel holds a note saying so instead of a curve.
     """
     import arviz as az
     import matplotlib.pyplot as plt
@@ -991,8 +992,9 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
             raise ValueError(f"{nm} must be a positive number; got {v!r}.")
     rows = [d for d in f.dims if d not in ("chain", "draw")]
     f = f.stack(row=rows) if rows else f.expand_dims(row=[0], axis=-1)
-    diag = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail"),
-            "R-hat": az.rhat(f)}
+    diag = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail")}
+    if chains > 1:  # R-hat compares chains; one chain has none to compare
+        diag["R-hat"] = az.rhat(f)
     vals = {k: np.asarray(v.values, dtype=np.float64).ravel() for k, v in diag.items()}
     if ax is None:
         _, ax = plt.subplots(1, 2, figsize=figsize)
@@ -1001,16 +1003,26 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
         raise ValueError(f"ax must be two Axes (ESS, R-hat); got {axes.size}.")
     for panel, keys, line, bad in ((axes[0], ("bulk ESS", "tail ESS"), ess_threshold, "below"),
                                    (axes[1], ("R-hat",), rhat_threshold, "above")):
+        drawn = 0
         for key in keys:
+            if key not in vals:
+                continue
             v = np.sort(vals[key][np.isfinite(vals[key])])
             if v.size == 0:
                 continue
             share = np.mean(v < line) if bad == "below" else np.mean(v > line)
             panel.step(v, np.arange(1, v.size + 1) / v.size, where="post",
                        label=f"{key} ({share:.0%} of rows {bad} {line:g})")
-        panel.axvline(line, color="grey", ls="--", lw=1)
+            drawn += 1
         panel.set_ylabel("share of rows")
-        panel.legend(fontsize="small")
+        if drawn:
+            panel.axvline(line, color="grey", ls="--", lw=1)
+            panel.legend(fontsize="small")
+        else:
+            note = ("R-hat needs two chains or more;\nthis trace has one" if chains < 2
+                    and "R-hat" in keys else f"{var_name} is constant over the draws\n"
+                    "at every row: nothing to diagnose")
+            panel.text(0.5, 0.5, note, transform=panel.transAxes, ha="center", va="center")
     axes[0].set_xlabel(f"effective sample size of {var_name} per row")
     axes[1].set_xlabel(f"R-hat of {var_name} per row")
     return axes
