@@ -194,3 +194,112 @@ def test_convergence_plot_of_one_chain_notes_that_r_hat_needs_two():
     assert [t.get_text() for t in rhat.texts] == ["R-hat needs two chains or more;\n"
                                                   "this trace has one"]
     plt.close("all")
+
+
+# --- 10: a column of numbers with a few cells that are not numbers ---------------------------
+
+
+def _numbers_table(n=80, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n).round(3),
+                       "b": rng.integers(0, 20, n).astype(float),  # 20 distinct values
+                       "colour": rng.choice(["red", "blue"], n)})
+    df["y"] = (df["a"] + rng.normal(size=n)).round(3)
+    return df
+
+
+def _cli(argv, capsys, tmp_path):
+    from pymc_trees.comparison.cli import main
+
+    status = main([str(a) for a in [*argv, "--quiet", "--m", 5, "--draws", 10, "--chains", 1,
+                                    "--out", tmp_path / "r.html"]])
+    return status, capsys.readouterr().err
+
+
+def test_cli_names_the_text_cell_of_a_numeric_target(tmp_path, capsys):
+    df = _numbers_table().astype({"y": object})
+    df.loc[17, "y"] = "abc"
+    path = tmp_path / "target.csv"
+    df.to_csv(path, index=False)
+    for task in ([], ["--task", "regression"], ["--task", "classification"]):
+        status, err = _cli(["compare", path, "--target", "y", *task], capsys, tmp_path)
+        assert status == 1
+        assert (f"error: The target column 'y' of the file '{path}' holds numbers except for "
+                "1 cell that is not a number: line 19: 'abc'. Correct it in the file, or leave "
+                "it empty (a missing value)") in err  # row 17: the header is line 1
+        assert "task=" not in err and "distinct values" not in err
+    # a target stored as text whose cells are all numbers is read as numbers (no circle)
+    from pymc_trees.comparison.run import load_data
+
+    _, y, info = load_data(_numbers_table().astype({"y": str}), "y")
+    assert info["task"] == "regression" and y.dtype == float
+
+
+def test_cli_names_text_cells_of_a_numeric_covariate_and_takes_categorical(tmp_path, capsys):
+    import pandas as pd
+    import pytest
+
+    from pymc_trees.comparison.run import compare, load_data
+
+    df = _numbers_table().astype({"b": object})
+    df.loc[[5, 9, 30], "b"] = ["x", "?", "x"]  # at most 31 distinct values: once levels
+    path = tmp_path / "covariate.csv"
+    df.to_csv(path, index=False)
+    status, err = _cli(["compare", path, "--target", "y"], capsys, tmp_path)
+    assert status == 1
+    assert (f"error: The column 'b' of the file '{path}' holds numbers except for 3 cells that "
+            "are not numbers: line 7: 'x', line 11: '?', line 32: 'x'. Correct them in the "
+            "file, or leave them empty (a missing value); if the column really is "
+            "categorical, name it in categorical= (--categorical COL on the command line)"
+            ) in err
+    # a DataFrame: by index label, before any fit
+    with pytest.raises(ValueError, match=r"The column 'b' of the DataFrame holds numbers "
+                                         r"except for 3 cells.*row 105: 'x', row 109: '\?'"):
+        compare(df.set_index(df.index + 100), "y", m=5, draws=10, progress=False)
+    # named as categorical it is split by its levels; text columns stay categories
+    X, _, _ = load_data(path, "y", categorical=["b"])
+    assert isinstance(X["b"].dtype, pd.CategoricalDtype)
+    assert len(X["b"].cat.categories) == df["b"].astype(str).nunique() <= 31
+    assert isinstance(X["colour"].dtype, pd.CategoricalDtype) and X["a"].dtype == float
+    with pytest.raises(ValueError, match=r"categorical names \['zz'\], which are not columns"):
+        load_data(path, "y", categorical=["zz"])
+    status, err = _cli(["compare", path, "--target", "y", "--categorical", "b", "--max-rows",
+                        "5"], capsys, tmp_path)  # --categorical reaches load_data
+    assert status == 1 and "max_rows must be at least 10" in err
+
+
+def test_bart_and_boosting_refuse_a_numeric_column_with_text_cells_at_the_table_boundary():
+    import pandas as pd
+    import pytest
+
+    from pymc_trees.boosting import BoostedTreesRegressor
+
+    df = _numbers_table()
+    X = df.drop(columns="y").astype({"b": object})
+    X.loc[5, "b"] = "n.a."
+    want = (r"X column 'b' \(index 1\) holds numbers except for 1 cell that is not a number: "
+            r"row 5: 'n.a.' \(rows by their index label\).*pd.to_numeric.*"
+            r"X\[col\].astype\('category'\) or name it in categorical=")
+    with pm.Model(), pytest.raises(ValueError, match=want):
+        pmt.BARTTree("f", X, df["y"].to_numpy(), m=5)
+    with pytest.raises(ValueError, match=want):
+        BoostedTreesRegressor(n_estimators=2).fit(X, df["y"])
+    with pytest.raises(ValueError, match=want):
+        pmt.noise_prior(X, df["y"])
+    # the fixes: missing, or categories on purpose
+    schema, _ = pmt.TableSchema.from_training(
+        X.assign(b=pd.to_numeric(X["b"], errors="coerce")))
+    assert schema.kinds == ("numeric", "numeric", "categorical")
+    for ok, cat in ((X, ["b"]), (X.astype({"b": "category"}), None)):
+        kinds = pmt.TableSchema.from_training(ok, categorical=cat)[0].kinds
+        assert kinds == ("numeric", "categorical", "categorical")
+    # new rows for a column that was numeric in training: the cells are named too
+    with pytest.raises(ValueError, match=r"X_new column 'b' \(index 1\) holds numbers except "
+                                         r"for 1 cell.*row 5: 'n.a.'.*numeric in training"):
+        schema.encode(X)
+    # text that is mostly not numbers, or all numbers, is categorical as before
+    for col in (["red", "blue", "3"] * 10, ["1", "2", "3"] * 10):
+        kinds = pmt.TableSchema.from_training(pd.DataFrame({"c": col}))[0].kinds
+        assert kinds == ("categorical",)
