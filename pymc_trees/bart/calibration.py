@@ -47,6 +47,13 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
     Returns
     -------
     (offset, leaf_sd) : tuple of float
+
+    Raises
+    ------
+    ValueError
+        For an unknown link, a missing ``Y`` and ``leaf_sd``, a ``Y`` that does not fit the
+        link, and a ``leaf_sd`` that is not one positive finite number (a list of one scale
+        per output, for example: a term of shape (k, n) has one scale for all outputs).
     """
     if link not in LINKS:
         raise ValueError(f"link must be one of {LINKS}; got {link!r}.")
@@ -90,9 +97,7 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
     elif leaf_sd is None and link == "logit":
         sd = LOGIT_PER_PROBIT * 3.0 / (k * np.sqrt(m))
     if leaf_sd is not None:
-        sd = float(leaf_sd)
-        if not (np.isfinite(sd) and sd > 0):
-            raise ValueError(f"leaf_sd must be a positive finite number; got {leaf_sd!r}.")
+        sd = _leaf_sd_value(leaf_sd)
     return float(offset), float(sd)
 
 
@@ -141,6 +146,26 @@ def _warn_if_log_scale(y: np.ndarray) -> None:
                   "data-scale rate, ignore this warning.")
 
 
+def _leaf_sd_value(leaf_sd) -> float:
+    """``leaf_sd`` as a float, or the error that says what it may be."""
+    what = ("leaf_sd must be one positive finite number, the prior sd of every leaf value "
+            "(of every output, for a term of shape (k, n); BARTTree also takes a scalar PyMC "
+            "variable, \"learned\" or \"fixed\")")
+    if isinstance(leaf_sd, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{what}; got {leaf_sd!r}.")
+    if np.ndim(leaf_sd) != 0:
+        raise ValueError(f"{what}; got {leaf_sd!r}. One scale per output is not supported: "
+                         "give each output a BARTTree term of its own, or put the outputs "
+                         "on one scale.")
+    try:
+        sd = float(leaf_sd)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}; got {leaf_sd!r}.") from None
+    if not (np.isfinite(sd) and sd > 0):
+        raise ValueError(f"{what}; got {leaf_sd!r}.")
+    return sd
+
+
 def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
     """InverseGamma ``(alpha, beta)`` for the noise variance sigma^2.
 
@@ -157,7 +182,7 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
         missing), and a numeric column with gaps its values with the gaps at the column mean
         plus an indicator of the gaps.
     y : array_like of shape (n,)
-        The response, finite.
+        The response, finite and not constant.
     nu : float, default 3
     q : float, default 0.9
 
@@ -165,6 +190,16 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
     -------
     (alpha, beta) : tuple of float
         Use as ``pm.InverseGamma("sigma2", *noise_prior(X, y))``.
+
+    Raises
+    ------
+    ValueError
+        For a y that is not 1-D and finite, an X of another number of rows, bad ``nu`` or
+        ``q``, and a y that leaves no noise to calibrate from: a constant y, or one that the
+        least-squares fit reproduces exactly (residual sd below ``1e-10`` of the sd of y).
+        A prior whose scale is 0 would put sigma at 0 (before this check the result was
+        ``beta`` of about 1e-30, without a word); give such a model a noise prior of your
+        own (for example ``pm.HalfNormal("sigma", s)`` with a scale s you expect).
     """
     from pymc_trees.core.tabular import TableSchema
 
@@ -178,6 +213,11 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
                          f"{A.shape}.")
     if not (nu > 0 and 0 < q < 1):
         raise ValueError(f"need nu > 0 and 0 < q < 1; got nu={nu!r}, q={q!r}.")
+    if np.all(y == y[0]):
+        raise ValueError(f"y is constant (all {y.size} values are {y[0]:g}), so it has no "
+                         "noise to calibrate the prior of sigma from; check that y is the "
+                         "response you meant, or give the model a noise prior of your own "
+                         "(for example pm.HalfNormal('sigma', s) with a scale s you expect).")
     D = _design(A, schema.categorical)
     n, p = D.shape
     if p + 1 < n:
@@ -187,6 +227,12 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
         sigma_hat = np.sqrt(resid @ resid / max(n - np.linalg.matrix_rank(D), 1))
     else:
         sigma_hat = np.std(y, ddof=1)
+    if sigma_hat <= 1e-10 * np.std(y):
+        raise ValueError(f"y is an exact linear function of X (least-squares residual sd "
+                         f"{sigma_hat:.3g}, sd of y {np.std(y):.3g}), so it has no noise to "
+                         "calibrate the prior of sigma from; give the model a noise prior of "
+                         "your own (for example pm.HalfNormal('sigma', s) with a scale s you "
+                         "expect).")
     lam = sigma_hat**2 * (2.0 * gammaincinv(nu / 2.0, 1.0 - q)) / nu  # chi2(nu) quantile
     return float(nu / 2.0), float(nu * lam / 2.0)
 

@@ -18,6 +18,7 @@ from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior
 from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
+from pymc_trees.bart.numba_draw import register_numba_draw
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 
@@ -91,6 +92,9 @@ class BARTTreeRV(RandomVariable):
         if outputs is not None:
             kwargs["signature"] = "(n,p),(),(),(p)->(k,n)"
         super().__init__(*args, **kwargs)
+        # prior draws in functions compiled with numba (pm.sample_prior_predictive, pm.draw)
+        # run rng_fn without numba's object-mode warning
+        register_numba_draw(BARTTreeRV)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
         shape = param_shapes[0] if param_shapes is not None else dist_params[0].shape
@@ -380,7 +384,9 @@ class BARTTree(Distribution):
                     "the leaf scale as a PyMC variable (leaf_sd=pt.sqrt(v) with "
                     "v = pm.InverseGamma(...)).")
             leaf_sd = None  # the calibration: held fixed, or the learned scale's centre
-        learned = isinstance(leaf_sd, Variable) and not isinstance(leaf_sd, Constant)
+        if isinstance(leaf_sd, Constant):
+            leaf_sd = leaf_sd.data  # a number given as a PyTensor constant
+        learned = isinstance(leaf_sd, Variable)
         if learned:
             # a leaf scale that is a model variable: sampled with the trees by the tree step
             if leaf_sd.ndim != 0:

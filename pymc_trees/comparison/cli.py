@@ -55,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
                         "prior centred on the calibration from the target)")
     c.add_argument("--drop", default="", metavar="COL,...",
                    help="comma-separated columns left out of the covariates")
+    c.add_argument("--categorical", default="", metavar="COL,...",
+                   help="comma-separated covariates split by their levels, such as a column "
+                        "of codes 1, 2, 5+ (a column of numbers with a few other cells is "
+                        "refused otherwise)")
     c.add_argument("--max-rows", type=int, default=None, metavar="N",
                    help="use a random subset of N rows (large tables such as diamonds)")
     c.add_argument("--progressbar", action="store_true", help="PyMC's progress bar")
@@ -70,11 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pymc_trees.comparison.run import compare
 
         drop = [c.strip() for c in args.drop.split(",") if c.strip()]
+        categorical = [c.strip() for c in args.categorical.split(",") if c.strip()]
         try:
             res = compare(args.data, args.target, task=args.task, folds=args.folds,
                           test_size=args.test_size, seed=args.seed, m=args.m,
                           draws=args.draws, tune=args.tune, chains=args.chains,
                           min_leaf=args.min_leaf, leaf_sd=args.leaf_sd, drop=drop,
+                          categorical=categorical,
                           max_rows=args.max_rows, out=args.out, progress=not args.quiet,
                           progressbar=args.progressbar)
         except (ValueError, FileNotFoundError) as err:

@@ -38,6 +38,7 @@ from scipy.special import expit, gammaln, logsumexp, ndtr, ndtri, pdtr
 from pymc_trees.comparison.datasets import DATASETS, load_bundled
 from pymc_trees.comparison.report import write_report
 from pymc_trees.comparison.result import MODELS, ComparisonResult
+from pymc_trees.core.tabular import describe_cells, text_in_numbers
 
 __all__ = [
     "compare", "ComparisonResult", "DATASETS", "TASKS", "LEVELS", "load_data",
@@ -100,7 +101,8 @@ def _source(data) -> str:
 
 def load_data(data, target: str | None = None, task: str | None = None,
               drop: Sequence[str] = (), max_rows: int | None = None,
-              rng: np.random.Generator | int | None = None):
+              rng: np.random.Generator | int | None = None,
+              categorical: Sequence[str] = ()):
     """Read a table and split it into covariates and a target.
 
     Parameters
@@ -122,6 +124,10 @@ def load_data(data, target: str | None = None, task: str | None = None,
         Keep a random subset of this many rows (after dropping rows without a target).
     rng : Generator or int, optional
         For the subset.
+    categorical : sequence of str
+        Covariates split by their levels (made unordered categories), whatever their cells;
+        also the way to keep a text column whose levels are mostly numbers (``"1"``, ``"2"``,
+        ``"5+"``), which is otherwise refused (below).
 
     Returns
     -------
@@ -140,6 +146,15 @@ def load_data(data, target: str | None = None, task: str | None = None,
     ValueError
         For a table without rows, a target column that is missing, not in the table, empty
         (all missing), constant or not fitting the task, and a file that is not a CSV file.
+        Also for a column (the target or a covariate not in ``categorical``) of numbers with
+        some cells that are not numbers: a text column more than half of whose non-missing
+        cells are numbers, such as a ``"?"`` for a missing value in a column of numbers.
+        The message names the column and the cells (by line of a CSV file, by index label
+        of a DataFrame) and the fixes: correct the cells or make them missing (an empty
+        cell), or name a categorical covariate in ``categorical``.  Splitting such a
+        column as categories would make every distinct number a level (refused above 31
+        levels, silently a different model below), and the task of such a target could not
+        be told.  A text target whose cells are all numbers is read as numbers.
     FileNotFoundError
         When ``data`` is neither a file nor a bundled data set.
 
@@ -171,6 +186,23 @@ def load_data(data, target: str | None = None, task: str | None = None,
                          f"({list(map(str, df.columns))}).")
     if target in drop:
         raise ValueError(f"The target {target!r} is also in drop=; remove it from drop.")
+    categorical = list(categorical)
+    unknown = [c for c in categorical if c not in df.columns]
+    if unknown:
+        raise ValueError(f"categorical names {unknown}, which are not columns of the data "
+                         f"({columns}).")
+    if target in categorical or set(categorical) & set(drop):
+        raise ValueError(f"categorical names covariates to split by their levels; the target "
+                         f"{target!r} and the dropped columns {list(drop)} cannot be among "
+                         f"them (got {categorical}).")
+    from_file = not bundled and not isinstance(data, pd.DataFrame)
+    for c in [target] + [c for c in df.columns if c not in (target, *drop, *categorical)]:
+        _refuse_text_in_numbers(df[c], c == target, source, from_file)
+    text = df[target].dtype == object or pd.api.types.is_string_dtype(df[target].dtype)
+    if text and not df[target].map(lambda v: isinstance(v, (bool, np.bool_))).any():
+        number = pd.to_numeric(df[target], errors="coerce")
+        if number.notna().sum() == df[target].notna().sum():
+            df[target] = number  # text whose cells are all numbers: read as numbers
     keep = df[target].notna().to_numpy()
     dropped_rows = int((~keep).sum())
     if not keep.any():
@@ -201,7 +233,9 @@ def load_data(data, target: str | None = None, task: str | None = None,
         raise ValueError(f"No covariates left besides the target {target!r}; the table needs "
                          "at least one other column.")
     for c in X.columns:
-        if X[c].dtype == object or pd.api.types.is_string_dtype(X[c].dtype):
+        if c in categorical and not isinstance(X[c].dtype, pd.CategoricalDtype):
+            X[c] = pd.Categorical(X[c])
+        elif X[c].dtype == object or pd.api.types.is_string_dtype(X[c].dtype):
             X[c] = pd.Categorical(X[c])
         elif pd.api.types.is_bool_dtype(X[c].dtype):
             X[c] = X[c].astype(float)
@@ -221,16 +255,22 @@ def load_data(data, target: str | None = None, task: str | None = None,
     if task == "classification":
         values = sorted(pd.unique(yraw), key=lambda v: (str(type(v)), v))
         if len(values) != 2:
+            numeric = pd.api.types.is_numeric_dtype(yraw.dtype) and not \
+                pd.api.types.is_bool_dtype(yraw.dtype)
             raise ValueError(f"Classification here is binary, but the target {target!r} has "
                              f"{len(values)} distinct values ({values[:6]}...); choose a "
-                             "binary target, or task='regression' for a numeric one.")
+                             "binary target" + (", or task='regression' for this numeric one."
+                                                if numeric else "."))
         info["positive"] = values[1]
         y = (yraw == values[1]).to_numpy(int)
     else:
         if not pd.api.types.is_numeric_dtype(yraw.dtype) or pd.api.types.is_bool_dtype(
                 yraw.dtype):
+            two = yraw.nunique() == 2
             raise ValueError(f"task={task!r} needs a numeric target, but {target!r} has dtype "
-                             f"{yraw.dtype}; choose task='classification' for two classes.")
+                             f"{yraw.dtype}" + ("; choose task='classification' for its two "
+                                                "classes." if two else
+                                                f" (values such as {list(yraw.iloc[:3])})."))
         y = yraw.to_numpy(float)
         if not np.all(np.isfinite(y)):
             raise ValueError(f"The target {target!r} has infinite values; remove those rows.")
@@ -242,6 +282,31 @@ def load_data(data, target: str | None = None, task: str | None = None,
                                  "task='regression'.")
             y = y.astype(int)
     return X, y, info
+
+
+def _refuse_text_in_numbers(s: pd.Series, is_target: bool, source: str,
+                            from_file: bool) -> None:
+    """The error for a column of numbers with some cells that are not numbers
+    (:func:`pymc_trees.core.tabular.text_in_numbers`), naming the cells by line of a CSV
+    file (the header is line 1) or by index label of a DataFrame."""
+    found = text_in_numbers(s)
+    if found is None:
+        return
+    pos, vals = found
+    where = ([f"line {p + 2}" for p in pos] if from_file
+             else [f"row {r!r}" for r in s.index[pos]])
+    k = pos.size
+    cells = f"{k} cells that are not numbers" if k > 1 else "1 cell that is not a number"
+    them = "them" if k > 1 else "it"
+    what = f"The target column {s.name!r}" if is_target else f"The column {s.name!r}"
+    fix = (f"Correct {them} in the file, or leave {them} empty (a missing value)" if from_file
+           else f"Correct {them}, or make {them} missing (df[col] = pd.to_numeric(df[col], "
+           "errors='coerce') makes every cell that is not a number NaN)")
+    tail = ("; rows without a target value are left out." if is_target else
+            "; if the column really is categorical, name it in categorical= (--categorical "
+            "COL on the command line) to split it by its levels.")
+    raise ValueError(f"{what} of {source} holds numbers except for {cells}: "
+                     f"{describe_cells(where, vals)}. {fix}{tail}")
 
 
 # --- metrics of predictive distributions ---------------------------------------------------
@@ -845,6 +910,7 @@ def compare(data, target: str | None = None, *, task: str | None = None,
             m: int = 50, draws: int = 500, tune: int | None = None, chains: int = 2,
             min_leaf: int = 5, leaf_sd: float | None = None,
             levels: Sequence[float] = LEVELS, drop: Sequence[str] = (),
+            categorical: Sequence[str] = (),
             max_rows: int | None = None, out: str | Path | None = "compare_report.html",
             progress: bool = True, progressbar: bool = False,
             log: Callable[[str], None] | None = None) -> ComparisonResult:
@@ -887,6 +953,9 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         regression or count model (the table reports 0.9, which must be among them).
     drop : sequence of str
         Columns left out of the covariates.
+    categorical : sequence of str
+        Covariates split by their levels whatever their cells (see :func:`load_data`: a
+        text column of mostly numbers is otherwise refused).
     max_rows : int, optional
         Use a random subset of this many rows (for large tables such as ``diamonds``).
     out : str or path, optional
@@ -908,7 +977,8 @@ def compare(data, target: str | None = None, *, task: str | None = None,
     ------
     ValueError
         Before any fit: for a table without rows, a target column that is not in the data,
-        empty or constant, a target that does not fit the task, too few rows for ``folds`` /
+        empty or constant, a target that does not fit the task, a column of numbers with
+        some cells that are not numbers (named, with the fix), too few rows for ``folds`` /
         ``test_size`` or for ``min_leaf``, a fold whose training rows have one target value,
         or bad ``folds`` / ``test_size`` / ``levels`` / ``min_leaf`` / ``leaf_sd``.
     FileNotFoundError
@@ -924,7 +994,8 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         say(f"[{time.perf_counter() - t_start:7.1f} s] {msg}")
 
     rng = np.random.default_rng(seed)
-    X, y, info = load_data(data, target, task, drop=drop, max_rows=max_rows, rng=rng)
+    X, y, info = load_data(data, target, task, drop=drop, max_rows=max_rows, rng=rng,
+                           categorical=categorical)
     task, source = info["task"], info["source"]
     n = len(y)
     rows = f"{n:,} rows with a target value"

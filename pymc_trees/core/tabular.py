@@ -15,6 +15,13 @@ same float matrix the tree kernels read:
   number (``code <= threshold``).  To treat an ordered factor as unordered, pass
   ``X.assign(col=X["col"].cat.as_unordered())``.
 
+A string or object column whose cells are mostly numbers (more than half of its non-missing
+cells) but not all is refused, naming the cells that are not numbers: such a column is a column
+of numbers with a few stray text cells (a ``"?"`` or ``"n/a"`` for a missing value, a typo), and
+splitting it as categories would make every distinct number a level.  Fix the cells or make them
+missing (``pd.to_numeric(X[col], errors="coerce")``); a column that really is categorical is
+passed as a ``category`` column or named in ``categorical=``.
+
 Levels are compared as strings: a category ``3`` in training and a value ``"3"`` later are the
 same level.  A level not seen in training is refused with an error naming the column and the
 levels; map such values to a known level or to NaN (missing) first.  Infinite values are
@@ -48,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KINDS", "TableSchema", "mark_missing"]
+__all__ = ["KINDS", "TableSchema", "mark_missing", "text_in_numbers", "describe_cells"]
 
 KINDS = ("numeric", "ordinal", "categorical")
 
@@ -102,6 +109,75 @@ def _numeric_array(X, what: str) -> np.ndarray:
         raise ValueError(f"{what} has dtype {A.dtype}, which is not numeric; convert it to "
                          "numbers (dates, for example, to days since a reference date).")
     return A
+
+
+def text_in_numbers(s) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cells that are not numbers in a text column that holds numbers.
+
+    Parameters
+    ----------
+    s : pandas Series
+        A column of any dtype.
+
+    Returns
+    -------
+    (positions, values) or None
+        For a string or object column whose non-missing cells are numbers (as
+        ``pd.to_numeric`` reads them) except for some, fewer than half: the positions of the
+        other cells (ndarray of shape (k,), dtype int64, 0-based in the order of the rows) and
+        their values (ndarray of shape (k,), dtype object).  None for any other column:
+        numbers, categories, text whose cells are all numbers or mostly not.
+    """
+    pd = _pandas()
+    t = pd.api.types
+    if isinstance(s.dtype, pd.CategoricalDtype) or not (t.is_object_dtype(s.dtype)
+                                                        or t.is_string_dtype(s.dtype)):
+        return None
+    codes, distinct = pd.factorize(s)  # -1: missing; the distinct values are parsed once
+    if distinct.size == 0:
+        return None
+    parsed = pd.to_numeric(pd.Series(np.asarray(distinct, dtype=object)), errors="coerce")
+    text = parsed.isna().to_numpy()
+    present = codes >= 0
+    bad = np.zeros(codes.size, bool)
+    bad[present] = text[codes[present]]
+    k = int(bad.sum())
+    if k == 0 or 2 * k >= int(present.sum()):
+        return None
+    pos = np.flatnonzero(bad)
+    return pos, s.to_numpy(dtype=object)[pos]
+
+
+def describe_cells(rows, values) -> str:
+    """``rows`` (labels for the reader) and their ``values`` as a short list for a message:
+    ``"row 17: 'abc', row 20: '?'"``, the first few only, with the count when there are
+    more."""
+    items = [f"{r}: {v!r}" for r, v in zip(list(rows)[:_SHOW], list(values)[:_SHOW])]
+    n = len(values)
+    return ", ".join(items) + (f", ... ({n} in all)" if n > _SHOW else "")
+
+
+def _text_cells_error(s, label: str, what: str, training: bool) -> ValueError | None:
+    """The error for a column of numbers with text cells (:func:`text_in_numbers`) of the
+    training X (``training``: the column could also be meant as categories) or of new rows
+    for a column that was numeric in training."""
+    found = text_in_numbers(s)
+    if found is None:
+        return None
+    pos, vals = found
+    rows = [f"row {r!r}" for r in s.index[pos]]
+    k = pos.size
+    cells = f"{k} cells that are not numbers" if k > 1 else "1 cell that is not a number"
+    head = (f"{what} {label} holds numbers except for {cells}: {describe_cells(rows, vals)} "
+            f"(rows by their index label). Fix or remove {'these cells' if k > 1 else 'it'}, or "
+            "mark them missing (X[col] = pd.to_numeric(X[col], errors='coerce') makes every "
+            "cell that is not a number NaN)")
+    if not training:
+        return ValueError(head + "; the column was numeric in training.")
+    return ValueError(head + "; if the column really is categorical, pass it as "
+                      "X[col].astype('category') or name it in categorical=. (A text column "
+                      "is split as categories, which would make every distinct number a "
+                      "level.)")
 
 
 def mark_missing(X: Any, missing: float | None) -> Any:
@@ -319,7 +395,9 @@ class TableSchema:
             Numeric columns holding integer category codes, to be split as categories: their
             values must be non-negative integers or NaN; the levels are ``"0", "1", ...`` up
             to the largest code, so that the codes are their own positions and the same
-            codes given later as numbers (to :meth:`encode`) mean the same levels.
+            codes given later as numbers (to :meth:`encode`) mean the same levels.  A string
+            or object column named here is split as categories even when most of its cells
+            are numbers (otherwise refused, below).
 
         Returns
         -------
@@ -333,7 +411,10 @@ class TableSchema:
         ValueError
             For 1-D or empty-shaped input, infinite values, string or object numpy arrays,
             unsupported DataFrame dtypes (dates, complex numbers), non-integer values in a
-            column marked categorical, or repeated column names.
+            column marked categorical, repeated column names, or a string or object column
+            of numbers with some cells that are not numbers (more than half of its
+            non-missing cells are numbers; the message names the rows, by index label, and
+            the cells), unless it is named in ``categorical``.
         """
         if _is_series(X):
             raise ValueError("X is a pandas Series; pass a DataFrame with one column "
@@ -416,6 +497,9 @@ class TableSchema:
                     kinds.append("numeric")
                     levels.append(None)
             elif t.is_string_dtype(dt) or t.is_object_dtype(dt):
+                err = None if mask[j] else _text_cells_error(s, label, "X", True)
+                if err is not None:
+                    raise err
                 na, vals = _object_labels(s)
                 lev = tuple(sorted(_pandas().unique(vals).tolist()))
                 x = np.full(n, np.nan)
@@ -535,6 +619,9 @@ class TableSchema:
                                                    and not t.is_complex_dtype(dt))
             if kind == "numeric":
                 if not numeric_like:
+                    err = _text_cells_error(s, label, what, False)
+                    if err is not None:
+                        raise err
                     raise ValueError(f"{what} {label} has dtype {dt}, but it was numeric in "
                                      "training; pass numbers (NaN for missing).")
                 x = s.to_numpy(dtype=np.float64, na_value=np.nan)

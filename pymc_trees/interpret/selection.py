@@ -18,6 +18,8 @@ Formulas and choices: ``docs/interpret.md``.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import xarray as xr
 
@@ -285,7 +287,8 @@ def plot_scatter_submodels(result: xr.Dataset, submodels=None, ax=None,
     Raises
     ------
     ValueError
-        For a number of columns that is not in the result, or too few ``ax``.
+        For ``submodels`` that are not integers from 1 to the number of columns (``1.5``,
+        ``"x"``, ``True``), or too few ``ax``.
     """
 
     _check_result(result)
@@ -297,10 +300,14 @@ def plot_scatter_submodels(result: xr.Dataset, submodels=None, ax=None,
             submodels.append(rec)
         if not submodels:
             submodels = [p]
-    submodels = [int(k) for k in np.atleast_1d(submodels)]
-    bad = [k for k in submodels if not 1 <= k <= p]
-    if bad:
-        raise ValueError(f"submodels must be numbers of columns from 1 to {p}; got {bad}.")
+    given = submodels
+    submodels = list(np.atleast_1d(np.asarray(submodels, dtype=object)))
+    bad = [k for k in submodels if isinstance(k, (bool, np.bool_))
+           or not isinstance(k, numbers.Integral) or not 1 <= k <= p]
+    if bad or not submodels:
+        raise ValueError(f"submodels must be numbers of columns from 1 to {p} (integers, "
+                         f"one per panel); got {given!r}.")
+    submodels = [int(k) for k in submodels]
     axes = panel_grid(len(submodels), ax,
                       (lambda nrow, ncol: (3.4 * ncol, 3.0 * nrow)) if figsize is None
                       else figsize, "submodel", sharex=True, sharey=True)

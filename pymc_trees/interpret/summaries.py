@@ -966,7 +966,8 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
     Every row of f (and every output of a term of shape (k, n)) is one value of each
     diagnostic (``az.ess(..., method="bulk")``, ``method="tail"``, ``az.rhat``); a row whose
     value is constant over the draws (NaN diagnostics) is left out.  The share of rows left
-    of the ESS line or right of the R-hat line is in the legend.
+    of the ESS line or right of the R-hat line is in the legend.  R-hat compares chains, so
+    for a trace of one chain the R-hat panel holds a note saying so instead of a curve.
     """
     import arviz as az
     import matplotlib.pyplot as plt
@@ -991,8 +992,9 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
             raise ValueError(f"{nm} must be a positive number; got {v!r}.")
     rows = [d for d in f.dims if d not in ("chain", "draw")]
     f = f.stack(row=rows) if rows else f.expand_dims(row=[0], axis=-1)
-    diag = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail"),
-            "R-hat": az.rhat(f)}
+    diag = {"bulk ESS": az.ess(f, method="bulk"), "tail ESS": az.ess(f, method="tail")}
+    if chains > 1:  # R-hat compares chains; one chain has none to compare
+        diag["R-hat"] = az.rhat(f)
     vals = {k: np.asarray(v.values, dtype=np.float64).ravel() for k, v in diag.items()}
     if ax is None:
         _, ax = plt.subplots(1, 2, figsize=figsize)
@@ -1001,19 +1003,54 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
         raise ValueError(f"ax must be two Axes (ESS, R-hat); got {axes.size}.")
     for panel, keys, line, bad in ((axes[0], ("bulk ESS", "tail ESS"), ess_threshold, "below"),
                                    (axes[1], ("R-hat",), rhat_threshold, "above")):
+        drawn = 0
         for key in keys:
+            if key not in vals:
+                continue
             v = np.sort(vals[key][np.isfinite(vals[key])])
             if v.size == 0:
                 continue
             share = np.mean(v < line) if bad == "below" else np.mean(v > line)
             panel.step(v, np.arange(1, v.size + 1) / v.size, where="post",
                        label=f"{key} ({share:.0%} of rows {bad} {line:g})")
-        panel.axvline(line, color="grey", ls="--", lw=1)
+            drawn += 1
         panel.set_ylabel("share of rows")
-        panel.legend(fontsize="small")
+        if drawn:
+            panel.axvline(line, color="grey", ls="--", lw=1)
+            panel.legend(fontsize="small")
+        else:
+            note = ("R-hat needs two chains or more;\nthis trace has one" if chains < 2
+                    and "R-hat" in keys else f"{var_name} is constant over the draws\n"
+                    "at every row: nothing to diagnose")
+            panel.text(0.5, 0.5, note, transform=panel.transAxes, ha="center", va="center")
     axes[0].set_xlabel(f"effective sample size of {var_name} per row")
     axes[1].set_xlabel(f"R-hat of {var_name} per row")
     return axes
+
+
+def _output_position(output, labels, kind: str, var_name: str) -> int | None:
+    """Position of ``output`` among the ``output`` labels of a model (None: draw them all),
+    with the errors of :func:`plot_partial_dependence_grid`."""
+    if labels is None:
+        if output is not None:
+            raise ValueError(f"output={output!r} selects one output of a model with several, "
+                             f"but {var_name!r} has one output; leave output out.")
+        return None
+    shown = [v.item() if isinstance(v, np.generic) else v for v in labels]
+    if output is None:
+        if kind != "average":
+            raise ValueError(f"ICE curves (kind={kind!r}) of {var_name!r}, which has "
+                             f"{len(shown)} outputs, are drawn for one output at a time: pass "
+                             f"output=, one of {shown}.")
+        return None
+    want = output.item() if isinstance(output, np.generic) else output
+    label = not isinstance(want, bool) and np.ndim(want) == 0  # True is not the output 1
+    hits = [i for i, v in enumerate(shown) if label and not isinstance(v, bool) and v == want]
+    if len(hits) != 1:
+        raise ValueError(f"output={output!r} is not an output of {var_name!r}; its outputs "
+                         f"are {shown} (labels of the 'output' dim of partial_dependence's "
+                         "result).")
+    return hits[0]
 
 
 def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", func=None,
@@ -1021,7 +1058,7 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
                                  grid_resolution: int = 20, hdi_prob: float = 0.94,
                                  max_draws: int | None = 200, ax=None,
                                  figsize: tuple[float, float] | None = None,
-                                 sharey: bool = True):
+                                 sharey: bool = True, output=None):
     """Partial dependence (and ICE curves) of several columns, one panel each (pymc-bart's
     ``plot_pdp`` and ``plot_ice``).
 
@@ -1054,6 +1091,14 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
         Size of the new figure (ignored with ``ax``).
     sharey : bool, default True
         One y range for every panel.
+    output : label, optional
+        The one output to draw, for a term of shape (k, n) or a boosting model with several
+        outputs (a multi-class classifier, a quantile regression at several quantiles): a
+        label of the ``output`` dim of :func:`partial_dependence`'s result, ``0 .. k-1`` for
+        a BART term, the class or the quantile for a boosting model.  Required for ICE
+        curves (``kind="individual"`` or ``"both"``) of such a model; without it
+        ``kind="average"`` draws one curve per output with a legend.  ``func`` still gets
+        every output (so a softmax over them works); the output is selected after it.
 
     Returns
     -------
@@ -1062,14 +1107,16 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
     Raises
     ------
     ValueError
-        As :func:`partial_dependence`; for a ``func`` that changes the shape, or too few
-        ``ax``.
+        As :func:`partial_dependence`; for a ``func`` that changes the shape, too few
+        ``ax``, an ``output`` that is not a label of the model's outputs (or given for a
+        model with one output), or ICE curves of several outputs without ``output``.
     """
 
     if kind not in ("average", "individual", "both"):
         raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")
     require_rows(X)
     src = interpretation_source(source, var_name, max_draws)
+    pick = _output_position(output, src.outputs, kind, src.var_name)
     A = src.encode(X)
     schema = src.schema()
     cols = list(range(schema.p)) if columns is None else [
@@ -1104,7 +1151,11 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
                 res = res.drop_vars("average")
         if j in discrete and schema.kinds[j] == "numeric":
             res.attrs["kinds"] = ["ordinal"]  # drawn as points at its values
+        if pick is not None:
+            res = res.isel(output=pick)
         plot_partial_dependence(res, ax=panel, hdi_prob=hdi_prob)
+        if pick is not None:
+            panel.set_ylabel(f"{panel.get_ylabel()} (output {src.outputs[pick]})")
     if sharey and len(cols) > 1:
         lo = min(a.get_ylim()[0] for a in axes[:len(cols)])
         hi = max(a.get_ylim()[1] for a in axes[:len(cols)])
