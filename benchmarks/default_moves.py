@@ -55,7 +55,7 @@ def run(X, y, X_test, moves, draws, tune, seed):
         secs += (kept[-1] - kept[0]) * len(kept) / (len(kept) - 1)
     f_test = pmt.predict(idata, X_test).values  # (chain, draw, obs)
     sigma = np.sqrt(idata.posterior["sigma2"].values)
-    leaf_sd = idata.sample_stats["leaf_sd"].values
+    leaf_sd = idata.sample_stats["f_leaf_sd"].values
     return secs, f_test, sigma, leaf_sd
 
 

@@ -69,7 +69,7 @@ def run(n: int, variant: str, seed: int, tune: int = 1000, m: int = M) -> dict:
         wall = time.perf_counter() - t
     fd = pmt.predict(idata, Xt, var_name="f").values  # (chain, draw, rows)
     return _summary(fd, ft, float(np.sqrt(idata.posterior["sigma2"].values).mean()),
-                    float(idata.sample_stats["leaf_sd"].values.mean()), wall)
+                    float(idata.sample_stats["f_leaf_sd"].values.mean()), wall)
 
 
 def _stochtree(X, y, Xt, ft, seed: int) -> dict:

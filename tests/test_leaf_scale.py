@@ -101,7 +101,7 @@ def test_prior_recovered_through_pm_sample():
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=2, random_seed=43,
                           progressbar=False, compute_convergence_checks=False)
     vs = idata.posterior["v"].values
-    np.testing.assert_allclose(idata.sample_stats["leaf_sd"].values, np.sqrt(vs), rtol=1e-6)
+    np.testing.assert_allclose(idata.sample_stats["f_leaf_sd"].values, np.sqrt(vs), rtol=1e-6)
     ess = float(az.ess(vs))
     d = stats.kstest(vs.ravel(), stats.invgamma(3.0, scale=0.5).cdf).statistic
     assert d < 1.95 / np.sqrt(ess), (d, ess)
@@ -165,7 +165,7 @@ def test_internal_scale_prior_recovered_through_pm_sample():
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=2, random_seed=45,
                           progressbar=False, compute_convergence_checks=False)
     assert "leaf_sd" not in idata.posterior  # no model variable was created
-    vs = idata.sample_stats["leaf_sd"].values ** 2
+    vs = idata.sample_stats["f_leaf_sd"].values ** 2
     ess = float(az.ess(vs))
     d = stats.kstest(vs.ravel(), stats.invgamma(3.0, scale=2 * sd0**2).cdf).statistic
     assert d < 1.95 / np.sqrt(ess), (d, ess)
@@ -174,8 +174,8 @@ def test_internal_scale_prior_recovered_through_pm_sample():
         a, b = (pm.sample(draws=20, tune=20, chains=1, step=step, random_seed=46,
                           progressbar=False, compute_convergence_checks=False)
                 for _ in range(2))
-    np.testing.assert_array_equal(a.sample_stats["leaf_sd"].values,
-                                  b.sample_stats["leaf_sd"].values)
+    np.testing.assert_array_equal(a.sample_stats["f_leaf_sd"].values,
+                                  b.sample_stats["f_leaf_sd"].values)
 
 
 def test_internal_scale_needs_Y():
@@ -198,7 +198,7 @@ def test_default_learns_the_scale_and_fixed_turns_it_off():
             assert f.owner.op.prior.learned_scale == (kw.get("leaf_sd") is None)
             idata = pm.sample(draws=30, tune=10, chains=1, random_seed=47, progressbar=False,
                               compute_convergence_checks=False)
-        return idata.sample_stats["leaf_sd"].values.ravel()
+        return idata.sample_stats["f_leaf_sd"].values.ravel()
 
     assert np.unique(leaf_sds()).size == 30
     _, sd0 = leaf_calibration(Y, m=3)

@@ -202,3 +202,36 @@ def test_outputs_on_different_scales_are_refused_or_warned_and_the_fix_fits_them
     rmse0 = np.sqrt(np.mean((c[0] + s[0] * post[0] - m0) ** 2))
     rmse1 = np.sqrt(np.mean((c[1] + s[1] * post[1] - m1) ** 2))
     assert rmse0 < 0.15 and rmse1 < 100, (rmse0, rmse1)
+
+
+def test_one_output_with_shared_trees_is_one_forest():
+    # shape=(1, n), separate_trees=False failed inside pm.sample ("outputs must be an
+    # integer >= 2")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(80, 2))
+    y = X[:, 0] + rng.normal(0, 0.1, 80)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=y, m=5, shape=(1, 80), separate_trees=False)
+        pm.Normal("y", f[0], 0.1, observed=y)
+        idata = pm.sample(20, tune=20, chains=1, cores=1, random_seed=1, **QUIET)
+    post = idata.posterior["f"]
+    assert post.shape == (1, 20, 1, 80)
+    assert float(abs(pmt.predict(idata, X) - post).max()) == 0.0
+    assert np.corrcoef(post.mean(("chain", "draw")).values[0], X[:, 0])[0, 1] > 0.9
+
+
+def test_two_terms_report_their_leaf_scales_under_their_own_names():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(60, 2))
+    y = X[:, 0] + X[:, 1] + rng.normal(0, 0.1, 60)
+    with pm.Model():
+        f1 = pmt.BARTTree("f1", X, Y=y, m=3)
+        f2 = pmt.BARTTree("f2", X, Y=y, m=3)
+        pm.Normal("y", f1 + f2, 0.1, observed=y)
+        idata = pm.sample(10, tune=10, chains=1, cores=1, random_seed=1, **QUIET)
+    ss = idata.sample_stats
+    assert "leaf_sd" not in ss and not any("leaf_sd_dim" in str(d) for d in ss.dims)
+    for name in ("f1", "f2"):
+        assert ss[f"{name}_leaf_sd"].dims == ("chain", "draw")
+    # each term's own learned scale (two chains of draws, not one value twice)
+    assert not np.array_equal(ss["f1_leaf_sd"].values, ss["f2_leaf_sd"].values)

@@ -38,7 +38,7 @@ print(X.shape, X_test.shape)
 # %% [markdown]
 # The model: `f` is the tree term, calibrated on `y` (offset and leaf scale of Chipman et al.;
 # the leaf scale is then learned around that calibration by the tree step, its draws in the
-# `leaf_sd` sample stat); `sigma2` gets the default calibrated InverseGamma prior. `pm.sample()` assigns the CGM tree
+# `f_leaf_sd` sample stat); `sigma2` gets the default calibrated InverseGamma prior. `pm.sample()` assigns the CGM tree
 # step to `f` and the conjugate Gibbs update to `sigma2`.
 
 # %%

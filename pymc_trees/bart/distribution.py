@@ -157,14 +157,17 @@ class BARTTree(Distribution):
         by sets of levels, ordered categories like numbers.  Training column names and
         levels are kept (a DataFrame's columns, or the coords of a ``pm.Data``'s second dim)
         so that :func:`pymc_trees.predict` matches DataFrames by name and label.
-    Y : array_like of shape (n,), optional
+    Y : array_like of shape (n,) or (k, n), optional
         Third positional argument, as in pymc-bart's ``BART(name, X, Y, m)``: the response on
         the data scale (the observed y, one value per row of X; not ``log(y)`` or another
         transform, whatever the link).  Only calibrates the prior, for ``link``: with the
         identity link ``offset = (max Y + min Y) / 2`` and
         ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links transform it
         themselves (:func:`pymc_trees.bart.calibration.leaf_calibration`).  It is not the
-        likelihood.
+        likelihood.  For a term of shape (k, n), Y may hold each output's response as a
+        row: the term's one offset and leaf scale are then calibrated on all its values,
+        and outputs whose own calibrations differ more than 10 times are refused with the
+        fix (each output's centre and scale in the model).
     m : int, default 200
         Number of trees (a positive integer).
     alpha, beta : float, default 0.95, 2.0
@@ -278,13 +281,16 @@ class BARTTree(Distribution):
         general tree step over the joint likelihood of the k outputs at each row, for any
         likelihood (a structural move proposes the k values of each new leaf and is
         accepted with the exact log-likelihood); no warm start, no Particle Gibbs, constant
-        leaves only (``docs/design.md``, "Outputs that share their trees").
+        leaves only (``docs/design.md``, "Outputs that share their trees").  With k = 1 the
+        two forms are the same term (one forest).
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
         then the term is k independent sums of m trees over the same X (one prior, offset
-        and leaf scale; ``Y`` calibrates every output alike, so give ``leaf_sd`` when the
-        outputs live on different scales), for example the logits of
+        and leaf scale; ``Y`` calibrates every output alike, so put each output's centre and
+        scale in the model when the outputs live on different scales, ``mu_j = c_j + s_j *
+        f[j]``: a warning names outputs of Normal likelihoods that differ 10 times), for
+        example the logits of
         ``pm.Categorical(p=pm.math.softmax(f, axis=0).T)`` or the mean and log scale of one
         likelihood (``f[0]``, ``f[1]``).  Such a term is sampled one output at a time given
         the others: an output that is a linear predictor of an augmentable likelihood given
@@ -653,7 +659,8 @@ def _check_separate(separate_trees, outputs: int | None, response: str, sampler)
     """``separate_trees`` as a bool, refused where the shared form does not apply."""
     if not isinstance(separate_trees, (bool, np.bool_)):
         raise ValueError(f"separate_trees must be True or False; got {separate_trees!r}.")
-    if separate_trees:
+    if separate_trees or outputs == 1:
+        # one output shares its trees with nobody: the same term either way
         return True
     if outputs is None:
         raise ValueError("separate_trees=False makes the k outputs of a term of shape (k, n) "

@@ -215,7 +215,6 @@ class _TreeStep(BlockedStep):
     stats_dtypes_shapes = {
         "mean_depth": (np.float64, []),
         "mean_leaves": (np.float64, []),
-        "leaf_sd": (np.float64, []),
         "warm_start": (bool, []),
         "trees_held": (bool, []),
         "tune": (bool, []),
@@ -276,7 +275,11 @@ class _TreeStep(BlockedStep):
         self._setup_split_prior(model, rv, split, conc, start)
         self._read_likelihood(model, rv, start)
         self.forest_stat = forest_stat_name(self.var_name)
-        sds = {**type(self).stats_dtypes_shapes, self.forest_stat: (object, [])}
+        # the leaf scale of every draw, named per term like <name>_split_probs (one stat of
+        # each name per step: two terms' "leaf_sd" were stacked in one unnamed dim)
+        self.leaf_sd_stat = f"{self.var_name}_leaf_sd"
+        sds = {**type(self).stats_dtypes_shapes, self.leaf_sd_stat: (np.float64, []),
+               self.forest_stat: (object, [])}
         # DART inside the tree step: the split probabilities and Linero's alpha, per output
         # (object stats, the channel PyMC's backends keep for arrays; made numeric arrays
         # of sample_stats with the forests, pymc_trees.bart.trace_io)
@@ -577,7 +580,7 @@ class _TreeStep(BlockedStep):
             mean_depth, mean_leaves = self.sampler.summary()
             self._held = {**self._warm_stats(), "mean_depth": mean_depth,
                           "mean_leaves": mean_leaves, "tune": True,
-                          "leaf_sd": self.sampler.leaf_sd, "warm_start": False,
+                          self.leaf_sd_stat: self.sampler.leaf_sd, "warm_start": False,
                           "trees_held": True, **self._dart_stats(),
                           self.forest_stat: self.sampler.pack(self._coin_rng())}
         return point, [dict(self._held)]
@@ -669,7 +672,8 @@ class _TreeStep(BlockedStep):
             new_point[self._conc_name] = self._draw_concentration(new_point)
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
-                     leaf_sd=self.sampler.leaf_sd, warm_start=warm, trees_held=False)
+                     warm_start=warm, trees_held=False)
+        stats[self.leaf_sd_stat] = self.sampler.leaf_sd
         stats.update(self._dart_stats())
         stats[self.forest_stat] = self.sampler.pack(self._coin_rng())
         name = self.vars[0].name
