@@ -16,7 +16,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
-from pymc_trees.bart.sampler import TreePrior, learned_scale_prior
+from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
 from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
 from pymc_trees.bart.numba_draw import register_numba_draw
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
@@ -107,13 +107,10 @@ class BARTTreeRV(RandomVariable):
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
             raise NotImplementedError("BARTTree does not support batched draws (size).")
-        from pymc_trees.bart.kernels.forest import dart_prior_draw
-
         out = np.empty((1 if self.outputs is None else self.outputs, n))
         sd = float(leaf_sd)
         if self.prior.learned_scale:  # one leaf scale for every output, from its prior
-            a, b = learned_scale_prior(sd)
-            sd = float(np.sqrt(b / rng.gamma(a)))
+            sd = learned_scale_prior_draw(rng, sd)
         shared = self.outputs is not None and not self.prior.separate_trees
         for j in range(1 if shared else out.shape[0]):
             if shared:  # one forest, k values at each leaf
@@ -122,10 +119,9 @@ class BARTTreeRV(RandomVariable):
             else:
                 fs = make_forest_sampler(np.asarray(X), self.prior, float(offset), sd,
                                          categorical_columns(self))
-            if self.prior.dart:  # DART inside the tree step: from Linero's prior
-                log_s, _ = dart_prior_draw(rng, fs.X.shape[1])
-                fs.set_split_weights(np.exp(log_s - log_s.max()))
-            elif self.prior.split_prior is None:  # equal, or learned (a Dirichlet draw)
+            if not self.prior.dart and self.prior.split_prior is None:
+                # equal, or learned (a Dirichlet draw); DART's come from Linero's prior in
+                # draw_prior
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
             fs.prior_values(rng, out if shared else out[j])
         return out[0] if self.outputs is None else out
@@ -304,7 +300,9 @@ class BARTTree(Distribution):
     Notes
     -----
     ``pm.sample()`` assigns the tree step chosen by ``sampler`` to this variable (one step per
-    term when a model has several).  The forests of every draw are kept in the DataTree group
+    term when a model has several).  A term that no observed variable, other free variable or
+    potential depends on (alone in the model, or in a Deterministic only) is drawn from its
+    prior by that step.  The forests of every draw are kept in the DataTree group
     ``forests`` (numeric arrays, saved by ``to_netcdf`` / ``to_zarr``);
     :func:`pymc_trees.predict` evaluates them at new rows, and after ``pm.set_data``
     :func:`pymc_trees.sample_posterior_predictive` gives predictions through PyMC's API.
@@ -483,7 +481,15 @@ class BARTTree(Distribution):
         # The tree prior is a distribution over forests, not a density on f; the tree steps
         # sample it exactly and every other step sees f as fixed.  Contributing 0 keeps the
         # model log density of all other variables correct.
-        return pt.zeros_like(value)
+        # That 0 is a function of the value which PyTensor cannot fold away (-inf if the
+        # first entry were NaN, which a sum of trees never is; one entry, so O(1) in NUTS's
+        # compiled density).  PyMC's step assignment differentiates the model's log density
+        # in every free variable: with zeros_like(value) a term that nothing else depends
+        # on was disconnected (pytensor's DisconnectedInputError).  And NUTS's function of
+        # the other variables, given the term's value, refuses that given once its rewritten
+        # graph has lost it, as 0 * value would be.
+        first = value[(0,) * value.ndim]
+        return pt.zeros_like(value) + pt.switch(pt.isnan(first), -np.inf, 0.0)
 
 
 def table_schema(X, categorical, columns, missing=None) -> tuple[TableSchema, object]:

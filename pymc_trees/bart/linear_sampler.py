@@ -225,15 +225,17 @@ class LinearForestSampler(ForestSampler):
         pack_linear_leaves(f.var, f.parent, f.n_nodes, self.slope, self.regcol, self.lin,
                            self.scale, center_bits(self.center), slot_pos, nodes)
 
-    def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
-        forest = self.sample_prior(rng)
-        slope = np.zeros_like(forest.value)
+    def draw_prior(self, rng: np.random.Generator) -> None:
+        """The trees from the prior (:meth:`ForestSampler.draw_prior`), then each tree's kind
+        (linear, or with ``"mix"`` a fair coin) and its leaves' coefficients from theirs."""
+        super().draw_prior(rng)
+        forest = self.forest
+        self.slope = np.zeros_like(forest.value)
+        self._sums = np.zeros((5, forest.capacity))
         m = forest.var.shape[0]
-        lin = ((rng.random(m) < 0.5) if self.mix else np.ones(m)).astype(np.uint8)
-        linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol, lin,
-                            float(self.leaf_sd), forest.value, slope)
-        linear_values(forest.var, forest.parent, forest.n_nodes, forest.value, slope,
-                      forest.leaf_of_row, self.regcol, lin, self.Z, float(self.offset), out)
+        self.lin = ((rng.random(m) < 0.5) if self.mix else np.ones(m)).astype(np.uint8)
+        linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol,
+                            self.lin, float(self.leaf_sd), forest.value, self.slope)
 
 
 def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,

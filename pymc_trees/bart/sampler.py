@@ -11,9 +11,10 @@ import numpy as np
 
 from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest_summary,
                                          leaf_counts, new_scratch)
-from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw, pack_forest,
-                                            forest_values, mask_dtype, mask_width, new_forest,
-                                            reweight, split_prior_gibbs, store_mask)
+from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw,
+                                            dart_prior_draw, forest_values, mask_dtype,
+                                            mask_width, new_forest, pack_forest, reweight,
+                                            split_prior_gibbs, store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
@@ -141,6 +142,26 @@ def learned_scale_draw(rng: np.random.Generator, sd0: float, n_leaves: float,
     a, b = learned_scale_prior(sd0)
     v = (b + 0.5 * sum_sq) / rng.gamma(a + 0.5 * n_leaves)
     return float(np.sqrt(v))
+
+
+def learned_scale_prior_draw(rng: np.random.Generator, sd0: float) -> float:
+    """A draw of the leaf sd learned inside the tree step from its prior.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    sd0 : float
+        The calibrated leaf sd, on which the prior is centred (:func:`learned_scale_prior`).
+
+    Returns
+    -------
+    float
+        ``sqrt(v)`` with ``v ~ InverseGamma(learned_scale_prior(sd0))``: the conditional of
+        :func:`learned_scale_draw` given a forest of no leaves.  Prior draws of the term
+        (``pm.sample_prior_predictive``) and a tree step whose term nothing observes draw
+        the scale this way before the trees.
+    """
+    return learned_scale_draw(rng, sd0, 0.0, 0.0)
 
 
 def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -870,9 +891,40 @@ class ForestSampler:
         return float(leaves.sum()), float(np.sum(f.value[leaves] ** 2))
 
     def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
-        """``out`` (shape (n,)) = a draw of the term from its prior at the training rows."""
-        forest = self.sample_prior(rng)
-        forest_values(forest.value, forest.leaf_of_row, float(self.offset), out)
+        """``out`` (shape (n,), or (k, n) for outputs that share their trees) = a draw of the
+        term from its prior at the training rows, given the leaf scale: :meth:`draw_prior`,
+        whose forest the sampler then holds, summed at the rows."""
+        self.draw_prior(rng)
+        out[...] = self.values()
+
+    def draw_prior(self, rng: np.random.Generator) -> None:
+        """Replace the forest by a draw from the prior given the leaf scale.
+
+        m independent trees (:meth:`sample_prior`), the rows' leaves with them.  With
+        ``prior.dart`` the split probabilities and their concentration are drawn from
+        Linero's prior first (:func:`~pymc_trees.bart.kernels.forest.dart_prior_draw`), and
+        the trees split with them; otherwise with the split weights the sampler holds.  The
+        one prior draw of a term, for ``pm.sample_prior_predictive`` (``BARTTreeRV.rng_fn``,
+        through :meth:`prior_values`) and for a tree step whose term nothing observes.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Advanced by the draw.
+        """
+        if self.prior.dart:
+            log_s, x = dart_prior_draw(rng, self._shape[1])
+            self.dart_log_s, self.dart_x = log_s, float(x)
+            self.set_split_weights(np.exp(log_s - log_s.max()))
+        self._take_forest(self.sample_prior(rng))
+
+    def _take_forest(self, forest: Forest) -> None:
+        """Hold ``forest`` (with its rows' leaves), with buffers for its capacity; what was
+        kept of the previous trees (their sum at the rows, particles, grow-from-root and row
+        buffers) is let go."""
+        self.forest = forest
+        self._gfr = self._particles = self._row_bufs = self._counts = None
+        self._alloc_scratch()
 
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""
@@ -966,6 +1018,12 @@ class OutputSamplers:
     def reset(self) -> None:
         for p in self.parts:
             p.reset()
+
+    def draw_prior(self, rng: np.random.Generator) -> None:
+        """Every output's forest from the prior (:meth:`ForestSampler.draw_prior`), output
+        after output."""
+        for p in self.parts:
+            p.draw_prior(rng)
 
     def values(self) -> np.ndarray:
         """Shape (k, n)."""

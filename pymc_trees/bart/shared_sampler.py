@@ -132,14 +132,18 @@ class SharedOutputSampler(ForestSampler):
         leaves = self.forest.var == LEAF
         return float(self.outputs * leaves.sum()), float(np.sum(V[:, leaves] ** 2))
 
-    def prior_values(self, rng: np.random.Generator, out: np.ndarray) -> None:
-        """``out`` (shape (k, n)) = a draw of the term from its prior at the training rows:
-        one forest's trees, and k independent values at each leaf."""
-        forest = self.sample_prior(rng)
-        forest_values(forest.value, forest.leaf_of_row, float(self.offset), out[0])
+    def draw_prior(self, rng: np.random.Generator) -> None:
+        """One forest's trees from the prior (:meth:`ForestSampler.draw_prior`, which draws
+        output 0's leaf values), then the other outputs' values at each leaf, independent
+        ``Normal(0, leaf_sd**2)``."""
+        super().draw_prior(rng)
+        forest = self.forest
+        V = np.empty((self.outputs, *forest.value.shape))
+        V[0] = forest.value
         for j in range(1, self.outputs):
-            value = rng.normal(0.0, self.leaf_sd, forest.value.shape)
-            forest_values(value, forest.leaf_of_row, float(self.offset), out[j])
+            V[j] = rng.normal(0.0, self.leaf_sd, forest.value.shape)
+        self._V = V
+        forest.value = V[0]
 
     def _refuse(self, what: str):
         raise NotImplementedError(

@@ -31,12 +31,13 @@ from pymc_trees.core.tabular import mark_missing, warn_user
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
-                                     move_cumulative_probs)
+                                     learned_scale_prior_draw, move_cumulative_probs)
 from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts, noise_likelihood,
-                                       output_tree_likelihood, tree_likelihood)
+                                       output_tree_likelihood, tree_likelihood,
+                                       unobserved_term)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
            "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]
@@ -408,10 +409,17 @@ class _TreeStep(BlockedStep):
 
     def _read_likelihood(self, model, rv, start) -> None:
         """Read the likelihood around the term: conjugate, augmented or general (then check
-        its link and its density at the starting point), and the level shifts."""
+        its link and its density at the starting point), and the level shifts.  A term that
+        no density depends on (:func:`~pymc_trees.bart.structure.unobserved_term`) has none:
+        its step draws it from its prior (:meth:`_prior_draw`)."""
         outputs = rv.owner.op.outputs
         self._liks = None
         self._joint = None
+        self._prior_only = unobserved_term(model, rv)
+        if self._prior_only:
+            self.likelihood = None
+            self.level_shifts = []
+            return
         try:
             if self._shared:
                 # the k outputs' leaf values move together: integrated out jointly where the
@@ -505,11 +513,14 @@ class _TreeStep(BlockedStep):
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()  # the forest and a learned leaf scale back to their start
         for lik in self._liks or self._joint or [self.likelihood]:
-            lik.reset()
+            if lik is not None:  # None: a term drawn from its prior
+                lik.reset()
         self.tune = tune > 0
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
-        # warm start grows one value per leaf: none for outputs that share their trees)
-        self._warm_left = 0 if self._shared else min(self.warm_start, tune // 2)
+        # warm start grows one value per leaf: none for outputs that share their trees, nor
+        # for a term drawn from its prior, which needs no start)
+        cold = self._shared or self._prior_only
+        self._warm_left = 0 if cold else min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self._burn_left = self.burn_in if self._hold_ok else None
         self._held = None
@@ -557,7 +568,9 @@ class _TreeStep(BlockedStep):
         warm = self.tune and self._warm_left > 0
         if warm:
             self._warm_left -= 1
-        if self._joint is not None:
+        if self._prior_only:
+            stats = self._prior_draw()
+        elif self._joint is not None:
             stats = self._joint_update(point)
         elif self._liks is None:
             stats = self._update(self.sampler, self.likelihood, point, warm)
@@ -571,6 +584,19 @@ class _TreeStep(BlockedStep):
                 F[j] = smp.values()
             stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
         return self._finish(point, stats, warm)
+
+    def _prior_draw(self) -> dict:
+        """The update of a term that no density depends on: its full conditional is its
+        prior, so the forest is drawn afresh from it (the prior draw of
+        ``pm.sample_prior_predictive``, :meth:`ForestSampler.draw_prior`) given the learned
+        leaf scale and split probabilities that are model variables, at their current
+        values.  A scale learned inside the step (``leaf_sd="learned"``) and DART's split
+        probabilities are drawn from their priors first, so those draws are independent
+        from iteration to iteration.  No move is tried: the stats of the moves are NaN."""
+        if self._internal_sd0 is not None:
+            self.sampler.leaf_sd = learned_scale_prior_draw(self.rng, self._internal_sd0)
+        self.sampler.draw_prior(self.rng)
+        return self._warm_stats()
 
     def _hold(self, point):
         """A tuning iteration after the trees' burn-in: the trees, their leaf scale, split
@@ -661,10 +687,11 @@ class _TreeStep(BlockedStep):
         if self._scale_name is not None:
             new_point[self._scale_name] = self._draw_leaf_scale(new_point)
             self.sampler.leaf_sd = self._leaf_sd_at(new_point)
-        elif self._internal_sd0 is not None:
+        elif self._internal_sd0 is not None and not self._prior_only:
+            # (a term drawn from its prior drew the scale from its prior with the trees)
             self.sampler.leaf_sd = learned_scale_draw(self.rng, self._internal_sd0,
                                                       *self.sampler.leaf_stats())
-        if self._dart:
+        if self._dart and not self._prior_only:
             self.sampler.dart_update(self.rng)
         if self._split_name is not None:
             new_point[self._split_name] = self._draw_split_prior(new_point)
@@ -838,7 +865,9 @@ class CGMTreeStep(_TreeStep):
     Notes
     -----
     Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
-    that were accepted; NaN when none was proposed or in a warm-start or held iteration),
+    that were accepted; NaN when none was proposed, in a warm-start or held iteration, and
+    for a term that no density depends on, which is drawn afresh from its prior every
+    iteration: ``docs/design.md``, "A term nothing observes"),
     ``warm_start`` (True in the grow-from-root iterations), ``trees_held`` (True in the
     tuning iterations after the burn-in), ``leaf_sd``, ``mean_depth`` and
     ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
@@ -897,7 +926,8 @@ class PGTreeStep(_TreeStep):
     Notes
     -----
     Sampler stats per draw: ``tree_changed`` (fraction of trees whose returned tree differs from
-    the old one; NaN in a warm-start or held iteration), ``warm_start``, ``trees_held``,
+    the old one; NaN in a warm-start or held iteration, and for a term that no density depends
+    on, which is drawn afresh from its prior), ``warm_start``, ``trees_held``,
     ``leaf_sd``, ``mean_depth``,
     ``mean_leaves`` and ``<name>_forest``.
     """

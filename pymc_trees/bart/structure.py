@@ -30,7 +30,7 @@ from pymc_trees.bart.kernels.general import call_all, call_rows
 from pymc_trees.bart.rowgraph import RowFunctions, compile_rows, numba_object_mode
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
-           "output_tree_likelihood", "joint_output_likelihoods",
+           "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
            "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
 
@@ -82,6 +82,26 @@ def _dependents(model, rv):
                                                      and _depends_on(v, rv)):
             out.append(v)
     return out
+
+
+def unobserved_term(model, f_rv) -> bool:
+    """Whether no density of the model depends on a tree term.
+
+    Parameters
+    ----------
+    model : pm.Model
+    f_rv : TensorVariable
+        The tree term (a ``BARTTree`` variable of ``model``).
+
+    Returns
+    -------
+    bool
+        True when no observed variable, no other free variable and no potential depends on
+        ``f_rv`` (a Deterministic may).  The term's full conditional is then its prior, which
+        its tree step draws from every iteration; a free variable or potential that depends
+        on the term is refused by :func:`tree_likelihood`.
+    """
+    return not _dependents(model, f_rv)
 
 
 _PASS_THROUGH_SCALAR = (ps.Identity, ps.Cast, ps.Neg)
