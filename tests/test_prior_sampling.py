@@ -103,7 +103,7 @@ def test_learned_scale_and_dart_are_drawn_from_their_priors_with_the_trees():
     for stat_of in (lambda A: A[:, 0], lambda A: A[:, 0] - A[:, 1], lambda A: A[:, 7] - A[:, 30]):
         d = stats.ks_2samp(stat_of(F), stat_of(G)).statistic
         assert d < bound, (d, bound)
-    v = idata.sample_stats["leaf_sd"].values.ravel() ** 2
+    v = idata.sample_stats["f_leaf_sd"].values.ravel() ** 2
     assert np.unique(v).size == N
     d = stats.kstest(v, stats.invgamma(3.0, scale=2 * sd0**2).cdf).statistic
     assert d < 1.95 / np.sqrt(N), d

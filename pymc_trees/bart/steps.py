@@ -869,7 +869,7 @@ class CGMTreeStep(_TreeStep):
     for a term that no density depends on, which is drawn afresh from its prior every
     iteration: ``docs/design.md``, "A term nothing observes"),
     ``warm_start`` (True in the grow-from-root iterations), ``trees_held`` (True in the
-    tuning iterations after the burn-in), ``leaf_sd``, ``mean_depth`` and
+    tuning iterations after the burn-in), ``<name>_leaf_sd``, ``mean_depth`` and
     ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
     :class:`~pymc_trees.PackedForest`).
     """
@@ -928,7 +928,7 @@ class PGTreeStep(_TreeStep):
     Sampler stats per draw: ``tree_changed`` (fraction of trees whose returned tree differs from
     the old one; NaN in a warm-start or held iteration, and for a term that no density depends
     on, which is drawn afresh from its prior), ``warm_start``, ``trees_held``,
-    ``leaf_sd``, ``mean_depth``,
+    ``<name>_leaf_sd``, ``mean_depth``,
     ``mean_leaves`` and ``<name>_forest``.
     """
 
