@@ -286,11 +286,11 @@ def prune_propose(rng, t, alpha, beta, prec0, w, pg, pp, var, left, right, paren
     two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (log
     ratio,)``; the log ratio lacks the log-likelihood difference and the reverse proposal
     densities of the two leaves' values."""
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    if w == 0:
+    n_prunable = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if n_prunable == 0:
         return -1
     b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    node = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    node = pick_node(rng, t, PRUNABLE, n_prunable, var, left, right, parent, wavail, n_nodes)
     kl = left[t, node]
     kr = right[t, node]
     d = depth[t, node]
@@ -306,7 +306,7 @@ def prune_propose(rng, t, alpha, beta, prec0, w, pg, pp, var, left, right, paren
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
               - log_1m_psplit(d, alpha, beta, wavail[t, node] > 0.0)
-              + math.log(pp * b_new) - math.log(pg * w))
+              + math.log(pp * b_new) - math.log(pg * n_prunable))
     vt = value[:, t]
     out_i[0] = node
     out_i[1] = cnt
