@@ -732,18 +732,54 @@ def _elementwise_conditions(cond) -> list | None:
     return out
 
 
-def _rowwise_support(lp):
+def _broadcasts(shape: tuple, target: tuple) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` without growing it (numpy's
+    rule, axes aligned from the right; a length None, not known, matches any).
+
+    Parameters
+    ----------
+    shape, target : tuple
+        Lengths, each an int or None.
+
+    Returns
+    -------
+    bool
+    """
+    if len(shape) > len(target):
+        return False
+    return all(a == 1 or a == b or a is None or b is None
+               for a, b in zip(shape[::-1], target[::-1]))
+
+
+def _rowwise_support(lp, shapes: Callable | None = None):
     """``lp`` with every parameter check that PyMC would turn into one ``-inf`` for the whole
     vector (``switch(all(conditions), logp, -inf)``) applied row by row instead:
     ``switch(conditions_i, logp_i, -inf)``, so that a proposal outside the support at some rows
     leaves the other rows' log densities as they are (a leaf update then rejects only the
     leaves whose rows left the support).  Checks whose conditions have more dimensions than
-    their log density keep PyMC's form."""
+    their log density keep PyMC's form.  A condition that does not broadcast to the log
+    density (a mixture's weights, shape (K,), against its rows, shape (n,)) is applied whole,
+    ``all(condition)``, as PyMC does: broadcast against the rows, it failed with
+    "Incompatible Elemwise input shapes".
+
+    Parameters
+    ----------
+    lp : TensorVariable
+        A log density, ``model.logp(vars=[obs], sum=False)[0]``.
+    shapes : callable, optional
+        A function of a list of variables returning their shapes at the model's point, for
+        the lengths not known statically (weights in ``pm.Data``); without it an unknown
+        length is taken to broadcast.
+
+    Returns
+    -------
+    TensorVariable
+        ``lp`` with the checks replaced."""
     from pymc.logprob.utils import CheckParameterValue
     from pytensor.graph.traversal import applys_between
 
     inputs = [v for v in ancestors([lp]) if v.owner is None]
-    replace = {}
+    checks = []
     for node in applys_between(inputs, [lp]):
         if not (isinstance(node.op, CheckParameterValue) and node.op.can_be_replaced_by_ninf):
             continue
@@ -757,9 +793,18 @@ def _rowwise_support(lp):
             parts.extend(ec)
         if not parts or expr.ndim == 0:
             continue
-        ok = parts[0]
-        for x in parts[1:]:
-            ok = pt.and_(ok, x)
+        checks.append((node, expr, parts))
+    unknown = list({v: None for _, expr, parts in checks for v in (expr, *parts)
+                    if any(d is None for d in v.type.shape)})
+    known = dict(zip(unknown, shapes(unknown))) if unknown and shapes is not None else {}
+    replace = {}
+    for node, expr, parts in checks:
+        target = known.get(expr, expr.type.shape)
+        ok = None
+        for x in parts:
+            shape = known.get(x, x.type.shape)
+            x = x if _broadcasts(tuple(shape), tuple(target)) else pt.all(x)
+            ok = x if ok is None else pt.and_(ok, x)
         out = pt.switch(ok, expr, -np.inf)
         replace[node.outputs[0]] = pt.cast(out, node.outputs[0].dtype)
     return graph_replace(lp, replace, strict=False) if replace else lp
@@ -770,7 +815,11 @@ def _row_log_density(model, obs, name: str, n: int, point: dict):
     of a term of shape (k, n), such as several quantiles of one y) is summed over its other
     axis, so that row i holds everything that depends on column i of the term.  Other shapes
     are refused with the reason; that row i depends on no other row is checked by the caller."""
-    lp = _rowwise_support(model.logp(vars=[obs], sum=False)[0])
+    def shapes(xs):
+        out = _compile_values(model.value_vars, [x.shape for x in xs])(point)
+        return [tuple(int(d) for d in x) for x in (out if len(xs) > 1 else [out])]
+
+    lp = _rowwise_support(model.logp(vars=[obs], sum=False)[0], shapes)
     if lp.ndim not in (1, 2):
         raise ModelStructureError(
             f"The log density of {obs.name!r} has {lp.ndim} dimensions; the tree step for "
