@@ -29,7 +29,7 @@ proposal from the current value (:func:`leaf_proposals`, :func:`leaf_decisions`)
 
 **A defensive mixture.**  Every leaf proposal is the mixture
 
-    q(mu) = (1 - w) Normal(G / P, 1 / P) + w Normal(0, 1 / prec0),   w = DEFENSIVE = 0.02
+    q(mu) = (1 - w) Normal(G / P, 1 / P) + w Normal(0, 1 / prec0),   w = DEFENSIVE = 0.01
 
 of the Newton step and the leaf prior, drawn by a uniform first and with the mixture's
 density in every ratio (forward and reverse).  Far from the posterior a Newton step can
@@ -103,7 +103,7 @@ def log_prior(mu, prec0):
 
 # The prior's weight ``w`` in every leaf proposal of the general step (module doc, "A
 # defensive mixture"); 0 where the Newton step is exact (Gaussian rows).
-DEFENSIVE = 0.02
+DEFENSIVE = 0.01
 
 
 @numba.njit(cache=True, inline="always")
