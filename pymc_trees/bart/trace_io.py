@@ -386,10 +386,16 @@ def rows_fingerprint(X: np.ndarray) -> str:
     """A fingerprint of a float matrix of rows (its shape and a hash of its values, every NaN
     the same): equal for the same rows, so that :func:`pymc_trees.predict` knows the
     training rows when it meets them again."""
-    A = np.ascontiguousarray(X, dtype=np.float64)
-    A = np.where(np.isnan(A), np.nan, A) if np.isnan(A).any() else A
-    digest = hashlib.blake2b(A.tobytes(), digest_size=16).hexdigest()
-    return f"{A.shape[0]}x{A.shape[1] if A.ndim > 1 else 1}:{digest}"
+    A = np.asarray(X)
+    h = hashlib.blake2b(digest_size=16)
+    # in blocks of rows, so that a table of millions of rows needs no copy of itself
+    for start in range(0, max(A.shape[0], 1), 1 << 16):
+        block = np.ascontiguousarray(A[start:start + (1 << 16)], dtype=np.float64)
+        nan = np.isnan(block)
+        if nan.any():
+            block = np.where(nan, np.nan, block)
+        h.update(block.tobytes())
+    return f"{A.shape[0]}x{A.shape[1] if A.ndim > 1 else 1}:{h.hexdigest()}"
 
 
 def _term_rows(model, name, missing) -> dict:
