@@ -47,7 +47,7 @@ else:
                 terms = build()
                 step = tree_steps.CGMTreeStep(terms)
             point = model.initial_point()
-            step._warm_left = 0
+            step._warm_left = step.warm_left = 0  # renamed in the restructure
             g._time(step, point, False, 1)
             for _ in range(10):
                 step.step(point)
