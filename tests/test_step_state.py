@@ -24,7 +24,7 @@ def _run(step, point, n, tune_left):
         point, stats = step.step(point)
         s = stats[0]
         out.append((point["f"].copy(), s["f_leaf_sd"], s["warm_start"], s["trees_held"],
-                    s["f_dart"].probs.copy(), float(s["f_dart"].alpha)))
+                    s["f_dart"].probs.copy(), float(s["f_dart"].alpha), s["f_forest"]))
     return out
 
 
@@ -40,7 +40,7 @@ def test_sampling_state_round_trips_every_part_of_the_step():
     assert isinstance(step.split_prior, DartSplitPrior)
     names = {f.name for f in fields(TreeStepState)}
     assert {"forest", "leaf_sd", "split_state", "warm_left", "burn_left", "held",
-            "steps_left", "tune_sweeps", "tune_moved"} <= names
+            "steps_left", "tune_sweeps", "tune_moved", "coins"} <= names
     tune = 10
     step.setup_chain(np.random.default_rng(0), tune=tune, draws=10)
     point = model.initial_point()
@@ -58,3 +58,5 @@ def test_sampling_state_round_trips_every_part_of_the_step():
         assert a[1:4] == b[1:4]
         np.testing.assert_array_equal(a[4], b[4])
         assert a[5] == b[5]
+        # the stored forest, with the coins of the routings the rows leave open
+        np.testing.assert_array_equal(a[6].nodes, b[6].nodes)

@@ -120,6 +120,8 @@ class TreeStepState(StepMethodState):
     # general-step sweeps of the tuning phase, and whether any proposal was accepted
     tune_sweeps: int = 0
     tune_moved: bool = False
+    # the generator of the stored forests' coins (None until the first forest is stored)
+    coins: object = None
 
 
 # tuning iterations that update the trees (warm start included); the rest of the tuning
@@ -405,6 +407,17 @@ class _TreeStep(BlockedStep):
             self._coins = self.rng.spawn(1)[0]
             self._coins_of = self.rng
         return self._coins
+
+    @property
+    def coins(self) -> np.random.Generator | None:
+        """The step state's coin generator (:meth:`_coin_rng`), None while none was spawned
+        from the current generator."""
+        return self._coins if getattr(self, "_coins_of", None) is self.rng else None
+
+    @coins.setter
+    def coins(self, value):
+        # PyMC sets the state's generator (rng) before this field: the coins are its own
+        self._coins, self._coins_of = (value, self.rng) if value is not None else (None, None)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
