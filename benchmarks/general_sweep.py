@@ -118,7 +118,7 @@ def main():
                 step = tree_steps.CGMTreeStep(terms)
                 t_build = time.perf_counter() - t
             point = model.initial_point()
-            step._warm_left = 0
+            step.warm_left = 0
             t_first = _time(step, point, False, 1)
             for _ in range(10):  # grow the trees a little before timing
                 step.step(point)

@@ -68,7 +68,7 @@ def _draws(step, model, N):
     point = model.initial_point()
     out = np.empty((N, len(step.sampler.split_prior)))
     for i in range(N):
-        point["s_simplex__"] = step._draw_split_prior(point)
+        point["s_simplex__"] = step.split_prior.draw_split(step.rng, step.sampler, point)
         out[i] = step.sampler.split_prior / step.sampler.split_prior.sum()
     return out
 
@@ -173,10 +173,10 @@ def test_concentration_update_matches_conditional_by_quadrature():
     step.rng = np.random.default_rng(8)
     s_fixed = np.array([0.7, 0.2, 0.08, 0.02])
     point = model.initial_point()
-    point["s_simplex__"] = step._split_value(np.log(s_fixed), np.float64)
+    point["s_simplex__"] = step.split_prior.split_value(np.log(s_fixed), np.float64)
     draws = np.empty(6000)
     for i in range(draws.size):
-        point["u_logodds__"] = step._draw_concentration(point)
+        point["u_logodds__"] = step.split_prior.draw_concentration(step.rng, point)
         draws[i] = 1 / (1 + np.exp(-float(point["u_logodds__"])))
     grid = np.linspace(1e-6, 1 - 1e-6, 200_001)
     a = grid / (1 - grid)

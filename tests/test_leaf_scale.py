@@ -52,7 +52,7 @@ def _conditional_draws(model, f, scale, n_draws=3000, seed=41):
     name = model.rvs_to_values[scale].name
     out = np.empty(n_draws)
     for i in range(n_draws):
-        point[name] = step._draw_leaf_scale(point)
+        point[name] = step.leaf_scale.draw(step.rng, step.sampler, point)
         out[i] = float(np.exp(point[name]))  # both variables carry the log transform
     return out, L, S
 

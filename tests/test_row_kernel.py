@@ -118,7 +118,7 @@ def _run(step, point, seed, sweeps, python):
     try:
         step.sampler.reset()
         step.rng = np.random.default_rng(seed)
-        step._warm_left = 0
+        step.warm_left = 0
         for _ in range(sweeps):
             point, _ = step.step(point)
         return step.sampler.values(), step.sampler.summary()

@@ -3,21 +3,19 @@ reading the model around a tree term, calibration, the sampler that runs the ker
 :mod:`pymc_trees.bart.kernels`, and the forests kept with the trace.
 
 Importing this package registers the tree steps with PyMC and installs the three
-integration points (``docs/design.md``, "Forests kept with the trace" and "New data through
+integration points of :mod:`pymc_trees.bart.pymc_compat` (``docs/design.md``, "Forests kept with the trace" and "New data through
 PyMC's API"); every public name of :mod:`pymc_trees` that needs them imports it.
 """
 
 from pymc_trees.bart.calibration import leaf_calibration, noise_prior
 from pymc_trees.bart.distribution import BARTTree
-from pymc_trees.bart.ppc_guard import install_refusal
 from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from pymc_trees.bart.structure import ModelStructureError
-from pymc_trees.bart.trace_io import install as install_trace_io
+from pymc_trees.bart.pymc_compat import install as install_pymc_compat
 
 __all__ = ["BARTTree", "CGMTreeStep", "PGTreeStep", "NoiseGibbs", "ForestSampler", "TreePrior",
            "ModelStructureError", "leaf_calibration", "noise_prior"]
 
 register_steps()
-install_trace_io()
-install_refusal()
+install_pymc_compat()

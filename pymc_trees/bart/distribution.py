@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -24,7 +25,7 @@ from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
            "KEEP_VALUES_MAX_ROWS", "keeps_values", "tree_terms", "column_names",
-           "data_value"]
+           "data_value", "TermInputs", "term_inputs"]
 
 PPC_ADVICE = (
     "Call pmt.sample_posterior_predictive(idata, ...) instead, with the same arguments as "
@@ -55,7 +56,7 @@ def keeps_values(rv) -> bool:
     keep = rv.owner.op.keep_values
     if keep is not None:
         return keep
-    return int(rv.owner.inputs[2].shape[0].eval()) <= KEEP_VALUES_MAX_ROWS
+    return int(term_inputs(rv).X.shape[0].eval()) <= KEEP_VALUES_MAX_ROWS
 
 
 class BARTTreeRV(RandomVariable):
@@ -740,3 +741,43 @@ def _entry_value(e):
 def tree_terms(model) -> list:
     """The BARTTree variables of a model, in the order of ``model.free_RVs``."""
     return [rv for rv in model.free_RVs if isinstance(rv.owner.op, BARTTreeRV)]
+
+
+class TermInputs(NamedTuple):
+    """The graph inputs of a tree term, by name: the parameters of
+    :meth:`BARTTreeRV.rng_fn` in their order, then the Op's random generator and size.
+
+    X : TensorVariable (n, p)
+        The rows (a ``pm.Data`` or a constant).
+    offset : TensorVariable ()
+        The constant offset every tree's sum starts from.
+    leaf_sd : TensorVariable ()
+        The leaf prior sd: a constant, or an expression of one free variable (a learned
+        leaf scale, sampled by the tree step).
+    split_weights : TensorVariable (p,)
+        The split weights: a constant, or a ``pm.Dirichlet`` variable (learned split
+        probabilities).
+    rng, size : TensorVariable
+        The generator and the size of the RandomVariable node.
+    """
+
+    X: Variable
+    offset: Variable
+    leaf_sd: Variable
+    split_weights: Variable
+    rng: Variable
+    size: Variable
+
+
+def term_inputs(rv) -> TermInputs:
+    """The graph inputs of the tree term ``rv`` by name (:class:`TermInputs`): the one reader
+    of a term's inputs in the package (``tests/test_layout.py`` holds every other module to
+    it), so that a change in the order of ``BARTTreeRV``'s inputs is made here alone."""
+    node = getattr(rv, "owner", None)
+    if node is None or not isinstance(node.op, BARTTreeRV):
+        raise TypeError(f"term_inputs takes a BARTTree variable (the value of "
+                        f"pmt.BARTTree(...)); got {rv!r}.")
+    op = node.op
+    X, offset, leaf_sd, split_weights = op.dist_params(node)
+    return TermInputs(X, offset, leaf_sd, split_weights, op.rng_param(node),
+                      op.size_param(node))

@@ -1,6 +1,7 @@
 """PyMC's own posterior predictive refuses to reuse the training-row values of a tree term
 whose X changed: the one behaviour of PyMC that ``import pymc_trees`` changes besides the
-trace conversion (see ``docs/design.md``, "New data through PyMC's API")."""
+trace conversion (see ``docs/design.md``, "New data through PyMC's API").  This module
+decides; :mod:`pymc_trees.bart.pymc_compat` wires the decision into PyMC."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import contextvars
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-import pymc as pm
 from pytensor.graph.traversal import ancestors
 
-from pymc_trees.bart.distribution import PPC_ADVICE, tree_terms
+from pymc_trees.bart.distribution import PPC_ADVICE, term_inputs, tree_terms
 
 __all__ = ["evaluated_at_current_x", "stale_tree_terms", "prior_drawn_tree_terms",
-           "install_refusal"]
+           "refuse_wrong_draws"]
 
 # Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
 # computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
@@ -48,7 +48,7 @@ def stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed) -> dict[st
     for rv in tree_terms(model):
         if rv not in vars_in_trace or rv in volatile_vars or rv.name in done:
             continue
-        changed = sorted({a.name or "<unnamed>" for a in ancestors([rv.owner.inputs[2]])
+        changed = sorted({a.name or "<unnamed>" for a in ancestors([term_inputs(rv).X])
                           if a.owner is None and is_changed(a)})
         if changed:
             out[rv.name] = changed
@@ -67,54 +67,25 @@ def prior_drawn_tree_terms(model, volatile_closure, volatile_vars,
             and (rv in volatile_vars or rv not in vars_in_trace)]
 
 
-def install_refusal() -> None:
-    """Make ``pm.sample_posterior_predictive`` refuse to reuse the training-row values of a
-    tree term whose X changed (``pm.set_data``), whatever the warnings filters say and also
-    with ``freeze_vars=[term]``.
-
-    PyMC decides which trace variables to reuse ("freeze") in ``sample_posterior_predictive``
-    and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
-    that decision: the trace variables, the redrawn ones, and the data values at sampling
-    time.  That call is wrapped once: before PyMC's own warning, a tree term that PyMC would
-    draw from its prior (:func:`prior_drawn_tree_terms`), or whose trace values it would
-    reuse although its X depends on changed data (:func:`stale_tree_terms`), raises a
-    ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE`.  No call stack is
-    inspected: PyMC hands the decision to the wrapper.
-    """
-    from pymc.sampling import forward
-
-    original = getattr(forward, "_maybe_warn_implicit_freeze", None)
-    if original is None or not hasattr(forward, "_data_var_is_volatile"):
-        raise ImportError(
-            "pymc_trees needs pymc.sampling.forward._maybe_warn_implicit_freeze and "
-            "_data_var_is_volatile (PyMC 6.3 to 6.x) to refuse wrong posterior predictive "
-            f"draws of tree terms; this PyMC ({pm.__version__}) has none. Install a "
-            "supported PyMC (pip install 'pymc>=6.3,<7').")
-    if getattr(original, "_pymc_trees", False):
-        return
-
-    def refuse_then_warn(**kwargs):
-        drawn = prior_drawn_tree_terms(kwargs["model"], kwargs["volatile_closure"],
-                                       kwargs["volatile_vars"], kwargs["vars_in_trace_set"])
-        if drawn:
-            raise ValueError(
-                f"pm.sample_posterior_predictive was about to draw the BARTTree term(s) "
-                f"{drawn} from their tree prior (they are in sample_vars, or not in the "
-                "trace), which ignores the posterior. " + PPC_ADVICE)
-        constant_data = kwargs["constant_data"]
-        stale = stale_tree_terms(
-            kwargs["model"], kwargs["vars_in_trace_set"], kwargs["volatile_vars"],
-            lambda v: forward._data_var_is_volatile(v, constant_data))
-        if stale:
-            what = "; ".join(f"{name!r} (its X depends on {', '.join(changed)})"
-                             for name, changed in stale.items())
-            raise ValueError(
-                "pm.sample_posterior_predictive would reuse the training-row values of tree "
-                f"term(s) {what} after that data changed (implicitly, or through "
-                "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)
-        return original(**kwargs)
-
-    refuse_then_warn._pymc_trees = True
-    refuse_then_warn.__wrapped__ = original
-    refuse_then_warn.__doc__ = original.__doc__
-    forward._maybe_warn_implicit_freeze = refuse_then_warn
+def refuse_wrong_draws(model, volatile_closure, volatile_vars, vars_in_trace,
+                       is_changed) -> None:
+    """Raise a ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE` when
+    PyMC's posterior predictive, having decided which trace variables to reuse, would draw a
+    tree term from its prior (:func:`prior_drawn_tree_terms`) or reuse its training-row
+    values although data upstream of its X changed (:func:`stale_tree_terms`).  Called by
+    the wrapper of PyMC's ``_maybe_warn_implicit_freeze``
+    (:func:`pymc_trees.bart.pymc_compat.install`), before PyMC's own warning."""
+    drawn = prior_drawn_tree_terms(model, volatile_closure, volatile_vars, vars_in_trace)
+    if drawn:
+        raise ValueError(
+            f"pm.sample_posterior_predictive was about to draw the BARTTree term(s) "
+            f"{drawn} from their tree prior (they are in sample_vars, or not in the "
+            "trace), which ignores the posterior. " + PPC_ADVICE)
+    stale = stale_tree_terms(model, vars_in_trace, volatile_vars, is_changed)
+    if stale:
+        what = "; ".join(f"{name!r} (its X depends on {', '.join(changed)})"
+                         for name, changed in stale.items())
+        raise ValueError(
+            "pm.sample_posterior_predictive would reuse the training-row values of tree "
+            f"term(s) {what} after that data changed (implicitly, or through "
+            "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)

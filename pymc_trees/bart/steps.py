@@ -14,28 +14,27 @@ import warnings
 
 import numpy as np
 import pymc as pm
-import pytensor
-import pytensor.tensor as pt
-from scipy.special import gammaln, logsumexp
 from pymc.model import Model, modelcontext
 from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pymc.logprob.transforms import LogTransform, SimplexTransform
-from pytensor.graph.traversal import ancestors
 
-from pymc_trees.bart.pymc_calls import pymc_frame
-from pymc_trees.bart.distribution import (OUTPUT_SCALE_RATIO, BARTTreeRV,
-                                          categorical_columns, keeps_values)
-from pymc_trees.core.tabular import mark_missing, warn_user
-from pymc_trees.bart.kernels.forest import split_prior_gibbs
-from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
-from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
-                                     learned_scale_prior_draw, move_cumulative_probs)
+from pymc_trees.bart.pymc_compat import (external_nuts_sampler, reduce_step,
+                                         register_step_methods)
+from pymc_trees.bart.distribution import (BARTTreeRV, categorical_columns, keeps_values,
+                                          term_inputs)
+from pymc_trees.core.tabular import mark_missing
+from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
+from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
+                                               check_link, stuck_message, warn_output_scales)
+from pymc_trees.bart.noise_step import NoiseGibbs
+from pymc_trees.bart.sampler import MOVES, OutputSamplers, move_cumulative_probs
+from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
+                                         split_prior_rvs)
 from pymc_trees.bart.linear_sampler import make_forest_sampler
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
-                                       joint_output_likelihoods, level_shifts, noise_likelihood,
+                                       joint_output_likelihoods, level_shifts,
                                        output_tree_likelihood, tree_likelihood,
                                        unobserved_term)
 
@@ -65,45 +64,6 @@ def forest_stat_name(var_name: str) -> str:
     return f"{var_name}_forest"
 
 
-def leaf_scale_rvs(model: Model, tree_rv) -> list:
-    """The free variables that the ``leaf_sd`` input of the tree term ``tree_rv`` depends on
-    (empty for a fixed leaf scale)."""
-    leaf_sd = tree_rv.owner.inputs[4]
-    anc = set(ancestors([leaf_sd], blockers=model.free_RVs))
-    return [v for v in model.free_RVs if v in anc]
-
-
-def split_prior_rvs(model: Model, tree_rv) -> list:
-    """The free variables that the split weights of the tree term ``tree_rv`` depend on
-    (empty for fixed weights)."""
-    weights = tree_rv.owner.inputs[5]
-    anc = set(ancestors([weights], blockers=model.free_RVs))
-    return [v for v in model.free_RVs if v in anc]
-
-
-def split_concentration_rvs(model: Model, tree_rv) -> list:
-    """The concentration of a learned split-probability vector (DART) that the tree step
-    samples too: one scalar free variable that the Dirichlet's ``a`` depends on and that
-    nothing else depends on.  Empty otherwise (PyMC's own steps then sample it)."""
-    split = split_prior_rvs(model, tree_rv)
-    if len(split) != 1 or not isinstance(split[0].owner.op, pm.Dirichlet.rv_type):
-        return []
-    s = split[0]
-    anc = set(ancestors([s.owner.inputs[-1]], blockers=model.free_RVs))
-    cands = [v for v in model.free_RVs if v in anc]
-    if len(cands) != 1 or cands[0].ndim != 0:
-        return []
-    c = cands[0]
-    rvs = list(model.basic_RVs)
-    for other in rvs:
-        if other is not c and other is not s and c in set(ancestors(other.owner.inputs,
-                                                                     blockers=rvs)):
-            return []
-    if any(c in set(ancestors([pot], blockers=rvs)) for pot in model.potentials):
-        return []
-    return [c]
-
-
 def _hyper_rvs(model: Model, tree_rv) -> list:
     return (leaf_scale_rvs(model, tree_rv) + split_prior_rvs(model, tree_rv)
             + split_concentration_rvs(model, tree_rv))
@@ -114,34 +74,6 @@ def _trees_owning(model: Model, rv) -> list:
     ``rv`` (the hyperparameters a tree step samples with its trees)."""
     return [t for t in model.free_RVs
             if isinstance(t.owner.op, BARTTreeRV) and rv in _hyper_rvs(model, t)]
-
-
-def _check_leaf_scale(model: Model, tree_rv, scale_rv, role: str = "leaf scale") -> None:
-    """A learned leaf scale (or split-probability vector) must be a free variable that nothing
-    but this tree term's prior depends on: its full conditional is then its prior times the
-    forest's density."""
-    name, tname = scale_rv.name, tree_rv.name
-    if role == "leaf scale" and scale_rv.ndim != 0:
-        raise ModelStructureError(f"The leaf scale {name!r} of {tname!r} must be a scalar; "
-                                  f"it has shape {tuple(scale_rv.shape.eval())}.")
-    rvs = list(model.basic_RVs)
-    for other in rvs:
-        if other is scale_rv or other is tree_rv:
-            continue
-        # direct inputs only: a dependence through another variable is that variable's
-        if scale_rv in set(ancestors(other.owner.inputs, blockers=rvs)):
-            raise ModelStructureError(
-                f"{name!r} is the {role} of {tname!r} and also enters {other.name!r}. The "
-                f"tree step samples the {role} from its prior and the forest alone, so it "
-                "must belong to one tree term and nothing else; give each term its own "
-                "variable.")
-    for pot in model.potentials:
-        if scale_rv in set(ancestors([pot], blockers=rvs)):
-            raise ModelStructureError(
-                f"{name!r} is the {role} of {tname!r} and also enters the Potential "
-                f"{pot.name!r}. The tree step samples the {role} from its prior and the "
-                "forest alone and would ignore that factor; put the information in its prior "
-                "instead, or leave the variable out of the Potential.")
 
 
 def _group_tree_vars(model: Model, value_vars) -> list[list]:
@@ -167,8 +99,29 @@ def _group_tree_vars(model: Model, value_vars) -> list[list]:
 
 @dataclass_state
 class TreeStepState(StepMethodState):
+    """Everything of a tree step that changes while it samples (PyMC's ``sampling_state``,
+    read and set by name on the step, as for ``MetropolisState``): the forest (without the
+    rows' leaves, :attr:`_TreeStep.forest`), the leaf sd and DART's split probabilities
+    held by the sampler, and the counters of the tuning phase and of the chain."""
+
     forest: object = field(default=None)
     tune: bool = True
+    # the sampler's leaf sd (a scale learned inside the step changes it every sweep)
+    leaf_sd: float | None = None
+    # DART inside the step: (log s, log(alpha / p)) per forest; None otherwise
+    split_state: object = None
+    # tuning iterations left of the warm start and of the trees' burn-in (None: no hold)
+    warm_left: int = 0
+    burn_left: int | None = None
+    # the stats of the held iteration, repeated while the trees are held
+    held: dict | None = None
+    # iterations left in the chain (the last lets go of the rows' arrays)
+    steps_left: int | None = None
+    # general-step sweeps of the tuning phase, and whether any proposal was accepted
+    tune_sweeps: int = 0
+    tune_moved: bool = False
+    # the generator of the stored forests' coins (None until the first forest is stored)
+    coins: object = None
 
 
 # tuning iterations that update the trees (warm start included); the rest of the tuning
@@ -180,24 +133,6 @@ EXTERNAL_NUTS = (
     "composes the tree steps (CGMTreeStep / PGTreeStep) with PyMC's NUTS for the continuous "
     "variables in one chain. nutpie, numpyro and blackjax run NUTS alone over every variable; "
     "a sum of trees has no gradient and no density on f, so they cannot sample it.")
-
-
-def _rebuilt(cls):
-    """An empty step of class ``cls``, whose state the unpickler then sets
-    (:func:`_reduce_step`)."""
-    return object.__new__(cls)
-
-
-def _reduce_step(step) -> tuple:
-    """How a step of this package pickles: from its state alone.  PyMC's ``BlockedStep``
-    pickles the arguments it was built with and builds the step again from them in each
-    worker process (``__getnewargs_ex__``); those arguments hold the model, whose data (X:
-    80 bytes a training row at p = 10, and y) a built step no longer reads.  Rebuilt from
-    its state, the step that reaches a worker carries its bins and its compiled pieces
-    only."""
-    state = dict(step.__dict__)
-    state.pop("_BlockedStep__newargs", None)
-    return _rebuilt, (type(step),), state
 
 
 class _TreeStep(BlockedStep):
@@ -236,7 +171,7 @@ class _TreeStep(BlockedStep):
                              for g, r in zip(groups, rngs)])
 
     def __reduce_ex__(self, protocol):
-        return _reduce_step(self)
+        return reduce_step(self)
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True, warm_start: int = 10,
@@ -251,42 +186,35 @@ class _TreeStep(BlockedStep):
                              f"{burn_in!r}.")
         self.warm_start = int(warm_start)
         self.burn_in = None if burn_in is None else int(burn_in)
-        self._warm_left = 0
-        self._burn_left = None
-        self._held = None
+        self.warm_left, self.burn_left, self.held, self.steps_left = 0, None, None, None
+        self.tune_sweeps, self.tune_moved = 0, False
         model = modelcontext(model)
         # the starting point, computed only when a part below needs it
         start = (lambda: initial_point) if initial_point is not None else model.initial_point
         rv, scale, split, conc = self._select_vars(model, vars)
-        _, _, X, offset, leaf_sd, _ = rv.owner.inputs
+        X, offset = term_inputs(rv)[:2]
         # PyMC's own array, not a copy (80 bytes a row at p = 10): nothing here writes to it,
         # and pm.set_data replaces the shared value rather than writing into it
         X_value = mark_missing(X.get_value(borrow=True) if hasattr(X, "get_value") else X.eval(),
                                getattr(rv.owner.op, "missing", None))
-        sd0 = self._setup_leaf_scale(model, rv, scale, leaf_sd, start)
-        # leaf_sd="learned": the leaf scale lives in the sampler, its prior centred on sd0
-        self._internal_sd0 = sd0 if rv.owner.op.prior.learned_scale else None
-        self._make_sampler(rv, X_value, float(offset.eval()), sd0)
+        # the leaf scale (fixed, learned inside the step, or a model variable) and the split
+        # prior (uniform, DART, or a Dirichlet model variable): pymc_trees.bart.leaf_scale,
+        # pymc_trees.bart.split_prior
+        self.leaf_scale = make_leaf_scale(model, rv, scale, start)
+        self._make_sampler(rv, X_value, float(offset.eval()), self.leaf_scale.sd0)
         # a term whose values stay out of the trace (by default above 50,000 rows) takes
         # them from the sweep's residual, equal to the trees' sum up to rounding; a traced
         # term sums the trees, so that pmt.predict reproduces the trace to the last bit
         exact = keeps_values(rv)
         for smp in getattr(self.sampler, "parts", None) or [self.sampler]:
             smp.exact_values = exact
-        self._setup_split_prior(model, rv, split, conc, start)
+        self.split_prior = make_split_prior(model, rv, split, conc, self.sampler, self._shared)
+        if split:
+            self.split_prior.load(self.sampler, start())
         self._read_likelihood(model, rv, start)
         self.forest_stat = forest_stat_name(self.var_name)
-        # the leaf scale of every draw, named per term like <name>_split_probs (one stat of
-        # each name per step: two terms' "leaf_sd" were stacked in one unnamed dim)
-        self.leaf_sd_stat = f"{self.var_name}_leaf_sd"
-        sds = {**type(self).stats_dtypes_shapes, self.leaf_sd_stat: (np.float64, []),
-               self.forest_stat: (object, [])}
-        # DART inside the tree step: the split probabilities and Linero's alpha, per output
-        # (object stats, the channel PyMC's backends keep for arrays; made numeric arrays
-        # of sample_stats with the forests, pymc_trees.bart.trace_io)
-        self._dart = bool(rv.owner.op.prior.dart)
-        if self._dart:
-            sds[f"{self.var_name}{DART_SUFFIX}"] = (object, [])
+        sds = {**type(self).stats_dtypes_shapes, **self.leaf_scale.stats_dtypes_shapes,
+               self.forest_stat: (object, []), **self.split_prior.stats_dtypes_shapes}
         self.stats_dtypes_shapes = sds
         self.stats_dtypes = [{k: dt for k, (dt, _) in sds.items()}]
         self.rng = get_random_generator(rng)
@@ -317,7 +245,7 @@ class _TreeStep(BlockedStep):
                 f"The leaf_sd of {rv.name!r} depends on several free variables "
                 f"({[v.name for v in scale]}); a learned leaf scale must be one variable.")
         split = split_prior_rvs(model, rv)
-        weights = rv.owner.inputs[5]
+        weights = term_inputs(rv).split_weights
         if split and not (len(split) == 1 and split[0] is weights
                           and isinstance(weights.owner.op, pm.Dirichlet.rv_type)):
             raise ModelStructureError(
@@ -342,24 +270,6 @@ class _TreeStep(BlockedStep):
                      + [model.rvs_to_values[v] for v in split + conc])
         return rv, scale, split, conc
 
-    def _setup_leaf_scale(self, model, rv, scale, leaf_sd, start) -> float:
-        """Compile the learned leaf scale's value and log density (when there is one);
-        returns the leaf sd at the starting point."""
-        self._scale_name = None
-        if scale:
-            _check_leaf_scale(model, rv, scale[0])
-            value = model.rvs_to_values[scale[0]]
-            self._scale_name = value.name
-            expr = model.replace_rvs_by_values([leaf_sd])[0]
-            sd_fn = model.compile_fn(expr, inputs=[value], on_unused_input="ignore",
-                                     point_fn=False)
-            lp_fn = model.compile_fn(model.logp(vars=[scale[0]], jacobian=True),
-                                     inputs=[value], on_unused_input="ignore", point_fn=False)
-            self._leaf_sd_fn = _AtValue(sd_fn, value.name)
-            self._scale_logp = _AtValue(lp_fn, value.name)
-            return float(self._leaf_sd_fn(start()))
-        return float(leaf_sd.eval())
-
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
         """The orchestration of the kernels: one ForestSampler, or one per output."""
         outputs = rv.owner.op.outputs
@@ -375,37 +285,6 @@ class _TreeStep(BlockedStep):
             self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
                                           sd0, outputs, categorical_columns(rv.owner.op),
                                           make=make_forest_sampler)
-
-    def _setup_split_prior(self, model, rv, split, conc, start) -> None:
-        """Compile learned split probabilities and their concentration (when there are)."""
-        self._split_name = None
-        if split:
-            s_rv = split[0]
-            _check_leaf_scale(model, rv, s_rv, role="split probabilities")
-            value = model.rvs_to_values[s_rv]
-            self._split_name = value.name
-            self._split_fn = _AtValue(
-                model.compile_fn(model.replace_rvs_by_values([s_rv])[0], inputs=[value],
-                                 on_unused_input="ignore", point_fn=False), value.name)
-            a_expr = model.replace_rvs_by_values([s_rv.owner.inputs[-1]])[0]
-            self._split_conc = model.compile_fn(
-                pt.broadcast_to(a_expr, (self.sampler.X.shape[1],)), inputs=model.value_vars,
-                on_unused_input="ignore")
-            transform = model.rvs_to_transforms.get(s_rv)
-            # PyMC's simplex transform is read and written on the log scale (log s is
-            # finite where s underflows); another transform goes through s itself
-            self._split_simplex = isinstance(transform, SimplexTransform)
-            x = pt.dvector("s")
-            self._split_forward = (None if transform is None or self._split_simplex else
-                                   pytensor.function([x], transform.forward(x)))
-            self.sampler.set_split_weights(self._split_fn(start()))
-        self._conc_name = None
-        if conc:
-            cval = model.rvs_to_values[conc[0]]
-            self._conc_name = cval.name
-            lp = model.logp(vars=[conc[0]], jacobian=True)
-            self._conc_logp = model.compile_fn(lp, inputs=[cval], on_unused_input="ignore",
-                                               point_fn=False)
 
     def _read_likelihood(self, model, rv, start) -> None:
         """Read the likelihood around the term: conjugate, augmented or general (then check
@@ -475,14 +354,14 @@ class _TreeStep(BlockedStep):
                 f"cannot sample them. Use BARTTree(..., sampler='cgm') (the default).")
         for lik in liks:
             if lik.family == "general":
-                _check_general_link(rv, lik)
+                check_general_link(rv, lik)
             elif self._liks is None and self._joint is None:
                 # outputs carry no link of their own (one calibration)
-                _check_link(rv, lik)
+                check_link(rv, lik)
         if general:
-            _check_general_start(rv, general, start())
+            check_general_start(rv, general, start())
         if outputs is not None:
-            _warn_output_scales(rv, self._liks or self._joint or [], start,
+            warn_output_scales(rv, self._liks or self._joint or [], start,
                                 self.sampler.offset)
         self.level_shifts = ([] if self._liks is not None or self._joint is not None or general
                              else level_shifts(model, rv, self.likelihood))
@@ -499,6 +378,26 @@ class _TreeStep(BlockedStep):
         if value is not None:
             self.sampler.restore_forest(value)
 
+    @property
+    def leaf_sd(self) -> float:
+        """The step state's leaf sd: the sampler's (:mod:`pymc_trees.bart.leaf_scale`)."""
+        return self.sampler.leaf_sd
+
+    @leaf_sd.setter
+    def leaf_sd(self, value):
+        if value is not None:
+            self.sampler.leaf_sd = float(value)
+
+    @property
+    def split_state(self):
+        """The step state's split probabilities held by the sampler (DART's; None for the
+        other split priors, :mod:`pymc_trees.bart.split_prior`)."""
+        return self.split_prior.state(self.sampler)
+
+    @split_state.setter
+    def split_state(self, value):
+        self.split_prior.restore(self.sampler, value)
+
     def _coin_rng(self) -> np.random.Generator:
         """The generator of the stored forests' coins (routings the training rows leave open,
         :meth:`pymc_trees.ForestSampler.pack`): spawned once from the step's generator, which
@@ -508,6 +407,17 @@ class _TreeStep(BlockedStep):
             self._coins = self.rng.spawn(1)[0]
             self._coins_of = self.rng
         return self._coins
+
+    @property
+    def coins(self) -> np.random.Generator | None:
+        """The step state's coin generator (:meth:`_coin_rng`), None while none was spawned
+        from the current generator."""
+        return self._coins if getattr(self, "_coins_of", None) is self.rng else None
+
+    @coins.setter
+    def coins(self, value):
+        # PyMC sets the state's generator (rng) before this field: the coins are its own
+        self._coins, self._coins_of = (value, self.rng) if value is not None else (None, None)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
@@ -520,32 +430,32 @@ class _TreeStep(BlockedStep):
         # warm start grows one value per leaf: none for outputs that share their trees, nor
         # for a term drawn from its prior, which needs no start)
         cold = self._shared or self._prior_only
-        self._warm_left = 0 if cold else min(self.warm_start, tune // 2)
+        self.warm_left = 0 if cold else min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
-        self._burn_left = self.burn_in if self._hold_ok else None
-        self._held = None
+        self.burn_left = self.burn_in if self._hold_ok else None
+        self.held = None
         # the chain's last step lets go of the rows' arrays (release_rows): PyMC then
         # converts the trace and copies X into it, the peak of a run's memory while they lived
-        self._steps_left = tune + draws
+        self.steps_left = tune + draws
         # general-step sweeps of the tuning phase, and whether any of their proposals was
         # accepted (stop_tuning warns about a chain that never left its start)
-        self._tune_sweeps = 0
-        self._tune_moved = False
+        self.tune_sweeps = 0
+        self.tune_moved = False
 
     def stop_tuning(self) -> None:
         """End of tuning: warn when the general tree step rejected every proposal of every
         sweep of the tuning phase (the chain is still at its start)."""
         super().stop_tuning()
-        if getattr(self, "_tune_sweeps", 0) and not self._tune_moved:
-            warnings.warn(_stuck_message(self.var_name, self._tune_sweeps,
+        if self.tune_sweeps and not self.tune_moved:
+            warnings.warn(stuck_message(self.var_name, self.tune_sweeps,
                                          self._liks or [self.likelihood]),
                           UserWarning, stacklevel=2)
 
     def step(self, point):
         out = self._step(point)
-        left = getattr(self, "_steps_left", None)
+        left = self.steps_left
         if left is not None:
-            self._steps_left = left - 1
+            self.steps_left = left - 1
             if left == 1:
                 self.sampler.release_rows()
         return out
@@ -559,15 +469,17 @@ class _TreeStep(BlockedStep):
         raise NotImplementedError
 
     def _step(self, point):
-        if self.tune and self._burn_left is not None:
-            if self._burn_left == 0:
+        if self.tune and self.burn_left is not None:
+            if self.burn_left == 0:
                 return self._hold(point)
-            self._burn_left -= 1
-        self._held = None
-        self._load_hyperparameters(point)
-        warm = self.tune and self._warm_left > 0
+            self.burn_left -= 1
+        self.held = None
+        # the learned leaf scale and split probabilities at the point, into the sampler
+        self.leaf_scale.load(self.sampler, point)
+        self.split_prior.load(self.sampler, point)
+        warm = self.tune and self.warm_left > 0
         if warm:
-            self._warm_left -= 1
+            self.warm_left -= 1
         if self._prior_only:
             stats = self._prior_draw()
         elif self._joint is not None:
@@ -593,8 +505,7 @@ class _TreeStep(BlockedStep):
         values.  A scale learned inside the step (``leaf_sd="learned"``) and DART's split
         probabilities are drawn from their priors first, so those draws are independent
         from iteration to iteration.  No move is tried: the stats of the moves are NaN."""
-        if self._internal_sd0 is not None:
-            self.sampler.leaf_sd = learned_scale_prior_draw(self.rng, self._internal_sd0)
+        self.leaf_scale.prior_draw(self.rng, self.sampler)
         self.sampler.draw_prior(self.rng)
         return self._warm_stats()
 
@@ -602,14 +513,14 @@ class _TreeStep(BlockedStep):
         """A tuning iteration after the trees' burn-in: the trees, their leaf scale, split
         probabilities and level shifts stay as they are (the point is returned unchanged);
         the rest of the model goes on tuning around them."""
-        if self._held is None:
+        if self.held is None:
             mean_depth, mean_leaves = self.sampler.summary()
-            self._held = {**self._warm_stats(), "mean_depth": mean_depth,
-                          "mean_leaves": mean_leaves, "tune": True,
-                          self.leaf_sd_stat: self.sampler.leaf_sd, "warm_start": False,
-                          "trees_held": True, **self._dart_stats(),
-                          self.forest_stat: self.sampler.pack(self._coin_rng())}
-        return point, [dict(self._held)]
+            self.held = {**self._warm_stats(), "mean_depth": mean_depth,
+                         "mean_leaves": mean_leaves, "tune": True,
+                         **self.leaf_scale.stats(self.sampler), "warm_start": False,
+                         "trees_held": True, **self.split_prior.stats(self.sampler),
+                         self.forest_stat: self.sampler.pack(self._coin_rng())}
+        return point, [dict(self.held)]
 
     def _update(self, smp, lik, point: dict, warm: bool) -> dict:
         if lik.family == "general":
@@ -643,13 +554,6 @@ class _TreeStep(BlockedStep):
             return self._warm_stats()
         return self._sweep(z, omega, smp)
 
-    def _load_hyperparameters(self, point) -> None:
-        """The learned leaf scale and split probabilities at the point, into the sampler."""
-        if self._scale_name is not None:
-            self.sampler.leaf_sd = self._leaf_sd_at(point)
-        if self._split_name is not None:
-            self.sampler.set_split_weights(self._split_fn(point))
-
     def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
         if warm:
             # a grow-from-root sweep against the Newton pseudo-data at the current values:
@@ -669,9 +573,9 @@ class _TreeStep(BlockedStep):
         stats = smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
                                   None if self.python_sweep else lik.compiled(point))
         if self.tune:
-            self._tune_sweeps = getattr(self, "_tune_sweeps", 0) + 1
+            self.tune_sweeps += 1
             if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
-                self._tune_moved = True
+                self.tune_moved = True
         return stats
 
     def _finish(self, point, stats, warm):
@@ -684,127 +588,18 @@ class _TreeStep(BlockedStep):
             c = float(new_point[shift.name])
             s = self.sampler.level_shift(self.rng, c, mu0, sd0, k)
             new_point[shift.name] = np.asarray(c + s, dtype=point[shift.name].dtype)
-        if self._scale_name is not None:
-            new_point[self._scale_name] = self._draw_leaf_scale(new_point)
-            self.sampler.leaf_sd = self._leaf_sd_at(new_point)
-        elif self._internal_sd0 is not None and not self._prior_only:
-            # (a term drawn from its prior drew the scale from its prior with the trees)
-            self.sampler.leaf_sd = learned_scale_draw(self.rng, self._internal_sd0,
-                                                      *self.sampler.leaf_stats())
-        if self._dart and not self._prior_only:
-            self.sampler.dart_update(self.rng)
-        if self._split_name is not None:
-            new_point[self._split_name] = self._draw_split_prior(new_point)
-        if self._conc_name is not None:
-            new_point[self._conc_name] = self._draw_concentration(new_point)
+        # the leaf scale, then the split prior, from their conditionals given the forest
+        for part in (self.leaf_scale, self.split_prior):
+            new_point.update(part.update(self.rng, self.sampler, new_point, self._prior_only))
         mean_depth, mean_leaves = self.sampler.summary()
         stats.update(mean_depth=mean_depth, mean_leaves=mean_leaves, tune=self.tune,
                      warm_start=warm, trees_held=False)
-        stats[self.leaf_sd_stat] = self.sampler.leaf_sd
-        stats.update(self._dart_stats())
+        stats.update(self.leaf_scale.stats(self.sampler))
+        stats.update(self.split_prior.stats(self.sampler))
         stats[self.forest_stat] = self.sampler.pack(self._coin_rng())
         name = self.vars[0].name
         new_point[name] = self.sampler.values().astype(point[name].dtype, copy=False)
         return new_point, [stats]
-
-    def _dart_stats(self) -> dict:
-        """The stat ``<name>_dart`` of DART inside the tree step (none without): the split
-        probabilities and Linero's alpha, made ``<name>_split_probs`` and
-        ``<name>_split_alpha`` in ``sample_stats`` by :mod:`pymc_trees.bart.trace_io`."""
-        if not self._dart:
-            return {}
-        probs, alpha = self.sampler.dart_probs, self.sampler.dart_alpha
-        if self._shared:  # one forest: its probabilities are every output's
-            k = self.sampler.outputs
-            probs, alpha = np.tile(probs, (k, 1)), np.full(k, alpha)
-        return {f"{self.var_name}{DART_SUFFIX}": DartDraw(probs, alpha)}
-
-    def _leaf_sd_at(self, point) -> float:
-        sd = float(self._leaf_sd_fn(point))
-        if not (np.isfinite(sd) and sd > 0):
-            raise ValueError(f"The leaf scale of {self.var_name!r} evaluated to {sd!r}; it must "
-                             "be positive and finite (for example pt.sqrt of a positive "
-                             "variance, or a HalfNormal sd).")
-        return sd
-
-    def _draw_leaf_scale(self, point) -> np.ndarray:
-        """Slice-sampling update (Neal 2003, stepping out with width 1 and at most 32 steps,
-        then shrinkage) of the leaf-scale variable on its transformed scale, from its full
-        conditional: its prior (with the Jacobian) times ``prod_leaves N(mu | 0, sd^2)``,
-        which depends on the leaves through their number L and sum of squares S only."""
-        name = self._scale_name
-        L, S = self.sampler.leaf_stats()
-        dtype = point[name].dtype
-        trial = dict(point)
-
-        def logf(x):
-            trial[name] = np.asarray(x, dtype=dtype)
-            sd = float(self._leaf_sd_fn(trial))
-            if not (np.isfinite(sd) and sd > 0):
-                return -np.inf
-            lp = float(self._scale_logp(trial))
-            return lp - L * np.log(sd) - 0.5 * S / (sd * sd) if np.isfinite(lp) else -np.inf
-
-        x0 = float(np.asarray(point[name]))
-        return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
-
-    def _log_split(self, point) -> np.ndarray:
-        """``log s``, the log split probabilities at the point, shape (p,)."""
-        y = np.asarray(point[self._split_name], dtype=np.float64)
-        if self._split_simplex:
-            z = np.append(y, -y.sum())
-            return z - logsumexp(z)
-        s = np.asarray(self._split_fn(point), dtype=np.float64)
-        return np.log(np.maximum(s / s.sum(), np.finfo(np.float64).tiny))
-
-    def _split_value(self, log_s: np.ndarray, dtype) -> np.ndarray:
-        """The split probabilities' value (transformed when the variable is) from ``log s``."""
-        if self._split_simplex:
-            value = log_s[:-1] - log_s.mean()
-        else:
-            s = np.exp(log_s - log_s.max())
-            s /= s.sum()
-            value = s if self._split_forward is None else self._split_forward(s)
-        return np.asarray(value, dtype=dtype)
-
-    def _draw_split_prior(self, point) -> np.ndarray:
-        """Exact update of the split probabilities s (DART) given the forest: the Gibbs step
-        of :func:`pymc_trees.bart.kernels.forest.split_prior_gibbs` on the log scale, with the
-        Dirichlet's concentration evaluated at the point.  The sampler gets the weights
-        ``s / max(s)`` (those below the smallest normal float raised to it); returns the
-        (transformed) value."""
-        f = self.sampler.forest
-        a = np.asarray(self._split_conc(point), dtype=np.float64)
-        lay = self.sampler.layout
-        log_s = split_prior_gibbs(self.rng, f.var, f.n_nodes, f.amask, a,
-                                  self._log_split(point), lay.fmap, lay.share)
-        self.sampler.set_split_weights(np.exp(log_s - log_s.max()))
-        return self._split_value(log_s, point[self._split_name].dtype)
-
-    def _draw_concentration(self, point) -> np.ndarray:
-        """Slice-sampling update (as for the leaf scale) of the DART concentration variable on
-        its transformed scale, from its full conditional: its prior (with the Jacobian) times
-        the Dirichlet density of the current split probabilities, computed from ``log s`` so
-        that probabilities below the smallest float keep their density."""
-        name = self._conc_name
-        log_s = self._log_split(point)
-        dtype = point[name].dtype
-        trial = dict(point)
-
-        def logf(x):
-            x = np.asarray(x, dtype=dtype)
-            lp = float(self._conc_logp(x))
-            if not np.isfinite(lp):
-                return -np.inf
-            trial[name] = x
-            a = np.asarray(self._split_conc(trial), dtype=np.float64)
-            if not np.all(np.isfinite(a) & (a > 0)):
-                return -np.inf
-            lp += gammaln(a.sum()) - gammaln(a).sum() + float(np.dot(a - 1.0, log_s))
-            return lp if np.isfinite(lp) else -np.inf
-
-        x0 = float(np.asarray(point[name]))
-        return np.asarray(_slice(self.rng, x0, logf, 1.0, 32), dtype=dtype)
 
     @classmethod
     def competence(cls, var, has_grad):
@@ -817,10 +612,10 @@ class _TreeStep(BlockedStep):
             if trees and trees[0].owner.op.sampler == cls.sampler_kind:
                 return Competence.IDEAL
             return Competence.INCOMPATIBLE
-        frame = pymc_frame(pm.sampling.mcmc.sample)
-        if frame is not None and frame.f_locals.get("nuts_sampler") not in (None, "pymc"):
-            raise ValueError(f"pm.sample(nuts_sampler={frame.f_locals['nuts_sampler']!r}) "
-                             f"cannot sample the tree term {var.name!r}. {EXTERNAL_NUTS}")
+        nuts = external_nuts_sampler()
+        if nuts is not None:
+            raise ValueError(f"pm.sample(nuts_sampler={nuts!r}) cannot sample the tree term "
+                             f"{var.name!r}. {EXTERNAL_NUTS}")
         return Competence.IDEAL if op.sampler == cls.sampler_kind else Competence.COMPATIBLE
 
 
@@ -951,204 +746,9 @@ class PGTreeStep(_TreeStep):
         return {"tree_changed": np.nan}
 
 
-@dataclass_state
-class NoiseGibbsState(StepMethodState):
-    pass
-
-
-class NoiseGibbs(BlockedStep):
-    """Conjugate Gibbs update of a Normal likelihood's variance or precision (bart-math 4).
-
-    ``sigma2 ~ InverseGamma(alpha0, beta0)`` with likelihoods ``Normal(mu_i, sqrt(sigma2 / w_i))``
-    is drawn from ``InverseGamma(alpha0 + n/2, beta0 + SSE_w/2)``; ``tau ~ Gamma(alpha0, beta0)``
-    used as a precision from ``Gamma(alpha0 + n/2, rate=beta0 + SSE_w/2)``.  Works in any model
-    with that structure, with or without trees.
-    """
-
-    name = "noise_gibbs"
-    default_blocked = True
-    _state_class = NoiseGibbsState
-    stats_dtypes_shapes = {"tune": (bool, [])}
-
-    def __reduce_ex__(self, protocol):
-        return _reduce_step(self)
-
-    def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
-                 compile_kwargs=None, blocked: bool = True):
-        model = modelcontext(model)
-        value_vars = get_value_vars_from_user_vars(vars, model)
-        if len(value_vars) != 1:
-            raise ValueError(f"NoiseGibbs takes one variable; got {len(value_vars)}.")
-        self.vars = value_vars
-        rv = model.values_to_rvs[value_vars[0]]
-        self.lik = noise_likelihood(model, rv)
-        transform = model.rvs_to_transforms.get(rv)
-        if transform is None:
-            self._forward = lambda x: x
-        elif isinstance(transform, LogTransform):
-            self._forward = np.log
-        else:
-            raise ValueError(f"NoiseGibbs needs {rv.name!r} with the default log transform or "
-                             f"none; got {transform}. Pass default_transform=None or leave it.")
-        self.rng = get_random_generator(rng)
-        self.tune = True
-
-    def setup_chain(self, rng, tune: int, draws: int) -> None:
-        super().setup_chain(rng, tune, draws)
-        self.tune = tune > 0
-
-    def step(self, point):
-        alpha0, rate0 = (float(x) for x in self.lik.prior(point))
-        res = self.lik.residuals(point)
-        n = 0
-        sse = 0.0  # sum of e_i^2 / s_i^2 at the current value
-        for e, s2 in zip(res[::2], res[1::2]):
-            e = np.asarray(e, dtype=float)
-            s2 = np.broadcast_to(np.asarray(s2, dtype=float), e.shape)
-            n += e.size
-            sse += float(np.sum(e * e / s2))
-        name = self.vars[0].name
-        current = _current_value(point[name], self._forward)
-        # SSE_w = sum w_i e_i^2 with w_i = sigma2 / s_i^2 (variance) or 1 / (tau s_i^2).
-        sse_w = sse * current if self.lik.kind == "variance" else sse / current
-        shape = alpha0 + 0.5 * n
-        rate = rate0 + 0.5 * sse_w
-        g = self.rng.gamma(shape, 1.0 / rate)
-        new = 1.0 / g if self.lik.kind == "variance" else g
-        new_point = dict(point)
-        new_point[name] = np.asarray(self._forward(new), dtype=point[name].dtype)
-        return new_point, [{"tune": self.tune}]
-
-    @staticmethod
-    def competence(var, has_grad):
-        op = getattr(var.owner, "op", None)
-        if not isinstance(op, (pm.distributions.continuous.InverseGamma.rv_type,
-                               pm.distributions.continuous.Gamma.rv_type)):
-            return Competence.INCOMPATIBLE
-        model = Model.get_context(error_if_none=False)
-        if model is None or var not in model.free_RVs:
-            return Competence.INCOMPATIBLE
-        try:
-            noise_likelihood(model, var)
-        except ModelStructureError:
-            return Competence.INCOMPATIBLE
-        return Competence.IDEAL
-
-
-def _check_link(rv, lik) -> None:
-    """A term calibrated for one link must not enter a likelihood with another."""
-    link = rv.owner.op.link
-    if link is not None and link != lik.link:
-        raise ModelStructureError(
-            f"{rv.name!r} was calibrated for the {link!r} link (BARTTree(..., link={link!r})"
-            f"{', the default with Y' if link == 'identity' else ''}), but it enters "
-            f"{lik.observed_name!r}, a {lik.family.replace('_', ' ')} likelihood with the "
-            f"{lik.link!r} link, so its offset and leaf scale are on the wrong scale. Pass "
-            f"link={lik.link!r} to BARTTree, with Y on the data scale (the observed "
-            f"{lik.observed_name!r} itself, not transformed: the link transforms it), or an "
-            "explicit leaf_sd.")
-
-
-def _check_general_start(rv, liks, point: dict) -> None:
-    """Every tree starts as a single leaf, so the term starts at its offset at every row (and
-    output); the general step needs a start of positive density (its moves compare
-    densities).  A start outside the likelihood's support is refused with the rows and the
-    fix."""
-    lik = liks[0]  # for several outputs: the whole term is at its starting value in the point
-    f0 = np.asarray(point[lik.f_name], dtype=np.float64)
-    ll = lik.evaluate(point, f0 if lik.output is None else f0[lik.output])[0]
-    bad = np.flatnonzero(~np.isfinite(ll))
-    if not bad.size:
-        return
-    name = rv.name
-    rows = bad[:10].tolist()
-    raise ValueError(
-        f"{lik.observed_name!r} has zero density at the starting point of {name!r} at "
-        f"{bad.size} of {ll.size} rows ({rows}{' ...' if bad.size > 10 else ''}): every tree "
-        f"starts as a single leaf, so {name} = {float(f0.flat[0]):.6g} (the term's offset) at "
-        "every row, with the other variables at their initial values. The offset is 0 "
-        "without Y and is calibrated from Y (on the data scale) for the term's link. Write the "
-        "likelihood so that it is valid there (a scale as pm.math.exp(...) of the term rather "
-        "than the term itself or its pm.math.abs), or pass a Y whose calibration puts the "
-        "offset inside the support.")
-
-
-def _warn_output_scales(rv, liks, start, offset: float) -> None:
-    """A term of shape (k, n) has one offset and one leaf scale for all its outputs.  Where
-    the outputs enter Normal likelihoods as locations (``mu = a + b * f[j]``), their data on
-    the term's scale, ``(y - a) / b``, show whether one scale can serve them: a warning names
-    outputs whose data vary ``OUTPUT_SCALE_RATIO`` times as much as another's (the output
-    far from the calibration is not fitted, with nothing else to say so)."""
-    normal = [(j, lik) for j, lik in enumerate(liks) if lik.family == "normal"]
-    if len(normal) < 2:
-        return
-    point = start()
-    spread = {}
-    for j, lik in normal:
-        try:
-            z, omega = lik.pseudo_data(point, offset)
-        except Exception:  # a piece that needs more than the point: no check
-            return
-        z = np.asarray(z, dtype=np.float64)[np.asarray(omega) > 0]
-        if z.size > 1:
-            spread[j] = float(np.std(z))
-    if len(spread) < 2 or min(spread.values()) <= 0:
-        return
-    lo = min(spread, key=spread.get)
-    hi = max(spread, key=spread.get)
-    if spread[hi] <= OUTPUT_SCALE_RATIO * spread[lo]:
-        return
-    desc = ", ".join(f"output {j}: {v:.4g}" for j, v in sorted(spread.items()))
-    warn_user(
-        f"The outputs of {rv.name!r} are on different scales (sd of each output's data on the "
-        f"term's scale, (y - a) / b: {desc}; outputs {lo} and {hi} differ "
-        f"{spread[hi] / spread[lo]:.3g} times): its outputs share one offset and one leaf "
-        "scale, so an output far from that calibration is not fitted (its leaves are shrunk "
-        "to the wrong scale). Put each output's scale in the model, e.g. "
-        "mu_j = c_j + s_j * f[j] with c_j, s_j the mean and sd of y_j, with "
-        "Y[j] = (y_j - c_j) / s_j as the (k, n) calibration Y; or use one BARTTree term per "
-        "output.")
-
-
-def _stuck_message(name: str, sweeps: int, liks) -> str:
-    """The warning of a general tree step that accepted nothing during tuning."""
-    lik = liks[0]
-    cause = ""
-    if lik.link == "identity":
-        cause = (f" A likely cause: {name!r} enters the parameter {lik.parameter!r} of "
-                 f"{lik.observed_name!r} directly (the identity link), and proposals leave "
-                 "that parameter's support (a rate, a scale or a probability must stay "
-                 "positive or in (0, 1)). Write the parameter as pm.math.exp(f) with "
-                 "BARTTree(..., link='log') (pm.math.sigmoid(f) with link='logit' for a "
-                 "probability).")
-    return (f"The tree step of {name!r} rejected every proposal in all {sweeps} tuning "
-            f"sweeps: the chain has not moved from its start, and its draws are not from the "
-            f"posterior.{cause} Otherwise check the term's offset and leaf_sd against the "
-            "scale of the parameter it enters, and look at the accept_* sample stats.")
-
-
 def _nanmean(x) -> float:
     x = np.asarray(x, dtype=np.float64)
     return float(np.mean(x[~np.isnan(x)])) if np.any(~np.isnan(x)) else np.nan
-
-
-def _check_general_link(rv, lik) -> None:
-    """The general step's counterpart of ``_check_link``: a term calibrated for one link must
-    not enter its parameter through another (checked when the form is recognised)."""
-    link = rv.owner.op.link
-    if link is None or lik.link is None or link == lik.link:
-        return
-    through = {"identity": "directly (affine)", "log": "through exp(...)",
-               "logit": "through sigmoid(...)"}[lik.link]
-    raise ModelStructureError(
-        f"{rv.name!r} was calibrated for the {link!r} link (BARTTree(..., link={link!r})"
-        f"{', the default with Y' if link == 'identity' else ''}), but it enters the "
-        f"parameter {lik.parameter!r} of {lik.observed_name!r} {through}, so its offset and leaf scale are "
-        f"on the wrong scale. Pass link={lik.link!r} when Y calibrates the term for that "
-        f"parameter (Y stays on the data scale, the observed values themselves, not "
-        f"transformed: the link transforms it), or, for a term in a scale or shape parameter "
-        f"(which Y does not describe), "
-        f"drop Y and give leaf_sd (the prior sd of each tree's contribution to eta).")
 
 
 def _only_exact_steps(model) -> bool:
@@ -1167,51 +767,7 @@ def _only_exact_steps(model) -> bool:
     return True
 
 
-class _AtValue:
-    """A compiled function of one value variable, called with a point (picklable, for
-    multiprocess sampling)."""
-
-    def __init__(self, fn, name: str):
-        self.fn, self.name = fn, name
-
-    def __call__(self, point):
-        return self.fn(point[self.name])
-
-
-def _slice(rng, x0: float, logf, w: float, max_steps: int) -> float:
-    """One univariate slice-sampling transition from x0 (Neal 2003, figures 3 and 5: stepping
-    out with at most ``max_steps`` widths ``w``, then shrinkage); leaves the density
-    proportional to ``exp(logf)`` invariant."""
-    logy = logf(x0) - rng.standard_exponential()
-    lo = x0 - w * rng.uniform()
-    hi = lo + w
-    j = int(np.floor(max_steps * rng.uniform()))
-    k = max_steps - 1 - j
-    while j > 0 and logf(lo) > logy:
-        lo -= w
-        j -= 1
-    while k > 0 and logf(hi) > logy:
-        hi += w
-        k -= 1
-    while True:
-        x1 = lo + (hi - lo) * rng.uniform()
-        if logf(x1) > logy:
-            return x1
-        if x1 < x0:
-            lo = x1
-        else:
-            hi = x1
-
-
-def _current_value(stored, forward):
-    """Untransformed value from the point (inverse of ``forward`` for log or identity)."""
-    x = float(np.asarray(stored))
-    return float(np.exp(x)) if forward is np.log else x
-
-
 def register_steps() -> None:
-    """Append the steps to PyMC's registry once."""
-    registry = pm.step_methods.STEP_METHODS
-    for cls in (CGMTreeStep, PGTreeStep, NoiseGibbs):
-        if cls not in registry:
-            registry.append(cls)
+    """Append the steps to PyMC's registry once
+    (:func:`pymc_trees.bart.pymc_compat.register_step_methods`)."""
+    register_step_methods((CGMTreeStep, PGTreeStep, NoiseGibbs))

@@ -2,7 +2,8 @@
 
 During sampling every draw's forest travels as the object-typed sampler stat
 ``<name>_forest`` (a :class:`~pymc_trees.PackedForest`), the one channel that survives worker
-processes.  When PyMC turns the trace into a DataTree, :func:`install` moves those stats out of
+processes.  When PyMC turns the trace into a DataTree, :func:`move_forest_stats` (wired in by
+:func:`pymc_trees.bart.pymc_compat.install`) moves those stats out of
 ``sample_stats`` (and ``warmup_sample_stats``) into the group ``forests`` (``warmup_forests``)
 with this encoding, per tree term ``<name>``:
 
@@ -49,7 +50,8 @@ from pymc_trees.core.packed import relink_packed
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.core.tabular import TableSchema
 
-__all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "install"]
+__all__ = ["FOREST_GROUP", "encode_forests", "TermForests", "read_forests", "move_forest_stats",
+           "recorded_vars", "values_as_recorded", "with_draw_coords"]
 
 FOREST_GROUP = "forests"
 STAT_SUFFIX = "_forest"
@@ -342,7 +344,11 @@ def _numeric_dart_stats(ds, model):
     return ds.drop_vars(names).drop_dims(extra, errors="ignore").assign(new)
 
 
-def _move_forest_stats(result: dict, model) -> dict:
+def move_forest_stats(result: dict, model) -> dict:
+    """PyMC's conversion of the sample stats (``result``, group name to dataset), with the
+    ``<name>_forest`` object stats moved into the ``forests`` group(s) and the
+    ``<name>_dart`` ones made numeric (wired into PyMC by
+    :func:`pymc_trees.bart.pymc_compat.install`)."""
     for stats_group, forest_group in (("sample_stats", FOREST_GROUP),
                                       ("warmup_sample_stats", "warmup_" + FOREST_GROUP)):
         ds = result.get(stats_group)
@@ -375,7 +381,9 @@ def _term_columns(model, name):
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
         return None, -1, None, None, None
-    X = rv.owner.inputs[2]
+    from pymc_trees.bart.distribution import term_inputs
+
+    X = term_inputs(rv).X
     p = int(X.shape[1].eval())
     op = rv.owner.op
     return (getattr(op, "columns", None), p, getattr(op, "outputs", None),
@@ -405,9 +413,10 @@ def _term_rows(model, name, missing) -> dict:
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
         return {}
+    from pymc_trees.bart.distribution import term_inputs
     from pymc_trees.core.tabular import mark_missing
 
-    X = rv.owner.inputs[2]
+    X = term_inputs(rv).X
     X = X.get_value(borrow=True) if hasattr(X, "get_value") else X.eval()
     out = {"rows": rows_fingerprint(mark_missing(X, missing))}
     dims = model.named_vars_to_dims.get(name)
@@ -416,7 +425,7 @@ def _term_rows(model, name, missing) -> dict:
     return out
 
 
-def _trace_vars(model, trace_vars):
+def recorded_vars(model, trace_vars):
     """PyMC's default trace variables (``model.unobserved_value_vars``) without the tree
     terms whose values are not kept (:func:`pymc_trees.bart.distribution.keeps_values`); None
     (PyMC's default) when every term keeps them or ``var_names`` chose the variables."""
@@ -430,7 +439,7 @@ def _trace_vars(model, trace_vars):
     return [v for v in model.unobserved_value_vars if v.name not in drop]
 
 
-def _values_as_recorded(step, model, trace_vars) -> None:
+def values_as_recorded(step, model, trace_vars) -> None:
     """Every tree step among ``step``'s methods sums its term's values tree by tree when
     ``pm.sample`` records them (``trace_vars``, None for PyMC's default of every free
     variable), so that ``pmt.predict`` reproduces the trace to the last bit, and takes them
@@ -449,97 +458,15 @@ def _values_as_recorded(step, model, trace_vars) -> None:
             part.exact_values = name in recorded
 
 
-def _count_draws(traces) -> None:
-    """Let PyMC's in-memory traces that record no variable still count their draws.
-
-    ``NDArray.__len__`` is 0 while it holds no variable's array, and ``pm.sample`` then ends
-    in "Not enough samples to build a trace." after sampling.  That is every run where the
-    recorded variables are none: a tree term above 50,000 rows (whose values stay out of the
-    trace) with nothing else free, ``keep_values=False`` likewise, or ``var_names=[]``
-    (issue 48).  Such a run's result holds the sample stats and the forests, from which
-    ``pmt.predict`` gives the term at any rows; its posterior group is empty."""
-    from pymc.backends.ndarray import NDArray
-
-    global _DrawCountingNDArray
-    if _DrawCountingNDArray is None:
-        class DrawCountingNDArray(NDArray):
-            """An ``NDArray`` whose length is its number of recorded draws also when it
-            records no variable (:func:`_count_draws`)."""
-
-            def __len__(self):
-                return self.draw_idx
-
-        _DrawCountingNDArray = DrawCountingNDArray
-    for trace in traces:
-        if type(trace) is NDArray:
-            trace.__class__ = _DrawCountingNDArray
-
-
-_DrawCountingNDArray = None
-
-
-def install() -> None:
-    """Make PyMC's trace-to-DataTree conversion put the forests in their own group, and
-    ``pm.sample`` leave large tree terms' values out of the trace.
-
-    PyMC has no hook for a step to shape the DataTree it returns, so this wraps one method,
-    ``DataTreeConverter.sample_stats_to_xarray``, once: it returns what PyMC returns, with
-    the ``<name>_forest`` object stats moved into the ``forests`` group(s).  It also wraps
-    ``pymc.sampling.mcmc.init_traces`` once: when ``var_names`` was not given, the recorded
-    variables are PyMC's default minus the tree terms that do not keep their values, and
-    each tree step learns whether its term's values are recorded
-    (:func:`_values_as_recorded`).
-    """
-    from pymc.backends import arviz as pm_arviz
-
-    conv = pm_arviz.DataTreeConverter
-    original = conv.sample_stats_to_xarray
-    if getattr(original, "_pymc_trees", False):
-        return
-
-    def sample_stats_to_xarray(self):
-        return _move_forest_stats(original(self) or {}, self.model)
-
-    sample_stats_to_xarray._pymc_trees = True
-    sample_stats_to_xarray.__wrapped__ = original
-    sample_stats_to_xarray.__doc__ = original.__doc__
-    conv.sample_stats_to_xarray = sample_stats_to_xarray
-
-    posterior = conv.posterior_to_xarray
-
-    def posterior_to_xarray(self):
-        # a run that recorded no variable (_count_draws): its posterior group keeps the
-        # chain and draw coordinates, which PyMC's convergence checks and pmt.predict read
-        result = posterior(self) or {}
-        for group, trace in (("posterior", getattr(self, "posterior_trace", None)),
-                             ("warmup_posterior", getattr(self, "warmup_trace", None))):
-            ds = result.get(group)
-            if ds is not None and not ds.data_vars and trace is not None:
-                result[group] = ds.assign_coords(chain=np.asarray(trace.chains),
-                                                 draw=np.arange(len(trace)))
-        return result
-
-    posterior_to_xarray.__wrapped__ = posterior
-    posterior_to_xarray.__doc__ = posterior.__doc__
-    conv.posterior_to_xarray = posterior_to_xarray
-
-    # Which variables pm.sample records: PyMC decides in ``init_traces`` (called by name from
-    # pymc.sampling.mcmc); wrapped so that large tree terms' values stay out by default.
-    from pymc.sampling import mcmc
-
-    init = mcmc.init_traces
-    if getattr(init, "_pymc_trees", False):
-        return
-
-    def init_traces(*args, model, trace_vars=None, **kwargs):
-        trace_vars = _trace_vars(model, trace_vars)
-        _values_as_recorded(kwargs.get("step"), model, trace_vars)
-        run, traces = init(*args, model=model, trace_vars=trace_vars, **kwargs)
-        if trace_vars is not None and len(trace_vars) == 0:
-            _count_draws(traces)
-        return run, traces
-
-    init_traces._pymc_trees = True
-    init_traces.__wrapped__ = init
-    init_traces.__doc__ = init.__doc__
-    mcmc.init_traces = init_traces
+def with_draw_coords(result: dict, converter) -> dict:
+    """PyMC's conversion of the posterior (``result``), where a run that recorded no
+    variable (:func:`pymc_trees.bart.pymc_compat.count_draws`) keeps the chain and draw
+    coordinates in its empty posterior group, which PyMC's convergence checks and
+    ``pmt.predict`` read."""
+    for group, trace in (("posterior", getattr(converter, "posterior_trace", None)),
+                         ("warmup_posterior", getattr(converter, "warmup_trace", None))):
+        ds = result.get(group)
+        if ds is not None and not ds.data_vars and trace is not None:
+            result[group] = ds.assign_coords(chain=np.asarray(trace.chains),
+                                             draw=np.arange(len(trace)))
+    return result

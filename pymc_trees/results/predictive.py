@@ -17,7 +17,7 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from pymc_trees.bart.distribution import column_names, data_value, tree_terms
+from pymc_trees.bart.distribution import column_names, data_value, term_inputs, tree_terms
 from pymc_trees.bart.ppc_guard import evaluated_at_current_x
 from pymc_trees.results.predict import check_new_rows, evaluate
 from pymc_trees.bart.trace_io import read_forests
@@ -95,13 +95,13 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     posterior = posterior.drop_vars(stale)
     for rv in terms:
         tf = read_forests(trace, rv.name)
-        current = column_names(rv.owner.inputs[2], model)
+        current = column_names(term_inputs(rv).X, model)
         if tf.columns is not None and current is not None and tuple(current) != tf.columns:
             raise ValueError(f"The columns of X for {rv.name!r} are now {list(current)} but "
                              f"the trees were fit on {list(tf.columns)}. pm.set_data takes "
                              "arrays: pass the new rows with the training columns in the "
                              "training order (and the same coords).")
-        X = check_new_rows(data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+        X = check_new_rows(data_value(term_inputs(rv).X, rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
         _check_same_draws(tf, posterior, dims, rv.name)
@@ -204,7 +204,7 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
         if rv.name in posterior:
             continue
         tf = read_forests(idata, rv.name)
-        X = check_new_rows(data_value(rv.owner.inputs[2], rv.owner.op.missing), None,
+        X = check_new_rows(data_value(term_inputs(rv).X, rv.owner.op.missing), None,
                            tf.n_features, what=f"The current X of {rv.name!r}",
                            schema=tf.schema)
         rv_dims = model.named_vars_to_dims.get(rv.name) or tuple(

@@ -1,0 +1,251 @@
+"""The leaf scale of a tree term, one class per mode, composed by the tree step
+(:class:`~pymc_trees.bart.steps.CGMTreeStep`, :class:`~pymc_trees.bart.steps.PGTreeStep`).
+
+* :class:`FixedLeafScale`: ``leaf_sd`` a number (or an expression of no free variable).
+* :class:`LearnedLeafScale`: ``leaf_sd="learned"``, the leaf variance learned inside the
+  step, ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA, ...)`` centred on the calibrated sd
+  (:func:`~pymc_trees.bart.sampler.learned_scale_draw`).
+* :class:`ModelLeafScale`: ``leaf_sd`` an expression of one free model variable (for example
+  ``pm.HalfNormal``), slice-sampled from its full conditional.
+
+Each part has the same small interface, called by the step at fixed points of an iteration
+(the order of the random numbers is the step's, ``docs/design.md``, "A learned leaf scale"):
+
+``load(sampler, point)``
+    before the sweep: the leaf sd at the point into the sampler (a model variable's);
+``prior_draw(rng, sampler)``
+    for a term that no density depends on, before its forest is drawn from the prior;
+``update(rng, sampler, point, prior_only)``
+    after the sweep: the draw from the full conditional given the forest; returns the
+    point's new values (``{}`` when the scale is not a model variable);
+``stats(sampler)`` and ``stats_dtypes_shapes``
+    the sample stat ``<name>_leaf_sd`` of every draw;
+``value_names``
+    the value variables the part writes into the point.
+
+The functions shared with :mod:`pymc_trees.bart.split_prior` (the compiled value of one
+variable at a point, the slice sampler, the check that a hyperparameter belongs to one term)
+live here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymc.model import Model
+from pytensor.graph.traversal import ancestors
+
+from pymc_trees.bart.distribution import term_inputs
+from pymc_trees.bart.sampler import learned_scale_draw, learned_scale_prior_draw
+from pymc_trees.bart.structure import ModelStructureError
+
+__all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
+           "leaf_scale_rvs", "check_owned_by_term", "AtValue", "slice_sample"]
+
+
+def leaf_scale_rvs(model: Model, tree_rv) -> list:
+    """The free variables that the ``leaf_sd`` input of the tree term ``tree_rv`` depends on
+    (empty for a fixed leaf scale)."""
+    anc = set(ancestors([term_inputs(tree_rv).leaf_sd], blockers=model.free_RVs))
+    return [v for v in model.free_RVs if v in anc]
+
+
+def check_owned_by_term(model: Model, tree_rv, scale_rv, role: str = "leaf scale") -> None:
+    """A learned leaf scale (or split-probability vector) must be a free variable that nothing
+    but this tree term's prior depends on: its full conditional is then its prior times the
+    forest's density."""
+    name, tname = scale_rv.name, tree_rv.name
+    if role == "leaf scale" and scale_rv.ndim != 0:
+        raise ModelStructureError(f"The leaf scale {name!r} of {tname!r} must be a scalar; "
+                                  f"it has shape {tuple(scale_rv.shape.eval())}.")
+    rvs = list(model.basic_RVs)
+    for other in rvs:
+        if other is scale_rv or other is tree_rv:
+            continue
+        # direct inputs only: a dependence through another variable is that variable's
+        if scale_rv in set(ancestors(other.owner.inputs, blockers=rvs)):
+            raise ModelStructureError(
+                f"{name!r} is the {role} of {tname!r} and also enters {other.name!r}. The "
+                f"tree step samples the {role} from its prior and the forest alone, so it "
+                "must belong to one tree term and nothing else; give each term its own "
+                "variable.")
+    for pot in model.potentials:
+        if scale_rv in set(ancestors([pot], blockers=rvs)):
+            raise ModelStructureError(
+                f"{name!r} is the {role} of {tname!r} and also enters the Potential "
+                f"{pot.name!r}. The tree step samples the {role} from its prior and the "
+                "forest alone and would ignore that factor; put the information in its prior "
+                "instead, or leave the variable out of the Potential.")
+
+
+class AtValue:
+    """A compiled function of one value variable, called with a point (picklable, for
+    multiprocess sampling)."""
+
+    def __init__(self, fn, name: str):
+        self.fn, self.name = fn, name
+
+    def __call__(self, point):
+        return self.fn(point[self.name])
+
+
+def slice_sample(rng, x0: float, logf, w: float, max_steps: int) -> float:
+    """One univariate slice-sampling transition from x0 (Neal 2003, figures 3 and 5: stepping
+    out with at most ``max_steps`` widths ``w``, then shrinkage); leaves the density
+    proportional to ``exp(logf)`` invariant."""
+    logy = logf(x0) - rng.standard_exponential()
+    lo = x0 - w * rng.uniform()
+    hi = lo + w
+    j = int(np.floor(max_steps * rng.uniform()))
+    k = max_steps - 1 - j
+    while j > 0 and logf(lo) > logy:
+        lo -= w
+        j -= 1
+    while k > 0 and logf(hi) > logy:
+        hi += w
+        k -= 1
+    while True:
+        x1 = lo + (hi - lo) * rng.uniform()
+        if logf(x1) > logy:
+            return x1
+        if x1 < x0:
+            lo = x1
+        else:
+            hi = x1
+
+
+class FixedLeafScale:
+    """A leaf scale that stays as given: nothing to load, draw or write.
+
+    Parameters
+    ----------
+    var_name : str
+        The tree term's name (the stat is ``<var_name>_leaf_sd``).
+    sd0 : float
+        The leaf sd.
+    """
+
+    value_names: tuple[str, ...] = ()
+
+    def __init__(self, var_name: str, sd0: float):
+        self.sd0 = float(sd0)
+        self.stat = f"{var_name}_leaf_sd"
+
+    @property
+    def stats_dtypes_shapes(self) -> dict:
+        # the leaf scale of every draw, named per term like <name>_split_probs (one stat of
+        # each name per step: two terms' "leaf_sd" were stacked in one unnamed dim)
+        return {self.stat: (np.float64, [])}
+
+    def load(self, sampler, point) -> None:
+        pass
+
+    def prior_draw(self, rng, sampler) -> None:
+        pass
+
+    def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
+        return {}
+
+    def stats(self, sampler) -> dict:
+        return {self.stat: sampler.leaf_sd}
+
+
+class LearnedLeafScale(FixedLeafScale):
+    """``leaf_sd="learned"``: the leaf variance learned inside the tree step, its
+    InverseGamma prior centred on the calibrated sd ``sd0``
+    (:func:`~pymc_trees.bart.sampler.learned_scale_prior`).  After every sweep the sampler's
+    leaf sd is drawn from its conjugate conditional given the forest's leaves
+    (:func:`~pymc_trees.bart.sampler.learned_scale_draw`); a term drawn from its prior draws
+    it from its prior first (:func:`~pymc_trees.bart.sampler.learned_scale_prior_draw`), so
+    that its draws are independent from iteration to iteration.  Its current value is the
+    sampler's ``leaf_sd`` (in the step's state)."""
+
+    def prior_draw(self, rng, sampler) -> None:
+        sampler.leaf_sd = learned_scale_prior_draw(rng, self.sd0)
+
+    def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
+        if not prior_only:
+            # (a term drawn from its prior drew the scale from its prior with the trees)
+            sampler.leaf_sd = learned_scale_draw(rng, self.sd0, *sampler.leaf_stats())
+        return {}
+
+
+class ModelLeafScale(FixedLeafScale):
+    """``leaf_sd`` an expression of one free model variable, sampled with the trees.
+
+    Parameters
+    ----------
+    model : pm.Model
+    tree_rv : TensorVariable
+        The tree term.
+    scale_rv : TensorVariable
+        The free variable ``leaf_sd`` depends on (a scalar that nothing else depends on,
+        :func:`check_owned_by_term`).
+    start : callable
+        Returns the starting point (called once, for the starting sd).
+    """
+
+    def __init__(self, model: Model, tree_rv, scale_rv, start):
+        check_owned_by_term(model, tree_rv, scale_rv)
+        self.var_name = tree_rv.name
+        value = model.rvs_to_values[scale_rv]
+        self.name = value.name
+        self.value_names = (value.name,)
+        expr = model.replace_rvs_by_values([term_inputs(tree_rv).leaf_sd])[0]
+        sd_fn = model.compile_fn(expr, inputs=[value], on_unused_input="ignore",
+                                 point_fn=False)
+        lp_fn = model.compile_fn(model.logp(vars=[scale_rv], jacobian=True),
+                                 inputs=[value], on_unused_input="ignore", point_fn=False)
+        self._leaf_sd_fn = AtValue(sd_fn, value.name)
+        self._logp = AtValue(lp_fn, value.name)
+        super().__init__(tree_rv.name, float(self._leaf_sd_fn(start())))
+
+    def at(self, point) -> float:
+        """The leaf sd at the point (positive and finite, or an error naming the term)."""
+        sd = float(self._leaf_sd_fn(point))
+        if not (np.isfinite(sd) and sd > 0):
+            raise ValueError(f"The leaf scale of {self.var_name!r} evaluated to {sd!r}; it must "
+                             "be positive and finite (for example pt.sqrt of a positive "
+                             "variance, or a HalfNormal sd).")
+        return sd
+
+    def load(self, sampler, point) -> None:
+        sampler.leaf_sd = self.at(point)
+
+    def draw(self, rng, sampler, point) -> np.ndarray:
+        """Slice-sampling update (Neal 2003, stepping out with width 1 and at most 32 steps,
+        then shrinkage) of the leaf-scale variable on its transformed scale, from its full
+        conditional: its prior (with the Jacobian) times ``prod_leaves N(mu | 0, sd^2)``,
+        which depends on the leaves through their number L and sum of squares S only."""
+        name = self.name
+        L, S = sampler.leaf_stats()
+        dtype = point[name].dtype
+        trial = dict(point)
+
+        def logf(x):
+            trial[name] = np.asarray(x, dtype=dtype)
+            sd = float(self._leaf_sd_fn(trial))
+            if not (np.isfinite(sd) and sd > 0):
+                return -np.inf
+            lp = float(self._logp(trial))
+            return lp - L * np.log(sd) - 0.5 * S / (sd * sd) if np.isfinite(lp) else -np.inf
+
+        x0 = float(np.asarray(point[name]))
+        return np.asarray(slice_sample(rng, x0, logf, 1.0, 32), dtype=dtype)
+
+    def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
+        new = {self.name: self.draw(rng, sampler, point)}
+        sampler.leaf_sd = self.at({**point, **new})
+        return new
+
+
+def make_leaf_scale(model: Model, tree_rv, scale: list, start) -> FixedLeafScale:
+    """The leaf-scale part of the tree step of ``tree_rv``: :class:`ModelLeafScale` when
+    ``leaf_sd`` depends on the free variable ``scale[0]``, :class:`LearnedLeafScale` for
+    ``leaf_sd="learned"``, else :class:`FixedLeafScale`; its ``sd0`` is the sd the sampler
+    starts from."""
+    if scale:
+        return ModelLeafScale(model, tree_rv, scale[0], start)
+    sd0 = float(term_inputs(tree_rv).leaf_sd.eval())
+    if tree_rv.owner.op.prior.learned_scale:
+        return LearnedLeafScale(tree_rv.name, sd0)
+    return FixedLeafScale(tree_rv.name, sd0)
