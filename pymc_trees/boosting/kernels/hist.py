@@ -407,10 +407,11 @@ def _best_splits(HIST, MC, data, colmask, nG, nH, level, params, out):
     """:func:`_best_split_hist` of every node of a level (node ``level[j]``, its histogram
     ``HIST[j]``), in parallel, into ``out`` (a :class:`LevelSplits`).
 
-    The bundles are unpacked before the parallel loop, one field a statement: with numba
-    0.68, ``a, b = out.x, out.y`` ahead of a ``prange`` loop loses the loop's writes to ``a``
-    and ``b`` (the outputs stayed at their initial values; one statement a field keeps
-    them)."""
+    The bundles are unpacked before the parallel loop, one field a statement: in a
+    ``parallel=True`` function numba loses writes to arrays reached through a named tuple
+    (numba issue #5872), and with numba 0.68 ``a, b = out.x, out.y`` ahead of the ``prange``
+    loop lost the loop's writes to ``a`` and ``b`` too (the outputs stayed at their initial
+    values); ``a = out.x`` and ``b = out.y`` as two statements keep them."""
     ncuts = data.ncuts
     n_cat = data.n_cat
     feat_missing = data.feat_missing
