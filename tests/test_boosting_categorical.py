@@ -320,6 +320,7 @@ def test_packed_forest_routes_rows_as_the_training_kernels(tree_method):
     rng = np.random.default_rng(0)
     depth = 6
     cap = boost.tree_capacity(depth)
+    params = boost.SplitParams(depth, 1.0, 1.0, 0.0, 0.0, 0.3, 4, 64)
     colmask = np.ones(p, bool)
     feat_missing = np.isnan(X).any(axis=0)
     XT = np.ascontiguousarray(X.T)
@@ -347,10 +348,10 @@ def test_packed_forest_routes_rows_as_the_training_kernels(tree_method):
                  value=np.zeros(cap), loss_chg=np.zeros(cap), cover=np.zeros(cap))
         train = np.zeros(n)
         if tree_method == "hist":
-            nn = boost.grow_hist(XbT, ncuts, n_cat, g, h, bag, colmask, feat_missing, depth,
-                                 1.0, 1.0, 0.0, 0.0, 0.3, 4, 64, b["feature"], b["cutbin"],
-                                 b["missing_left"], b["cats"], b["left"], b["value"],
-                                 b["loss_chg"], b["cover"], train, ws)
+            tree = boost.NodeArrays(b["feature"], b["cutbin"], b["missing_left"], b["cats"],
+                                    b["left"], b["value"], b["loss_chg"], b["cover"])
+            nn = boost.grow_hist(boost.BinnedData(XbT, ncuts, n_cat, feat_missing), g, h, bag,
+                                 colmask, params, tree, train, ws)
             internal = b["feature"][:nn] >= 0
             b["threshold"][:nn][internal] = cuts[b["feature"][:nn][internal],
                                                  b["cutbin"][:nn][internal]]
@@ -358,10 +359,11 @@ def test_packed_forest_routes_rows_as_the_training_kernels(tree_method):
             boost.predict_tree_binned(b["feature"], b["cutbin"], b["missing_left"], b["cats"],
                                       b["left"], b["value"], XbT, miss, out, train)
         else:
-            nn = boost.grow_exact(XT, sorted_idx, n_present, feat_missing, n_cat, g, h, in_bag,
-                                  colmask, depth, 1.0, 1.0, 0.0, 0.0, 0.3, 4, 64, b["feature"],
-                                  b["threshold"], b["missing_left"], b["cats"], b["left"],
-                                  b["value"], b["loss_chg"], b["cover"])
+            tree = boost.NodeArrays(b["feature"], b["threshold"], b["missing_left"], b["cats"],
+                                    b["left"], b["value"], b["loss_chg"], b["cover"])
+            nn = boost.grow_exact(boost.SortedData(XT, sorted_idx, n_present, n_cat,
+                                                   feat_missing), g, h, in_bag, colmask, params,
+                                  tree)
             boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"], b["cats"],
                                    b["left"], b["value"], XT, train)
         raw = np.zeros(n)

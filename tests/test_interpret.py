@@ -20,7 +20,7 @@ import xarray as xr  # noqa: E402
 
 import pymc_trees as pmt  # noqa: E402
 from pymc_trees import interpret  # noqa: E402
-from pymc_trees.interpret import summaries  # noqa: E402
+from pymc_trees.interpret import sources  # noqa: E402
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest  # noqa: E402
 from pymc_trees.bart.trace_io import encode_forests  # noqa: E402
 
@@ -477,7 +477,7 @@ def test_batches_of_grid_points_and_permutations_give_the_same_numbers(monkeypat
     X = _frame(16, 10)
     whole = interpret.partial_dependence(idata, X, ["x", "colour"], kind="both")
     perm = interpret.variable_importance(idata, X, kind="permutation", n_repeats=3, rng=2)
-    monkeypatch.setattr(summaries, "BATCH_FLOATS", 1)  # one grid point / permutation a call
+    monkeypatch.setattr(sources, "BATCH_FLOATS", 1)  # one grid point / permutation a call
     xr.testing.assert_identical(
         interpret.partial_dependence(idata, X, ["x", "colour"], kind="both"), whole)
     xr.testing.assert_identical(
@@ -648,7 +648,7 @@ def _marginal_walk(forest: PackedForest, A: np.ndarray, excluded) -> np.ndarray:
 
 
 def _trees_of(idata):
-    return summaries.interpretation_source(idata, "f", None).trees
+    return sources.interpretation_source(idata, "f", None).trees
 
 
 def test_marginal_prediction_equals_a_recursion_for_every_set_of_dropped_columns():
@@ -773,7 +773,7 @@ def test_selection_by_inclusion_keeps_the_columns_split_on_most(fitted):
     inc = pmt.variable_importance(idata, max_draws=20).mean(("chain", "draw"))
     order = list(inc["column"].values[np.argsort(-inc.values, kind="stable")])
     assert list(res["column"].values) == order
-    src = summaries.interpretation_source(idata, "f", 20)
+    src = sources.interpretation_source(idata, "f", 20)
     A = src.encode(df)
     from pymc_trees.interpret.selection import _r2
 

@@ -329,7 +329,7 @@ def test_partial_dependence_of_linear_leaves_is_the_mean_of_predictions(fitted):
 
 def test_a_linear_leaf_predicts_its_line_and_drops_its_column_to_its_mean():
     from pymc_trees.core.packed import NODE_DTYPE, PackedForest, center_bits
-    from pymc_trees.interpret.summaries import _Trees
+    from pymc_trees.interpret.sources import _Trees
 
     # x0 <= 0.5 ? (leaf: 1 + 2 (x1 - 0.3)) : (leaf: -1 - 0.5 (x0 - 0.7)), NaN in x0 left
     nodes = np.zeros(3, NODE_DTYPE)

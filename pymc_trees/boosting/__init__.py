@@ -2,12 +2,14 @@
 baseline on the tree core BART uses (:mod:`pymc_trees.core`).  Nothing of PyMC is imported.
 
 * :class:`BoostedTreesRegressor`, :class:`BoostedTreesClassifier` (``estimators``);
-* ``kernels``: the numba tree growers (exact and histogram) and their split rules.
+* ``objectives``: the objectives' names, initial margins and evaluation metrics;
+* ``kernels``: the numba tree growers (exact and histogram), their split rules, and the
+  prediction of one tree.
 
 See ``docs/boosting.md``.
 """
 
-from pymc_trees.boosting.estimators import (METRICS, OBJECTIVES, BoostedTreesClassifier,
-                                            BoostedTreesRegressor)
+from pymc_trees.boosting.estimators import BoostedTreesClassifier, BoostedTreesRegressor
+from pymc_trees.boosting.objectives import METRICS, OBJECTIVES
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]

@@ -39,33 +39,15 @@ from sklearn.utils.validation import (_check_feature_names, _check_sample_weight
                                       check_array, check_consistent_length, check_is_fitted)
 
 from pymc_trees.boosting import kernels as boost
+from pymc_trees.boosting.objectives import (METRICS, OBJECTIVES, POISSON_MAX_DELTA_STEP,
+                                            base_margin, grad_hess, metric_value,
+                                            weighted_quantile)
 from pymc_trees.core.binning import MAX_NUMCUT, make_cutpoints
 from pymc_trees.core.packed import predict_packed_parallel
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.core.tabular import TableSchema
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
-
-OBJECTIVES = ("reg:squarederror", "count:poisson", "reg:quantileerror", "binary:logistic",
-              "multi:softprob")
-# log link: XGBoost sets max_delta_step = 0.7 for count:poisson (and uses it in the hessian)
-POISSON_MAX_DELTA_STEP = 0.7
-
-
-# --- objectives: gradient and hessian with respect to the margin ---------------------------
-
-
-def _grad_hess(objective, margin, y, w, alphas, mds, G=None, H=None):
-    """g, h of shape (K, n) for margins (n, K); w the sample weights (n,).  ``G``, ``H``:
-    buffers to fill (reused across rounds: fresh arrays of a million rows page-fault)."""
-    n, K = margin.shape
-    if G is None:
-        G, H = np.empty((K, n)), np.empty((K, n))
-    boost.grad_hess(boost.OBJECTIVE_CODES[objective], margin, np.asarray(y, np.float64), w,
-                    np.asarray(alphas if alphas is not None else [0.5], np.float64),
-                    float(mds), G, H)
-    return G, H
-
 
 @contextmanager
 def _numba_threads(n_jobs):
@@ -81,81 +63,6 @@ def _numba_threads(n_jobs):
         yield numba.get_num_threads()
     finally:
         numba.set_num_threads(old)
-
-
-def _weighted_quantile(y, w, q):
-    order = np.argsort(y, kind="stable")
-    ys, ws = y[order], w[order]
-    cw = np.cumsum(ws)
-    return float(ys[min(np.searchsorted(cw, q * cw[-1], side="left"), ys.size - 1)])
-
-
-def _base_margin(objective, base_score, y, w, K, alphas, n_classes):
-    """Initial margin per output.  ``base_score`` is on the response scale, as in XGBoost."""
-    if base_score is not None:
-        b = float(base_score)
-        if objective == "binary:logistic":
-            if not 0 < b < 1:
-                raise ValueError(f"base_score must lie in (0, 1) for binary:logistic; got {b}.")
-            return np.full(K, np.log(b / (1 - b)))
-        if objective == "count:poisson":
-            if not b > 0:
-                raise ValueError(f"base_score must be positive for count:poisson; got {b}.")
-            return np.full(K, np.log(b))
-        if objective == "multi:softprob":
-            return np.zeros(K)
-        return np.full(K, b)
-    if objective == "reg:squarederror":
-        return np.full(K, np.average(y, weights=w))
-    if objective == "binary:logistic":
-        p = np.clip(np.average(y, weights=w), 1e-6, 1 - 1e-6)
-        return np.full(K, np.log(p / (1 - p)))
-    if objective == "count:poisson":
-        return np.full(K, np.log(max(np.average(y, weights=w), 1e-6)))
-    if objective == "reg:quantileerror":
-        return np.array([_weighted_quantile(y, w, a) for a in alphas])
-    freq = np.bincount(y.astype(np.int64), weights=w, minlength=n_classes) / w.sum()
-    return np.log(np.clip(freq, 1e-6, None))
-
-
-# --- evaluation metrics ------------------------------------------------------------------
-
-
-def _metric(name, margin, y, w, alphas):
-    """Weighted metric of margins (n, K) against y (lower is better except auc)."""
-    if name == "rmse":
-        return float(np.sqrt(np.average((margin[:, 0] - y) ** 2, weights=w)))
-    if name == "mae":
-        return float(np.average(np.abs(margin[:, 0] - y), weights=w))
-    if name == "logloss":
-        p = np.clip(expit(margin[:, 0]), 1e-15, 1 - 1e-15)
-        return float(np.average(-(y * np.log(p) + (1 - y) * np.log1p(-p)), weights=w))
-    if name == "error":
-        return float(np.average((margin[:, 0] > 0) != (y > 0.5), weights=w))
-    if name == "mlogloss":
-        lp = margin - logsumexp(margin, axis=1, keepdims=True)
-        return float(np.average(-lp[np.arange(len(y)), y.astype(np.int64)], weights=w))
-    if name == "merror":
-        return float(np.average(np.argmax(margin, axis=1) != y, weights=w))
-    if name == "poisson-nloglik":
-        from scipy.special import gammaln
-
-        mu = np.exp(margin[:, 0])
-        return float(np.average(mu - y * margin[:, 0] + gammaln(y + 1), weights=w))
-    if name == "quantile":
-        diff = y[:, None] - margin
-        loss = np.where(diff >= 0, alphas[None, :] * diff, (alphas[None, :] - 1) * diff)
-        return float(np.average(loss.mean(axis=1), weights=w))
-    raise AssertionError(name)  # pragma: no cover
-
-
-METRICS = {
-    "reg:squarederror": ("rmse", "mae"),
-    "count:poisson": ("poisson-nloglik", "rmse", "mae"),
-    "reg:quantileerror": ("quantile",),
-    "binary:logistic": ("logloss", "error"),
-    "multi:softprob": ("mlogloss", "merror"),
-}
 
 
 # --- the fitted model ----------------------------------------------------------------------
@@ -410,7 +317,7 @@ class _BoostedTrees(BaseEstimator):
         mds = (self.max_delta_step if self.max_delta_step is not None else
                POISSON_MAX_DELTA_STEP if objective == "count:poisson" else 0.0)
         self._mds = float(mds)
-        base = _base_margin(objective, self.base_score, y, w, K, alphas, n_classes)
+        base = base_margin(objective, self.base_score, y, w, K, alphas, n_classes)
         # rows of weight 0 take no part in the fit (as if removed): no cutpoints, no bag
         live = w > 0
         feat_missing = np.isnan(X[live]).any(axis=0)
@@ -421,9 +328,11 @@ class _BoostedTrees(BaseEstimator):
         exact = self.tree_method == "exact"
         if exact:
             XT, sorted_idx, n_present = _sorted_columns(X, live, is_cat)
+            data = boost.SortedData(XT, sorted_idx, n_present, n_cat, feat_missing)
         else:
             cuts, ncuts = self._hist_cuts(X, w, is_cat, n_cat, threads)
             XbT = boost.binned_columns(X, cuts, ncuts)  # column-major (p, n)
+            data = boost.BinnedData(XbT, ncuts, n_cat, feat_missing)
             miss_bin = int(ncuts.max(initial=0)) + 1
             ws = boost.hist_workspace(n, p, miss_bin, min(depth, 30))
             all_rows = np.arange(n, dtype=np.int64)
@@ -441,13 +350,16 @@ class _BoostedTrees(BaseEstimator):
         best_score, best_round, rounds_done = np.inf, 0, 0
         lam, alpha, eta = float(self.reg_lambda), float(self.reg_alpha), float(self.learning_rate)
         mcw = float(self.min_child_weight)
+        params = boost.SplitParams(int(depth), mcw, lam, alpha, self._mds, eta, onehot, cat_thr)
+        tree = boost.NodeArrays(bufs["feature"], bufs["threshold" if exact else "cutbin"],
+                                *(bufs[f] for f in boost.NodeArrays._fields[2:]))
         # buffers reused across rounds (fresh arrays of a million rows page-fault)
         G, H = np.empty((K, n)), np.empty((K, n))
         upd = np.empty(n)
         live_rows = np.flatnonzero(live).astype(np.int64)
         dead_rows = np.flatnonzero(~live).astype(np.int64)
         for r in range(self.n_estimators):
-            g, h = _grad_hess(objective, margin, y, w, alphas, self._mds, G, H)
+            g, h = grad_hess(objective, margin, y, w, alphas, self._mds, G, H)
             if self.subsample < 1.0:
                 in_bag = (rng.random_sample(n) < self.subsample) & live
                 rows = np.flatnonzero(in_bag).astype(np.int64)
@@ -464,18 +376,11 @@ class _BoostedTrees(BaseEstimator):
                 hk = h[k]
                 b = bufs
                 if exact:
-                    n_nodes = boost.grow_exact(
-                        XT, sorted_idx, n_present, feat_missing, n_cat, gk, hk, in_bag,
-                        colmask, depth, mcw, lam, alpha, self._mds, eta, onehot,
-                        cat_thr, b["feature"], b["threshold"], b["missing_left"], b["cats"],
-                        b["left"], b["value"], b["loss_chg"], b["cover"])
+                    n_nodes = boost.grow_exact(data, gk, hk, in_bag, colmask, params, tree)
                 else:
                     upd[:] = 0.0
-                    n_nodes = boost.grow_hist(
-                        XbT, ncuts, n_cat, gk, hk, rows, colmask, feat_missing,
-                        depth, mcw, lam, alpha, self._mds, eta, onehot, cat_thr,
-                        b["feature"], b["cutbin"], b["missing_left"], b["cats"], b["left"],
-                        b["value"], b["loss_chg"], b["cover"], upd, ws)
+                    n_nodes = boost.grow_hist(data, gk, hk, rows, colmask, params, tree, upd,
+                                              ws)
                     internal = b["feature"][:n_nodes] >= 0
                     b["threshold"][:n_nodes][internal] = cuts[
                         b["feature"][:n_nodes][internal], b["cutbin"][:n_nodes][internal]]
@@ -513,7 +418,7 @@ class _BoostedTrees(BaseEstimator):
             rounds_done = r + 1
             for j, (_, ye, we, me) in enumerate(evals):
                 self.evals_result_[f"validation_{j}"][metric].append(
-                    _metric(metric, me, ye, we, alphas))
+                    metric_value(metric, me, ye, we, alphas))
             if evals and self.early_stopping_rounds is not None:
                 score = self.evals_result_[f"validation_{len(evals) - 1}"][metric][-1]
                 if score < best_score:
@@ -580,7 +485,7 @@ class _BoostedTrees(BaseEstimator):
                          np.ascontiguousarray(X.T), leaf)
         for k in np.unique(leaf[in_bag]):
             sel = in_bag & (leaf == k)
-            b["value"][k] = eta * _weighted_quantile(resid[sel], w[sel], alpha_q)
+            b["value"][k] = eta * weighted_quantile(resid[sel], w[sel], alpha_q)
 
     def _margin(self, X, iteration_range=None):
         check_is_fitted(self, "_forests")

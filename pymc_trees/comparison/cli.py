@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pymc_trees.comparison.run import DATASETS, TASKS
+from pymc_trees.comparison.datasets import DATASETS, TASKS
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -164,7 +164,7 @@ def _importance(res: "ComparisonResult"):
     """Figure and BART's importance (DataArray with dims chain, draw, column)."""
     import matplotlib.pyplot as plt
 
-    from pymc_trees.interpret.summaries import plot_variable_importance, variable_importance
+    from pymc_trees.interpret import plot_variable_importance, variable_importance
 
     X = _interpret_rows(res)
     kw = dict(kind="permutation", n_repeats=3, rng=res.info["seed"])
@@ -182,7 +182,7 @@ def _importance(res: "ComparisonResult"):
 def _partial_dependence(res: "ComparisonResult", bart_importance):
     import matplotlib.pyplot as plt
 
-    from pymc_trees.interpret.summaries import partial_dependence, plot_partial_dependence
+    from pymc_trees.interpret import partial_dependence, plot_partial_dependence
 
     X = _interpret_rows(res)
     mean = bart_importance.mean(("chain", "draw")).to_series().fillna(-np.inf)

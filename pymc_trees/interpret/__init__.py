@@ -1,13 +1,14 @@
-"""Interpretation of BART fits per posterior draw: variable importance, partial dependence
-and ICE curves, and their plots (``summaries``); variable selection over submodels
-(``selection``).  See ``docs/interpret.md``."""
+"""Interpretation of BART fits per posterior draw: where a model is read from (``sources``),
+variable importance (``importance``), partial dependence and ICE curves (``dependence``),
+their plots (``plots``; ``summaries`` keeps the names importable from their first home), and
+variable selection over submodels (``selection``).  See ``docs/interpret.md``."""
 
+from pymc_trees.interpret.dependence import partial_dependence
+from pymc_trees.interpret.importance import variable_importance
+from pymc_trees.interpret.plots import (plot_convergence, plot_partial_dependence,
+                                        plot_partial_dependence_grid, plot_variable_importance)
 from pymc_trees.interpret.selection import (plot_scatter_submodels, plot_submodels,
                                             select_variables)
-from pymc_trees.interpret.summaries import (partial_dependence, plot_convergence,
-                                            plot_partial_dependence,
-                                            plot_partial_dependence_grid,
-                                            plot_variable_importance, variable_importance)
 
 __all__ = ["variable_importance", "partial_dependence", "plot_variable_importance",
            "plot_partial_dependence", "plot_convergence", "plot_partial_dependence_grid",

@@ -23,8 +23,8 @@ import numbers
 import numpy as np
 import xarray as xr
 
-from pymc_trees.interpret.summaries import (hdi_summary, interpretation_source, panel_grid,
-                                            require_rows)
+from pymc_trees.interpret.plots import hdi_summary, panel_grid
+from pymc_trees.interpret.sources import interpretation_source, require_rows
 
 __all__ = ["select_variables", "plot_submodels", "plot_scatter_submodels"]
 
