@@ -481,7 +481,8 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     each), and each output's mean of f is checked on its own.  Using output 0's log density
     for both outputs (output 1 then follows its prior) fails the mean check.  The cells'
     tolerance is 3.75 / sqrt(N_eff) against TV(prior, posterior) 0.62, so the test has power
-    from N_eff 330; the four chains give N_eff 543 with this seed (tolerance 0.161)."""
+    from N_eff 330; the four chains give N_eff 543 with this seed (tolerance 0.161).  Output
+    0's log density for both outputs fails already at the cells (TV 0.31, N_eff 29)."""
     leaf_sd, _, row, _ = CASES["poisson"]
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
