@@ -2,7 +2,7 @@
 
 Every leaf proposal of the general step is drawn with probability ``w`` from the leaf prior
 instead of the Newton step (``pymc_trees/bart/kernels/general.py``, "A defensive mixture").
-This runs the Poisson enumeration chain of ``tests/test_general.py`` (one tree, 6 rows,
+This runs the Poisson enumeration chain of ``tests/bart/test_general.py`` (one tree, 6 rows,
 ``mu = exp(0.8 + f)``, 300 tuning and 20,000 kept sweeps per chain, two chains per seed
 pair) for several weights and prints, per weight and seed pair, the ArviZ ESS of the
 indicators of the five most probable partitions of the exact posterior (the smallest sets
@@ -22,6 +22,7 @@ from pathlib import Path
 import arviz as az
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "bart"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs  # noqa: E402

@@ -9,7 +9,7 @@
 * Prediction, saving and interpretation of linear leaves (hand-built forests with gaps), and
   the refusals.
 
-Tolerances as in ``tests/test_enumeration.py``: total variation against a bound from the ESS
+Tolerances as in ``tests/bart/test_enumeration.py``: total variation against a bound from the ESS
 of the five most probable cells (``check_cells``), f moments within 4 Monte Carlo SEs.
 """
 

@@ -57,7 +57,7 @@ def test_prior_predictive_draws_trees_without_numba_object_mode_warning():
 
 
 def _two_output_trace():
-    """A hand-built trace of a term of shape (2, n) (tests/test_interpret.py's forests)."""
+    """A hand-built trace of a term of shape (2, n) (tests/interpret/test_interpret.py's forests)."""
     from test_interpret import TREES1, TREES2, _forest, _frame, _idata
 
     both = _forest(*TREES1, *TREES2)

@@ -4,7 +4,7 @@ model (pymc_trees.bart.rowgraph) and the whole sweep in one numba kernel
 
 * The kernel makes the same moves with the same random numbers as the Python sweep that calls
   the likelihood through PyTensor (``python_sweep = True``), which the enumeration tests of
-  tests/test_general.py established: after 25 sweeps from one seed both hold the same trees
+  tests/bart/test_general.py established: after 25 sweeps from one seed both hold the same trees
   and the same term to 1e-9, on each model family the benchmark runs.  A wrong reverse
   proposal density or a missing term in the kernel's ratio changes an accept decision within
   a few sweeps (mutations in the closing note of issue 25).

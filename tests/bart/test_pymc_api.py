@@ -285,7 +285,7 @@ def test_model_building_checks():
     with pm.Model(coords={"k": range(3), "obs": range(20), "row": range(19)}):
         with pytest.raises(ValueError, match="does not match the 20 rows of X"):
             pmt.BARTTree("f8", X, y, dims=("k", "row"))
-        # two dims that end with the rows: k outputs (tests/test_general.py)
+        # two dims that end with the rows: k outputs (tests/bart/test_general.py)
         assert pmt.BARTTree("f9", X, y, dims=("k", "obs")).owner.op.outputs == 3
 
 

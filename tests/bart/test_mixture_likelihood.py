@@ -6,7 +6,7 @@ step's row-by-row form of PyMC's checks (``switch(condition_i, logp_i, -inf)``) 
 weights against the rows and failed with "Incompatible Elemwise input shapes" when the step
 was built.  Such a condition is now applied whole, ``all(condition)``, as PyMC does.
 
-* Exact enumeration, m = 1 on 6 rows (as tests/test_general.py): the posterior over the 32
+* Exact enumeration, m = 1 on 6 rows (as tests/bart/test_general.py): the posterior over the 32
   row partitions is the tree prior times, per leaf, a one-dimensional integral of the
   likelihood against the leaf prior; the sampled partitions must match it within the
   N_eff-based tolerance of the other enumeration tests, and the posterior mean of f at every
@@ -33,7 +33,7 @@ from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X6 = np.arange(6.0)[:, None]
 # one step between rows 2 and 3: the trees mix well on it (with an isolated middle row, as in
-# tests/test_general.py's data, the chains kept one tree shape for thousands of sweeps)
+# tests/bart/test_general.py's data, the chains kept one tree shape for thousands of sweeps)
 Y6 = np.array([0.4, 0.1, 0.3, -2.6, -2.9, -2.3])
 ALPHA, BETA, LEAF_SD = 0.95, 1.0, 1.0
 MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.4, "swap": 0.1}
