@@ -116,8 +116,10 @@ class LinearForestSampler(ForestSampler):
             f"move_probs={dict(move_probs)!r} does not apply to response="
             f"{self.prior.response!r}: linear leaves are sampled by grow and prune (0.3 each) "
             f"and change at a node whose children are leaves (0.4), without swap. Leave "
-            f"move_probs out (CGMTreeStep(move_probs=...) or pm.sample(cgm_tree="
-            f"{{'move_probs': ...}})) for this term, or use response='constant'.")
+            f"move_probs out for this term, or use response='constant'; to set them for a "
+            f"constant-leaf term of the same model, give its step alone "
+            f"(pm.sample(step=[pmt.CGMTreeStep([f_const], move_probs=...)]) instead of "
+            f"pm.sample(cgm_tree={{'move_probs': ...}}), which reaches every tree step).")
 
     def _forest_key(self) -> tuple:
         self._sync()
