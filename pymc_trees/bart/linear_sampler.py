@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import SweepData, TreeRules
+from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
 from pymc_trees.bart.kernels.forest import LEAF
-from pymc_trees.bart.kernels.linear import (linear_leaf_stats, linear_level_shift_sums,
+from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linear_level_shift_sums,
                                             linear_prior_leaves, linear_sweep, linear_values,
                                             pack_linear_leaves, standardize_columns)
 from pymc_trees.bart.kernels import general as gk
@@ -107,6 +107,20 @@ class LinearForestSampler(ForestSampler):
         self._remember_values(out)
         return out
 
+    def check_move_probs(self, move_probs: dict[str, float]) -> None:
+        """Linear leaves have their own moves (grow and prune 0.3 each, change at a node whose
+        children are leaves 0.4, no swap, in :mod:`~pymc_trees.bart.kernels.linear` and
+        :mod:`~pymc_trees.bart.kernels.general_linear`): a user's ``move_probs`` would be
+        ignored, so it is refused."""
+        raise ValueError(
+            f"move_probs={dict(move_probs)!r} does not apply to response="
+            f"{self.prior.response!r}: linear leaves are sampled by grow and prune (0.3 each) "
+            f"and change at a node whose children are leaves (0.4), without swap. Leave "
+            f"move_probs out for this term, or use response='constant'; to set them for a "
+            f"constant-leaf term of the same model, give its step alone "
+            f"(pm.sample(step=[pmt.CGMTreeStep([f_const], move_probs=...)]) instead of "
+            f"pm.sample(cgm_tree={{'move_probs': ...}}), which reaches every tree step).")
+
     def _forest_key(self) -> tuple:
         self._sync()
         return super()._forest_key() + (self.slope.tobytes(), self.lin.tobytes())
@@ -119,7 +133,8 @@ class LinearForestSampler(ForestSampler):
                   move_cumprobs: np.ndarray) -> dict[str, float]:
         """One sweep of :func:`~pymc_trees.bart.kernels.linear.linear_sweep` (grow and prune
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` is not
-        used) against pseudo-data ``z`` with row precisions ``omega``; returns acceptance
+        used: a user's ``move_probs`` is refused by :meth:`check_move_probs`) against
+        pseudo-data ``z`` with row precisions ``omega``; returns acceptance
         rates (NaN for swap)."""
         f = self._forest_with_room()
         self._sync()
@@ -129,7 +144,7 @@ class LinearForestSampler(ForestSampler):
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                           float(self.prior.beta), float(self.prec0))
-        linear_sweep(rng, data, rules, self.regcol, self.lin, self.mix, self.Z,
+        linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin, self.mix,
                      np.ascontiguousarray(z, dtype=np.float64),
                      np.ascontiguousarray(omega, dtype=np.float64), self._fsum, f.arrays(),
                      self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
@@ -176,8 +191,8 @@ class LinearForestSampler(ForestSampler):
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        general_linear_sweep(rng, rows_fn, pre, data, rules, self.regcol, self.lin, self.mix,
-                             self.Z, f.arrays(), self.slope, self._scratch,
+        general_linear_sweep(rng, rows_fn, pre, data, rules, LinearRows(self.regcol, self.Z),
+                             self.lin, self.mix, f.arrays(), self.slope, self._scratch,
                              gk.RowState(fv, ll, g, h), bufs, proposed, accepted)
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 

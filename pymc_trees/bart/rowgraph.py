@@ -37,7 +37,7 @@ from pytensor.scalar.math import TriGamma
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
 
-from pymc_trees.bart.kernels.general import ROW_SIGNATURE
+from pymc_trees.bart.kernels.row_calls import ROW_SIGNATURE
 
 __all__ = ["RowFunctions", "compile_rows", "numba_object_mode"]
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import (SweepData, TreeRules, cgm_sweep, forest_summary,
-                                         leaf_counts, new_scratch)
+from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, new_scratch
+from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
+from pymc_trees.bart.kernels.row_sums import leaf_counts
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw,
                                             dart_prior_draw, forest_values, mask_dtype,
                                             mask_width, new_forest, pack_forest, reweight,
@@ -20,8 +21,8 @@ from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
                                         remove_tree)
-from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, new_node_cache, new_particles,
-                                        pg_tree_update)
+from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
+                                        new_particles, pg_tree_update)
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
 from pymc_trees.core.features import FeatureLayout, build_layout
 
@@ -495,6 +496,10 @@ class ForestSampler:
             self._alloc_scratch()
         return f
 
+    def check_move_probs(self, move_probs: dict[str, float]) -> None:
+        """Refuse a user's ``move_probs`` that this sampler's sweeps cannot honour (called by
+        the tree step where the user passes them); here every move applies."""
+
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                   move_cumprobs: np.ndarray) -> dict[str, float]:
         """One CGM backfitting sweep over all trees against pseudo-data ``z`` (offset
@@ -588,9 +593,7 @@ class ForestSampler:
         n, m = self.n, f.m
         b = gk.new_row_buffers(n, f.capacity, J)
         sc = self._scratch
-        idx, hist, lo, hi, tmp, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.tmp, sc.nmask
-        nwav, nnc, seg_s, seg_e, stack, in_sub = (sc.nwav, sc.nnc, sc.seg_s, sc.seg_e,
-                                                  sc.stack, sc.in_sub)
+        idx, nmask, seg_s, seg_e, stack = sc.idx, sc.nmask, sc.seg_s, sc.seg_e, sc.stack
         S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
         prec0 = self.prec0
         pr = self.prior
@@ -603,7 +606,10 @@ class ForestSampler:
         tv = np.empty((J, n))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        Xb, XbT, ncuts, iscat, sp = self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        # the prior's numbers as given (their types decide numba's powers, hence the draws)
+        rules = TreeRules(pr.min_leaf, pr.alpha, pr.beta, prec0)
+        fa = f.arrays()
 
         def evaluate(rows, logr_rest, reverse):
             """Finish the log ratio of a move that changes the term at ``rows`` to
@@ -632,11 +638,7 @@ class ForestSampler:
             while move < 3 and u >= cp[move]:
                 move += 1
             if move == 0:
-                st = gk.grow_propose(rng, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha,
-                                     pr.beta,
-                                     prec0, w, pg, pp, f.var, f.left, f.right, f.parent, f.depth,
-                                     f.wavail, f.amask, f.leaf_of_row, value, f.n_nodes, gc,
-                                     h_cur, idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f)
+                st = gk.grow_propose(rng, t, data, rules, w, pg, pp, fa, value, gc, h_cur, sc, b)
                 if st == 1:
                     ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
                     rows = idx[:cnt].astype(np.int64)
@@ -645,14 +647,10 @@ class ForestSampler:
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.group_log_q(
                         rows, 0, cnt, gcp, hp, vt, ell, prec0, w, S))
                     if ok:
-                        gk.grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
-                                       f.depth, f.wavail, f.amask, f.n_nodes, f.free, f.n_free,
-                                       f.leaf_of_row, value, idx, nmask, mu, out_i, out_f)
+                        gk.grow_commit(t, fa, value, idx, nmask, b)
                     f_prop[:, rows] = f_cur[:, rows]
             elif move == 1:
-                st = gk.prune_propose(rng, t, pr.alpha, pr.beta, prec0, w, pg, pp, f.var, f.left,
-                                      f.right, f.parent, f.depth, f.wavail, f.n_nodes,
-                                      f.leaf_of_row, value, gc, h_cur, idx, S, mu, out_i, out_f)
+                st = gk.prune_propose(rng, t, rules, w, pg, pp, fa, value, gc, h_cur, idx, b)
                 if st == 1:
                     node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
                     rows = idx[:cnt].astype(np.int64)
@@ -666,12 +664,8 @@ class ForestSampler:
                                         f.leaf_of_row, value, idx, mu, out_i)
                     f_prop[:, rows] = f_cur[:, rows]
             else:
-                st = gk.restructure_propose(
-                    rng, move == 3, t, Xb, XbT, ncuts, iscat, pr.min_leaf, sp, pr.alpha, pr.beta,
-                    prec0, w,
-                    f.var, f.cut, f.left, f.right, f.parent, f.depth, f.wavail, f.ncut, f.amask,
-                    f.n_nodes, f.leaf_of_row, value, gc, h_cur, idx, hist, lo, hi, b.nV, nwav,
-                    nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f)
+                st = gk.restructure_propose(rng, move == 3, t, data, rules, w, fa, value, gc,
+                                            h_cur, sc, b)
                 if st == 1:
                     root, cnt = int(out_i[0]), int(out_i[1])
                     rows = idx[:cnt].astype(np.int64)
@@ -679,13 +673,10 @@ class ForestSampler:
                                           f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack,
                                           b.leaves, f_cur, f_prop)
                     ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
-                        t, root, f.var, f.left, f.right, value, f.leaf_of_row, idx, cnt, gcp,
-                        hp, prec0, w, b.Ga, b.Ha, stack, b.leaves))
+                        t, root, fa, value, idx, cnt, gcp, hp, prec0, w, b.Ga, b.Ha, stack,
+                        b.leaves))
                     if ok:
-                        gk.restructure_commit(t, root, f.var, f.left, f.right, f.wavail,
-                                              f.ncut, f.leaf_of_row, idx, value, b.nV, b.spare,
-                                              b.dll, nwav, nnc, seg_s, seg_e, stack, b.leaves,
-                                              f.amask, nmask)
+                        gk.restructure_commit(t, root, fa, sc, value, b)
                     else:
                         gk.restructure_revert(t, f.var, f.cut, f.left, f.right, out_i)
                     f_prop[:, rows] = f_cur[:, rows]
@@ -701,9 +692,7 @@ class ForestSampler:
                               b.nV, f_cur, f_prop)
             ll, g, h = _row_derivatives(loglik, f_prop)
             gcp = g + h * (f_prop - f_minus)
-            a, tot = gk.leaf_decisions(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G,
-                                       b.H, prec0, w, b.nV, ll_cur, ll, gcp, h, b.Ga, b.Ha, b.dll,
-                                       b.keep)
+            a, tot = gk.leaf_decisions(rng, t, fa, value, prec0, w, ll_cur, ll, gcp, h, b)
             moved = b.keep[f.leaf_of_row[t]] == 1
             f_cur[:, moved] = f_prop[:, moved]
             ll_cur[moved] = ll[moved]
@@ -765,18 +754,17 @@ class ForestSampler:
         self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         sc = self._scratch
-        r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        # the prior's numbers as given (their types decide numba's powers, hence the draws)
+        rules = TreeRules(self.prior.min_leaf, self.prior.alpha, self.prior.beta, self.prec0)
         changed = 0
         for t in range(f.m):
             while True:
                 state = rng.bit_generator.state
-                status, ch = pg_tree_update(
-                    rng, t, self.Xb, self.ncuts, self.iscat, self.split_prior,
-                    self.prior.min_leaf,
-                    self.prior.alpha, self.prior.beta, self.prec0, z, omega, self._fsum,
-                    f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail, f.ncut,
-                    f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row, *self._particles,
-                    self._pool, r, hist, *self._node_cache, self._old_bfs, W, S)
+                buf = PGBuffers(*self._particles, self._pool, *self._node_cache,
+                                self._old_bfs)
+                status, ch = pg_tree_update(rng, t, data, rules, z, omega, self._fsum,
+                                            f.arrays(), buf, sc)
                 if status == OK:
                     break
                 # a buffer was too small; nothing was modified: grow it and replay the draws
@@ -792,7 +780,6 @@ class ForestSampler:
                     self._old_bfs = np.empty(f.capacity, np.int32)
                     forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
                     sc = self._scratch
-                    r, hist, W, S = sc.r, sc.hist, sc.W, sc.S
             changed += ch
         return {"tree_changed": changed / f.m}
 
@@ -811,16 +798,15 @@ class ForestSampler:
             self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
         r = self._scratch.r
         pr = self.prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        # the prior's numbers as given (their types decide numba's powers, hence the draws)
+        rules = TreeRules(pr.min_leaf, pr.alpha, pr.beta, self.prec0)
         for t in range(f.m):
             remove_tree(t, f.value, f.leaf_of_row, self._fsum, z, r)
             while True:
                 state = rng.bit_generator.state
-                status = gfr_tree(rng, t, self.Xb, self.ncuts, self.iscat, self.split_prior,
-                                  pr.min_leaf, GFR_MAX_DEPTH,
-                                  pr.alpha, pr.beta, self.prec0, r, omega, self._fsum, f.var,
-                                  f.cut, f.left, f.right, f.parent, f.depth, f.value, f.wavail,
-                                  f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
-                                  *self._gfr)
+                status = gfr_tree(rng, t, data, rules, GFR_MAX_DEPTH, r, omega, self._fsum,
+                                  f.arrays(), self._gfr)
                 if status == GFR_OK:
                     break
                 rng.bit_generator.state = state
@@ -874,9 +860,8 @@ class ForestSampler:
         rng = np.random.default_rng(0) if rng is None else rng
         nodes = np.empty(f.m and int((f.n_nodes - f.n_free).sum()), NODE_DTYPE)
         slot_pos = np.empty(f.var.shape, np.int32)
-        start = pack_forest(rng, f.var, f.cut, f.left, f.right, f.value, f.n_nodes, f.n_free,
-                            f.amask, lay.fmap, lay.thr_tab, lay.ml_tab, lay.nlev, lay.nan_bin,
-                            nodes, slot_pos)
+        start = pack_forest(rng, f.arrays(), lay.fmap, lay.thr_tab, lay.ml_tab, lay.nlev,
+                            lay.nan_bin, nodes, slot_pos)
         self._pack_leaves(nodes, slot_pos)
         return PackedForest(start, nodes, float(self.offset)), slot_pos
 

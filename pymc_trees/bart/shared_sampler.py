@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, Forest, forest_values
-from pymc_trees.bart.kernels.general import gaussian_pre, gaussian_rows
+from pymc_trees.bart.kernels.row_calls import gaussian_pre, gaussian_rows
 from pymc_trees.bart.sampler import ForestSampler, concat_packed
 from pymc_trees.core.packed import PackedForest
 

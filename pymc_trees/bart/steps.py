@@ -682,6 +682,8 @@ class CGMTreeStep(_TreeStep):
         if move_probs is not None:
             move_cumulative_probs(move_probs)  # refused before the model is read
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
+        if move_probs is not None:
+            self.sampler.check_move_probs(move_probs)  # linear leaves have their own moves
         self.move_probs = (default_move_probs(self.sampler.n) if move_probs is None
                            else dict(move_probs))
         self._move_cp = move_cumulative_probs(self.move_probs)

@@ -25,6 +25,7 @@ from enumeration import (check_cells, forest_row_partitions, partition_prior_row
                          quadrature_posterior)
 from pymc_trees.core.binning import bin_data, make_cutpoints
 from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.kernels.bundles import TreeRules
 
 X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
@@ -249,12 +250,11 @@ def test_prune_proposal_stays_inside_its_row_buffer():
             break
     assert f.n_nodes[0] - f.n_free[0] == 3
     buf = np.full(7, -7, np.int64)
-    out_i, out_f = np.zeros(8, np.int64), np.zeros(5)
-    st = gk.prune_propose(rng, 0, ALPHA, BETA, 1.0, gk.DEFENSIVE, 0.5, 0.5, f.var, f.left,
-                          f.right, f.parent, f.depth, f.wavail, f.n_nodes, f.leaf_of_row,
-                          f.value[None], np.zeros((1, 6)), np.ones((1, 6)), buf[:6],
-                          np.zeros((2, 1, 2)), np.zeros((1, 2)), out_i, out_f)
-    assert st == 1 and out_i[1] == 6
+    b = gk.new_row_buffers(6, f.capacity, 1)
+    rules = TreeRules(1, ALPHA, BETA, 1.0)
+    st = gk.prune_propose(rng, 0, rules, gk.DEFENSIVE, 0.5, 0.5, f.arrays(), f.value[None],
+                          np.zeros((1, 6)), np.ones((1, 6)), buf[:6], b)
+    assert st == 1 and b.out_i[1] == 6
     assert buf[6] == -7
     assert sorted(buf[:6]) == list(range(6))
 

@@ -10,6 +10,7 @@ import pymc as pm
 import pytest
 
 from pymc_trees import BARTTree
+from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
 from pymc_trees.bart.kernels.forest import LEAF, forest_values
 from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from pymc_trees.bart.kernels.nodes import log_ml
@@ -82,17 +83,15 @@ def test_gfr_tree_distribution_matches_enumeration(max_depth):
     f = fs.forest
     f.ensure_capacity(64)
     scratch = new_gfr_scratch(9, 2, fs.cuts.shape[1], f.capacity)
+    data = SweepData(fs.Xb, fs._XbT, fs.ncuts, fs.iscat, fs.split_prior)
+    rules = TreeRules(2, 0.95, 1.0, float(fs.prec0))
     fsum = np.zeros(9)
     gen = np.random.default_rng(11)
     N = 20000
     counts: dict = {}
     for _ in range(N):
         remove_tree(0, f.value, f.leaf_of_row, fsum, r, np.empty(9))
-        status = gfr_tree(gen, 0, fs.Xb, fs.ncuts, fs.iscat, fs.split_prior, 2, max_depth, 0.95,
-                          1.0, fs.prec0,
-                          r, omega, fsum, f.var, f.cut, f.left, f.right, f.parent, f.depth, f.value,
-                          f.wavail, f.ncut, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
-                          *scratch)
+        status = gfr_tree(gen, 0, data, rules, max_depth, r, omega, fsum, f.arrays(), scratch)
         assert status == GFR_OK
         k = _key(f, 0)
         counts[k] = counts.get(k, 0) + 1

@@ -362,7 +362,7 @@ def test_split_sums_equal_naive_children_sums(omega_const, rule):
     # the grow's and the change's children statistics, taken without moving the rows, for a
     # numeric cut (bin <= 7) and a categorical set (levels {0, 1, 3} go left), on rows in an
     # uneven number (not a multiple of the four lanes) and in no particular order
-    from pymc_trees.bart.kernels.cgm import split_sums
+    from pymc_trees.bart.kernels.row_sums import split_sums
 
     rng = np.random.default_rng(11)
     n, p, v = 1003, 3, 1
@@ -384,7 +384,7 @@ def test_sweep_keeps_every_leafs_row_count():
     """With equal precisions the sweep's pass reads each leaf's W from the counts the sweeps
     keep (it sums the residuals only): after sweeps with all four moves, and after a sweep of
     another kind changed the trees, the kept counts are the counts of the rows' leaves."""
-    from pymc_trees.bart.kernels.cgm import leaf_counts
+    from pymc_trees.bart.kernels.row_sums import leaf_counts
     from pymc_trees.bart.kernels.forest import LEAF
 
     rng = np.random.default_rng(5)
@@ -480,7 +480,7 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     # under a numeric rule): the residual and the leaves' sums of the plain pass, and the rows
     # of the marked nodes that the rule sends left, against numpy; at t = 0 the previous tree
     # (the last one) is not taken out; rows in an uneven number (not a multiple of four)
-    from pymc_trees.bart.kernels.cgm import _pass_left_sums, _values_two
+    from pymc_trees.bart.kernels.row_sums import pass_left_sums, values_two
 
     rng = np.random.default_rng(23 + t)
     n, m, K, p = 1003, 4, 9, 3
@@ -495,7 +495,7 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     acc = np.zeros(8 * K)
     r_new = r.copy()
     vp = value[tp] if t > 0 else np.zeros(K)  # the first tree takes no tree out
-    nl, sl = _pass_left_sums(t, tp, vp, L, value, r_new, acc, K, sel, XbT, v, c)
+    nl, sl = pass_left_sums(t, tp, vp, L, value, r_new, acc, K, sel, XbT, v, c)
     expect_r = r + value[t, L[t]] - back * value[tp, L[tp]]
     np.testing.assert_allclose(r_new, expect_r, rtol=0, atol=1e-14)
     sums = acc[:K] + acc[K:2 * K] + acc[2 * K:3 * K] + acc[3 * K:4 * K]
@@ -507,7 +507,7 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     # the values of trees t - 2 and t - 1, added in that order
     fsum = rng.normal(size=n)
     f2 = fsum.copy()
-    _values_two(0, 1, L, value, f2)
+    values_two(0, 1, L, value, f2)
     np.testing.assert_array_equal(f2, (fsum + value[0, L[0]]) + value[1, L[1]])
 
 
@@ -518,7 +518,7 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
     # exactly the residual, lanes of leaf sums and values of the row-by-row pass: row i adds
     # to lane i mod 4, the rows after the last multiple of four to lane 0; n = 1006 and 1011
     # leave rows after the last multiple of eight in both kinds of lane
-    from pymc_trees.bart.kernels.cgm import _pass_one, _pass_pair, _values_two
+    from pymc_trees.bart.kernels.row_sums import pass_one, pass_pair, values_two
 
     rng = np.random.default_rng(n)
     m, K = 5, 11
@@ -539,18 +539,18 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
 
     for t, tp, back in [(0, m - 1, 0.0), (3, 2, 1.0)]:
         r, acc = r0.copy(), np.zeros(8 * K)
-        _pass_one(t, tp, back * value[tp], L, value, r, acc, K)
+        pass_one(t, tp, back * value[tp], L, value, r, acc, K)
         er, _, eacc = reference(t, tp, back, -1)
         np.testing.assert_array_equal(r, er)
         np.testing.assert_array_equal(acc, eacc)
     r, f, acc = r0.copy(), f0.copy(), np.zeros(8 * K)
-    _pass_pair(4, 3, 2, L, value, r, f, acc, K)
+    pass_pair(4, 3, 2, L, value, r, f, acc, K)
     er, ef, eacc = reference(4, 3, 1.0, 2)
     np.testing.assert_array_equal(r, er)
     np.testing.assert_array_equal(f, ef)
     np.testing.assert_array_equal(acc, eacc)
     f = f0.copy()
-    _values_two(2, 3, L, value, f)
+    values_two(2, 3, L, value, f)
     np.testing.assert_array_equal(f, (f0 + value[2, L[2]]) + value[3, L[3]])
 
 
@@ -558,7 +558,7 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
 def test_two_level_sums_equal_naive_leaf_sums(shape):
     # a node whose children split into two leaves each (or one child is a leaf): the four
     # leaves' statistics in one pass over the rows, against sums over boolean masks
-    from pymc_trees.bart.kernels.cgm import ALL_LEFT, two_level_sums
+    from pymc_trees.bart.kernels.row_sums import ALL_LEFT, two_level_sums
 
     rng = np.random.default_rng(17)
     n, p = 1001, 3

@@ -423,6 +423,21 @@ def test_refusals_name_the_fix():
             pmt.PGTreeStep([f])
 
 
+@pytest.mark.parametrize("response", ["linear", "mix"])
+def test_move_probs_are_refused_where_the_user_passes_them(response):
+    """Linear leaves have their own moves, which a user's move_probs would not change: the
+    tree step refuses them at its construction (as ``pm.sample(cgm_tree={"move_probs": ...})``
+    builds it), naming the argument and the fix; without them the step builds."""
+    X = np.random.default_rng(0).uniform(size=(30, 2))
+    y = np.random.default_rng(1).normal(size=30)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=3, response=response)
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        with pytest.raises(ValueError, match="move_probs=.*response='constant'"):
+            pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5})
+        pmt.CGMTreeStep([f])
+
+
 @pytest.mark.parametrize("response", ["constant", "linear"])
 def test_new_rows_through_pm_set_data_and_a_two_output_term(response):
     """Also a (2, n) Normal whose scalar sigma PyMC broadcasts to shape (1, 1) (read as every

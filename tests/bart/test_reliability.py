@@ -41,7 +41,7 @@ def test_the_defensive_proposal_is_a_normalised_mixture_and_draws_from_it():
     # draws: the prior component with probability w (Kolmogorov-Smirnov against the mixture's
     # CDF; 20,000 independent draws, the test's 1% level)
     rng = np.random.default_rng(3)
-    draws = np.array([gk._draw_q(rng, G, H, prec0, w) for _ in range(20000)])
+    draws = np.array([gk.draw_q(rng, G, H, prec0, w) for _ in range(20000)])
 
     def cdf(x):
         return ((1 - w) * stats.norm.cdf(x, G / P, P**-0.5)

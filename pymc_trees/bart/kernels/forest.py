@@ -79,20 +79,9 @@ class Forest:
         depth limit and the tree prior keep), 400 above, instead of int32's 800.
     """
 
-    var: np.ndarray
-    cut: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    parent: np.ndarray
-    depth: np.ndarray
-    value: np.ndarray
-    wavail: np.ndarray
-    ncut: np.ndarray
-    amask: np.ndarray
-    n_nodes: np.ndarray
-    free: np.ndarray
-    n_free: np.ndarray
-    leaf_of_row: np.ndarray
+    # The fields are declared once, by ForestArrays (the kernels' view of them): the same
+    # names in the same order, so that :meth:`arrays` is one tuple of them.
+    __annotations__ = dict(ForestArrays.__annotations__)
 
     @property
     def m(self) -> int:
@@ -437,8 +426,7 @@ def dart_prior_draw(rng, p):
 
 
 @numba.njit(cache=True)
-def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap, thr_tab,
-                ml_tab, nlev, nan_bin, nodes, slot_pos):
+def pack_forest(rng, forest, fmap, thr_tab, ml_tab, nlev, nan_bin, nodes, slot_pos):
     """Fill the structured array ``nodes`` (one entry per used node slot; fields feature, left,
     threshold, value, missing_left, cats) and return ``start`` of shape (m + 1,): tree ``t``
     occupies ``nodes[start[t]:start[t+1]]`` with its root first.  The two children of a node
@@ -456,7 +444,11 @@ def pack_forest(rng, var, cut, left, right, value, n_nodes, n_free, amask, fmap,
     missing level (bin ``nan_bin[v]``) when the node has missing rows, else by a coin.  A
     categorical node always has ``cats != 0``: when no level goes left the node is stored
     mirrored (children swapped, the set complemented), which routes every row the same way.
+    ``forest`` is the :class:`ForestArrays` (its ``var``, ``cut``, ``left``, ``right``,
+    ``value``, ``n_nodes``, ``n_free``, ``amask``).
     """
+    var, cut, left, right, value = forest.var, forest.cut, forest.left, forest.right, forest.value
+    n_nodes, n_free, amask = forest.n_nodes, forest.n_free, forest.amask
     m = var.shape[0]
     start = np.zeros(m + 1, np.int32)
     for t in range(m):

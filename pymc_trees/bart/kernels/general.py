@@ -47,16 +47,24 @@ a Gibbs draw.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
-                                         children_masks, collect_subtree_rows, commit_children,
-                                         commit_subtree, count_nodes, pick_node, prior_subtree,
-                                         propose_split, split_segment, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
+                                               children_masks, collect_subtree_rows,
+                                               commit_children, commit_subtree, count_nodes,
+                                               pick_node, prior_subtree, propose_split,
+                                               split_segment, swap_rules)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
+# The leaf proposals and the row-callback protocol have their own modules; the names other
+# modules and the tests read from here (``gk.DEFENSIVE``, ``gk.call_all``, ...) stay importable.
+from pymc_trees.bart.kernels.newton import (DEFENSIVE, draw_at, draw_q, group_log_q, group_sums,
+                                            leaf_gh, log_mixture, log_prior, log_q, prior_at,
+                                            q_at)
+from pymc_trees.bart.kernels.row_calls import (ROW_SIGNATURE, RowBuffers, RowState, call_all,
+                                               call_rows, clean_gh, clean_ll, clean_rows, decide,
+                                               gaussian_pre, gaussian_rows, new_row_buffers)
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
@@ -70,124 +78,6 @@ __all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_l
            "ROW_SIGNATURE", "gaussian_rows", "gaussian_pre"]
 
 
-# The C type of a row callback (see general_sweep): ``(f, rows, r, pre, n_pre, out)``, ``f`` of
-# shape (J, r) and ``out`` of shape (1 + 2 J, r), both row-major.  Every likelihood's row
-# functions have this one type, so the sweep kernel is compiled once and cached on disk.
-ROW_SIGNATURE = numba.types.void(
-    numba.types.CPointer(numba.types.float64), numba.types.CPointer(numba.types.int64),
-    numba.types.int64, numba.types.CPointer(numba.types.float64), numba.types.int64,
-    numba.types.CPointer(numba.types.float64))
-
-
-@numba.njit(cache=True)
-def leaf_gh(t, leaf_of_row, n_nodes, g, h, G, H):
-    """Per-leaf sums ``G[j, k]``, ``H[j, k]`` of ``g[j]`` and ``h[j]`` over the rows of every
-    leaf k of tree t, for every output j (``g``, ``h`` of shape (J, n))."""
-    J = g.shape[0]
-    for k in range(n_nodes[t]):
-        for j in range(J):
-            G[j, k] = 0.0
-            H[j, k] = 0.0
-    for i in range(leaf_of_row.shape[1]):
-        k = leaf_of_row[t, i]
-        for j in range(J):
-            G[j, k] += g[j, i]
-            H[j, k] += h[j, i]
-
-
-@numba.njit(cache=True, inline="always")
-def log_prior(mu, prec0):
-    """``log Normal(mu; 0, 1/prec0)``."""
-    return 0.5 * math.log(prec0 / (2.0 * math.pi)) - 0.5 * prec0 * mu * mu
-
-
-# The prior's weight ``w`` in every leaf proposal of the general step (module doc, "A
-# defensive mixture"); 0 where the Newton step is exact (Gaussian rows).
-DEFENSIVE = 0.01
-
-
-@numba.njit(cache=True, inline="always")
-def log_mixture(log_newton, log_prior_density, w):
-    """``log((1 - w) exp(log_newton) + w exp(log_prior_density))``."""
-    if w == 0.0:
-        return log_newton
-    a = math.log1p(-w) + log_newton
-    b = math.log(w) + log_prior_density
-    if a < b:
-        a, b = b, a
-    if b == -math.inf:
-        return a
-    return a + math.log1p(math.exp(b - a))
-
-
-@numba.njit(cache=True, inline="always")
-def log_q(mu, G, H, prec0, w):
-    """``log q(mu)``: the defensive mixture of ``Normal(G/P, 1/P)`` (``P = H + prec0``, the
-    Newton step) and the leaf prior ``Normal(0, 1/prec0)``, weight ``w`` (module doc)."""
-    P = H + prec0
-    d = mu - G / P
-    return log_mixture(0.5 * math.log(P / (2.0 * math.pi)) - 0.5 * P * d * d,
-                       log_prior(mu, prec0), w)
-
-
-@numba.njit(cache=True, inline="always")
-def _draw_q(rng, G, H, prec0, w):
-    """A draw from :func:`log_q`'s mixture: the leaf prior with probability ``w``."""
-    if w > 0.0 and rng.random() < w:
-        return rng.standard_normal() / math.sqrt(prec0)
-    P = H + prec0
-    return G / P + rng.standard_normal() / math.sqrt(P)
-
-
-@numba.njit(cache=True, inline="always")
-def prior_at(A, k, prec0):
-    """The log prior of the leaf vector ``A[:, k]`` (J independent leaf values)."""
-    s = 0.0
-    for j in range(A.shape[0]):
-        s += log_prior(A[j, k], prec0)
-    return s
-
-
-@numba.njit(cache=True, inline="always")
-def q_at(A, k, G, H, kq, prec0, w):
-    """``log q(A[:, k])`` for the proposal with sums ``G[:, kq]``, ``H[:, kq]``: the product of
-    the J outputs' Newton proposals (a leaf vector's proposal is diagonal)."""
-    s = 0.0
-    for j in range(A.shape[0]):
-        s += log_q(A[j, k], G[j, kq], H[j, kq], prec0, w)
-    return s
-
-
-@numba.njit(cache=True, inline="always")
-def _draw_at(rng, G, H, kq, prec0, w, A, k):
-    """``A[:, k]`` drawn from q with sums ``G[:, kq]``, ``H[:, kq]``, output by output."""
-    for j in range(A.shape[0]):
-        A[j, k] = _draw_q(rng, G[j, kq], H[j, kq], prec0, w)
-
-
-@numba.njit(cache=True)
-def group_sums(idx, start, end, gc, h, S, col):
-    """``S[0, j, col]``, ``S[1, j, col]`` = sums of ``gc[j]``, ``h[j]`` over the rows
-    ``idx[start:end]``."""
-    for j in range(gc.shape[0]):
-        gcj, hj = gc[j], h[j]
-        G = 0.0
-        H = 0.0
-        for q in range(start, end):
-            i = idx[q]
-            G += gcj[i]
-            H += hj[i]
-        S[0, j, col] = G
-        S[1, j, col] = H
-
-
-@numba.njit(cache=True)
-def group_log_q(idx, start, end, gc, h, A, k, prec0, w, S):
-    """``log q(A[:, k])`` for the proposal built from the rows ``idx[start:end]``."""
-    group_sums(idx, start, end, gc, h, S, 0)
-    return q_at(A, k, S[0], S[1], 0, prec0, w)
-
-
 @numba.njit(cache=True)
 def tree_values(t, value, leaf_of_row, out):
     """``out[j, i]`` = the value of output j of tree t at training row i."""
@@ -198,9 +88,7 @@ def tree_values(t, value, leaf_of_row, out):
 
 
 @numba.njit(cache=True)
-def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, w, pg,
-                 pp, var, left, right, parent, depth, wavail, amask, leaf_of_row, value, n_nodes,
-                 g, h, idx, hist, lo, hi, nmask, tmp, S, mu, out_i, out_f):
+def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
     rule from the prior, the children's value vectors from their q.
 
@@ -209,10 +97,15 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     cnt, mid)``, ``mu[:, 0]``, ``mu[:, 1]`` with the children's values (shape (J, 2)),
     ``out_f = (log ratio without the log-likelihood, wL, wR)``, and the children's available
     cutpoints in the last two rows of ``nmask``.  ``value`` has shape (J, m, K), ``g`` and
-    ``h`` (J, n); ``S`` (2, J, 2) is scratch."""
-    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
-        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
-        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    ``h`` (J, n).  ``sc`` is the :class:`SweepScratch` (its ``idx``, ``hist``, ``lo``, ``hi``,
+    ``tmp``, ``nmask``), ``b`` the :class:`RowBuffers` (its ``mu``, ``out_i``, ``out_f`` and
+    the scratch ``S`` of shape (2, J, 2))."""
+    XbT, ncuts, iscat, split_prior = data.XbT, data.ncuts, data.iscat, data.split_prior
+    min_leaf, alpha, beta, prec0 = rules
+    depth = forest.depth
+    idx, hist, lo, hi, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.nmask
+    S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
+    ell, nb, w_new, cnt, v, c, nc, mid = propose_split(rng, t, data, min_leaf, forest, sc)
     if ell < 0:
         return -1
     group_sums(idx, 0, mid, g, h, S, 0)
@@ -220,12 +113,12 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
     d = depth[t, ell]
-    _draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
-    _draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
+    draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
+    draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
     logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
             + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
-            + math.log(pp * b) - math.log(pg * w_new)
+            + math.log(pp * nb) - math.log(pg * w_new)
             + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
             - q_at(mu, 0, S[0], S[1], 0, prec0, w) - q_at(mu, 1, S[0], S[1], 1, prec0, w))
     out_i[0] = ell
@@ -241,10 +134,12 @@ def grow_propose(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, be
 
 
 @numba.njit(cache=True)
-def grow_commit(t, var, cut, ncut, left, right, parent, depth, wavail, amask, n_nodes, free,
-                n_free, leaf_of_row, value, idx, nmask, mu, out_i, out_f):
-    """Carry out the grow that :func:`grow_propose` described in ``out_i``, ``mu``,
-    ``out_f``."""
+def grow_commit(t, forest, value, idx, nmask, b):
+    """Carry out the grow that :func:`grow_propose` described in the :class:`RowBuffers`
+    ``b`` (its ``out_i``, ``mu``, ``out_f``)."""
+    (var, cut, left, right, parent, depth, _, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    mu, out_i, out_f = b.mu, b.out_i, b.out_f
     ell, v, c, nc, cnt, mid = out_i[0], out_i[1], out_i[2], out_i[3], out_i[4], out_i[5]
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
@@ -276,8 +171,7 @@ def two_leaf_rows(t, kl, kr, leaf_of_row, idx):
 
 
 @numba.njit(cache=True)
-def prune_propose(rng, t, alpha, beta, prec0, w, pg, pp, var, left, right, parent, depth, wavail,
-                  n_nodes, leaf_of_row, value, g, h, idx, S, mu, out_i, out_f):
+def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
     """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
     ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse of
     :func:`grow_propose`.
@@ -285,23 +179,29 @@ def prune_propose(rng, t, alpha, beta, prec0, w, pg, pp, var, left, right, paren
     Returns -1 when no node is prunable, else 1.  Fills ``idx[:cnt]`` with the rows of the
     two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (log
     ratio,)``; the log ratio lacks the log-likelihood difference and the reverse proposal
-    densities of the two leaves' values."""
+    densities of the two leaves' values.  ``b`` the :class:`RowBuffers` (its ``S``, ``mu``,
+    ``out_i``, ``out_f``)."""
+    _, alpha, beta, prec0 = rules
+    var, left, right, parent, depth = (forest.var, forest.left, forest.right, forest.parent,
+                                       forest.depth)
+    wavail, n_nodes, leaf_of_row = forest.wavail, forest.n_nodes, forest.leaf_of_row
+    S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
     n_prunable = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if n_prunable == 0:
         return -1
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    nb = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     node = pick_node(rng, t, PRUNABLE, n_prunable, var, left, right, parent, wavail, n_nodes)
     kl = left[t, node]
     kr = right[t, node]
     d = depth[t, node]
-    b_new = b + 1
+    b_new = nb + 1
     if wavail[t, kl] > 0.0:
         b_new -= 1
     if wavail[t, kr] > 0.0:
         b_new -= 1
     cnt, mid = two_leaf_rows(t, kl, kr, leaf_of_row, idx)
     group_sums(idx, 0, cnt, g, h, S, 0)
-    _draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
+    draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
     struct = (log_psplit(d, alpha, beta)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
               + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
@@ -359,12 +259,15 @@ def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut,
 
 
 @numba.njit(cache=True)
-def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, w, var, cut, left, right, depth, g,
-                   h, idx, nV, seg_s, seg_e, stack, tmp, S):
-    """Route the rows ``idx[:cnt]`` of a subtree through its (new) rules, filling the node
+def _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, nV, S):
+    """Route the rows ``sc.idx[:cnt]`` of a subtree through its (new) rules, filling the node
     segments, and draw every leaf's value vector from its q into ``nV[:, leaf]``.  Returns
     ``log p_split`` of every internal node plus, per leaf, its log prior minus its log
     proposal density."""
+    _, alpha, beta, prec0 = rules
+    var, cut, left, right, depth = (forest.var, forest.cut, forest.left, forest.right,
+                                    forest.depth)
+    idx, seg_s, seg_e, stack, tmp = sc.idx, sc.seg_s, sc.seg_e, sc.stack, sc.tmp
     total = 0.0
     seg_s[root] = 0
     seg_e[root] = cnt
@@ -383,17 +286,14 @@ def _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, w, var, cut, left
         else:
             group_sums(idx, s, e, g, h, S, 0)
             for j in range(g.shape[0]):
-                mu = _draw_q(rng, S[0, j, 0], S[1, j, 0], prec0, w)
+                mu = draw_q(rng, S[0, j, 0], S[1, j, 0], prec0, w)
                 nV[j, k] = mu
                 total += log_prior(mu, prec0) - log_q(mu, S[0, j, 0], S[1, j, 0], prec0, w)
     return total
 
 
 @numba.njit(cache=True)
-def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                        prec0, w, var, cut, left, right, parent, depth, wavail, ncut, amask,
-                        n_nodes, leaf_of_row, value, g, h, idx, hist, lo, hi, nV, nwav,
-                        nnc, seg_s, seg_e, stack, in_sub, nmask, tmp, S, out_i, out_f):
+def restructure_propose(rng, is_swap, t, data, rules, w, forest, value, g, h, sc, b):
     """Propose a CHANGE (a new rule from the prior at an internal node) or a SWAP (exchange
     the rules of a parent and a child) in tree t; every leaf below the node gets a new value
     vector from its q (into ``nV``, shape (J, K); ``S`` (2, J, 2) is scratch).
@@ -404,7 +304,16 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
     :func:`restructure_commit` or :func:`restructure_revert`.  ``out_i = (root, cnt, v_root,
     c_root, v_l, c_l, v_r, c_r)``, ``out_f = (log ratio,)``, which lacks the log-likelihood
     difference and the reverse proposal densities of the old leaves' values
-    (:func:`reverse_old_leaves`)."""
+    (:func:`reverse_old_leaves`).  ``sc`` the :class:`SweepScratch`, ``b`` the
+    :class:`RowBuffers` (its ``nV``, ``S``, ``out_i``, ``out_f``)."""
+    Xb, XbT, split_prior = data.Xb, data.XbT, data.split_prior
+    min_leaf, alpha, beta, prec0 = rules
+    var, cut, left, right, parent, depth = (forest.var, forest.cut, forest.left, forest.right,
+                                            forest.parent, forest.depth)
+    wavail, ncut, amask, n_nodes = forest.wavail, forest.ncut, forest.amask, forest.n_nodes
+    leaf_of_row = forest.leaf_of_row
+    idx, lo, hi, stack, in_sub = sc.idx, sc.lo, sc.hi, sc.stack, sc.in_sub
+    nV, S, out_i, out_f = b.nV, b.S, b.out_i, b.out_f
     flag = SWAPPABLE if is_swap else INTERNAL
     count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
     if count == 0:
@@ -444,11 +353,8 @@ def restructure_propose(rng, is_swap, t, Xb, XbT, ncuts, iscat, min_leaf, split_
                                          min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
-    new = _route_subtree(rng, t, root, cnt, XbT, alpha, beta, prec0, w, var, cut, left, right,
-                         depth, g, h, idx, nV, seg_s, seg_e, stack, tmp, S)
-    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, Xb, XbT, ncuts, iscat, min_leaf,
-                                 split_prior, alpha, beta, var, cut, left, right, parent, depth, idx,
-                                 hist, lo, hi, nwav, nnc, seg_s, seg_e, stack, nmask)
+    new = _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, nV, S)
+    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest, sc)
     if not valid:
         restructure_revert(t, var, cut, left, right, out_i)
         return 0
@@ -492,11 +398,12 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
 
 
 @numba.njit(cache=True)
-def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, gc, h, prec0, w,
-                       Ga, Ha, stack, leaves):
+def reverse_old_leaves(t, root, forest, value, idx, cnt, gc, h, prec0, w, Ga, Ha, stack,
+                       leaves):
     """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
     leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
     densities of a change or swap.  ``Ga``, ``Ha`` are scratch (shape (J, K))."""
+    var, left, right, leaf_of_row = forest.var, forest.left, forest.right, forest.leaf_of_row
     J = gc.shape[0]
     nl = leaves_below(t, root, var, left, right, stack, leaves)
     for a in range(nl):
@@ -518,12 +425,13 @@ def reverse_old_leaves(t, root, var, left, right, value, leaf_of_row, idx, cnt, 
 
 
 @numba.njit(cache=True)
-def restructure_commit(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, value, nV,
-                       spare_a, spare_b, nwav, nnc, seg_s, seg_e, stack, leaves, amask, nmask):
+def restructure_commit(t, root, forest, sc, value, b):
     """Keep the proposed subtree: rows, availability and the new leaf value vectors
-    (``value`` of shape (J, m, K), ``nV`` (J, K))."""
-    commit_subtree(t, root, var, left, right, wavail, ncut, leaf_of_row, idx, spare_a,
-                   spare_b, spare_b, spare_b, nwav, nnc, seg_s, seg_e, stack, amask, nmask)
+    (``value`` of shape (J, m, K), ``b.nV`` (J, K)); ``b.spare`` and ``b.dll`` serve as the
+    leaf statistics :func:`commit_subtree` copies (the general moves keep none)."""
+    var, left, right, stack = forest.var, forest.left, forest.right, sc.stack
+    nV, leaves = b.nV, b.leaves
+    commit_subtree(t, root, forest, sc, b.spare, b.dll, b.dll, b.dll)
     for a in range(leaves_below(t, root, var, left, right, stack, leaves)):
         for j in range(value.shape[0]):
             value[j, t, leaves[a]] = nV[j, leaves[a]]
@@ -550,7 +458,7 @@ def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV,
     leaves replaced by them into ``f_prop`` (shape (J, n))."""
     for k in range(n_nodes[t]):
         if var[t, k] == LEAF:
-            _draw_at(rng, G, H, k, prec0, w, nV, k)
+            draw_at(rng, G, H, k, prec0, w, nV, k)
     lr = leaf_of_row[t]
     for j in range(value.shape[0]):
         vj, nj, fc, fp = value[j, t], nV[j], f_cur[j], f_prop[j]
@@ -584,12 +492,15 @@ def _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep):
 
 
 @numba.njit(cache=True)
-def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, ll_cur, ll_prop,
-                   gc_prop, h_prop, Gp, Hp, dll, keep):
+def leaf_decisions(rng, t, forest, value, prec0, w, ll_cur, ll_prop, gc_prop, h_prop, b):
     """Metropolis-Hastings decision for every leaf of tree t on the values proposed by
     :func:`leaf_proposals`: ``dll`` gets the leaf's log-likelihood difference, ``Gp``, ``Hp``
     the sums that build the reverse proposal at the proposed state, and ``keep[k]`` is 1 for
-    an accepted leaf (its value vector is then replaced).  Returns (accepted, proposed)."""
+    an accepted leaf (its value vector is then replaced).  Returns (accepted, proposed).  The
+    sums ``G``, ``H``, proposals ``nV`` and buffers ``Gp = b.Ga``, ``Hp = b.Ha``, ``dll``,
+    ``keep`` are the :class:`RowBuffers` ``b``'s."""
+    var, n_nodes, leaf_of_row = forest.var, forest.n_nodes, forest.leaf_of_row
+    G, H, nV, Gp, Hp, dll, keep = b.G, b.H, b.nV, b.Ga, b.Ha, b.dll, b.keep
     nk = n_nodes[t]
     J = gc_prop.shape[0]
     for k in range(nk):
@@ -606,96 +517,6 @@ def leaf_decisions(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV,
             Gp[j, k] += gc_prop[j, i]
             Hp[j, k] += h_prop[j, i]
     return _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep)
-
-
-class RowState(NamedTuple):
-    """The general sweep's per-row state for a term of J outputs that share their trees (J = 1
-    for one output): the term ``f`` at the training rows (offset included), shape (J, n), the
-    row log-likelihoods ``ll``, shape (n,), and the first derivatives ``g`` and curvatures
-    ``h`` in each output there, shape (J, n) (see :func:`clean_rows`).  Updated in place by
-    the sweep."""
-
-    f: np.ndarray
-    ll: np.ndarray
-    g: np.ndarray
-    h: np.ndarray
-
-
-class RowBuffers(NamedTuple):
-    """Buffers of :func:`general_sweep` for J outputs: per output and row ``f_prop``,
-    ``f_minus``, ``gc``, ``g_p``, ``h_p``, ``gc_p`` (J, n); per row ``rows``, ``ll_p``; ``fs``
-    (J n,), the proposal at the changed rows, and ``out`` ((1 + 2 J) n,), the row function's
-    output; per output and node slot ``G``, ``H``, ``nV``, ``Ga``, ``Ha`` (J, K); per node
-    slot ``dll``, ``spare``, ``keep``; ``S`` (2, J, 2) and ``mu`` (J, 2) for the proposals'
-    sums and values; ``out_i`` (8,) and ``out_f`` (5,); ``all_rows`` = 0 .. n-1."""
-
-    f_prop: np.ndarray
-    f_minus: np.ndarray
-    gc: np.ndarray
-    rows: np.ndarray
-    fs: np.ndarray
-    out: np.ndarray
-    ll_p: np.ndarray
-    g_p: np.ndarray
-    h_p: np.ndarray
-    gc_p: np.ndarray
-    G: np.ndarray
-    H: np.ndarray
-    nV: np.ndarray
-    Ga: np.ndarray
-    Ha: np.ndarray
-    dll: np.ndarray
-    spare: np.ndarray
-    keep: np.ndarray
-    leaves: np.ndarray
-    S: np.ndarray
-    mu: np.ndarray
-    out_i: np.ndarray
-    out_f: np.ndarray
-    all_rows: np.ndarray
-
-
-def new_row_buffers(n: int, capacity: int, outputs: int = 1) -> RowBuffers:
-    """Buffers for :func:`general_sweep` (the node-sized ones follow the forest's capacity)."""
-    J, K = int(outputs), int(capacity)
-    return RowBuffers(np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
-                      np.zeros(n, np.int64), np.zeros(J * n), np.zeros((1 + 2 * J) * n),
-                      np.zeros(n), np.zeros((J, n)), np.zeros((J, n)), np.zeros((J, n)),
-                      np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)), np.zeros((J, K)),
-                      np.zeros((J, K)), np.zeros(K), np.zeros(K), np.zeros(K, np.int64),
-                      np.zeros(K, np.int64), np.zeros((2, J, 2)), np.zeros((J, 2)),
-                      np.zeros(8, np.int64),
-                      np.zeros(5), np.arange(n, dtype=np.int64))
-
-
-@numba.njit(cache=True, inline="always")
-def clean_ll(ll):
-    """A NaN log-likelihood is -inf (zero density, the move is rejected)."""
-    return -math.inf if ll != ll else ll
-
-
-@numba.njit(cache=True, inline="always")
-def clean_gh(g, h):
-    """One row's ``(g, h)`` in one output as the moves use them: a non-finite first
-    derivative is 0; a curvature that is not finite and positive is ``g ** 2``, the row's
-    outer-product estimate of the Fisher information (a piecewise-linear log density such as
-    the asymmetric Laplace has none).  These only shape the proposals; any fixed function of
-    the state keeps the moves exact."""
-    if not math.isfinite(g):
-        g = 0.0
-    if not (math.isfinite(h) and h > 0.0):
-        h = g * g
-    return g, h
-
-
-@numba.njit(cache=True)
-def clean_rows(ll, g, h):
-    """:func:`clean_ll` and :func:`clean_gh` on arrays (``ll`` (n,), ``g``, ``h`` (J, n)), in
-    place."""
-    for i in range(ll.shape[0]):
-        ll[i] = clean_ll(ll[i])
-        for j in range(g.shape[0]):
-            g[j, i], h[j, i] = clean_gh(g[j, i], h[j, i])
 
 
 @numba.njit(cache=True)
@@ -817,11 +638,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
         cnt = 0
         vt = value[:, t]
         if move == 0:
-            s = grow_propose(rng, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
-                             data.split_prior, rules.alpha, rules.beta, prec0, w, pg, pp, f.var,
-                             f.left, f.right, f.parent, f.depth, f.wavail, f.amask,
-                             f.leaf_of_row, value, f.n_nodes, b.gc, st.h, sc.idx, sc.hist,
-                             sc.lo, sc.hi, sc.nmask, sc.tmp, b.S, b.mu, b.out_i, b.out_f)
+            s = grow_propose(rng, t, data, rules, w, pg, pp, f, value, b.gc, st.h, sc, b)
             if s == 1:
                 ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
                 for q in range(cnt):
@@ -835,13 +652,9 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
-                    grow_commit(t, f.var, f.cut, f.ncut, f.left, f.right, f.parent, f.depth,
-                                f.wavail, f.amask, f.n_nodes, f.free, f.n_free, f.leaf_of_row,
-                                value, sc.idx, sc.nmask, b.mu, b.out_i, b.out_f)
+                    grow_commit(t, f, value, sc.idx, sc.nmask, b)
         elif move == 1:
-            s = prune_propose(rng, t, rules.alpha, rules.beta, prec0, w, pg, pp, f.var, f.left,
-                              f.right, f.parent, f.depth, f.wavail, f.n_nodes, f.leaf_of_row,
-                              value, b.gc, st.h, sc.idx, b.S, b.mu, b.out_i, b.out_f)
+            s = prune_propose(rng, t, rules, w, pg, pp, f, value, b.gc, st.h, sc.idx, b)
             if s == 1:
                 node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
                 for q in range(cnt):
@@ -860,12 +673,8 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                     prune_commit(t, f.var, f.left, f.right, f.free, f.n_free, f.leaf_of_row,
                                  value, sc.idx, b.mu, b.out_i)
         else:
-            s = restructure_propose(
-                rng, move == 3, t, data.Xb, data.XbT, data.ncuts, data.iscat, rules.min_leaf,
-                data.split_prior, rules.alpha, rules.beta, prec0, w, f.var, f.cut, f.left, f.right,
-                f.parent, f.depth, f.wavail, f.ncut, f.amask, f.n_nodes, f.leaf_of_row, value,
-                b.gc, st.h, sc.idx, sc.hist, sc.lo, sc.hi, b.nV, sc.nwav, sc.nnc, sc.seg_s,
-                sc.seg_e, sc.stack, sc.in_sub, sc.nmask, sc.tmp, b.S, b.out_i, b.out_f)
+            s = restructure_propose(rng, move == 3, t, data, rules, w, f, value, b.gc, st.h, sc,
+                                    b)
             if s == 1:
                 root, cnt = b.out_i[0], b.out_i[1]
                 for q in range(cnt):
@@ -874,16 +683,12 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
                                    sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, b.leaves, st.f,
                                    b.f_prop)
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
-                logr += reverse_old_leaves(t, root, f.var, f.left, f.right, value,
-                                           f.leaf_of_row, sc.idx, cnt, b.gc_p, b.h_p, prec0, w,
-                                           b.Ga, b.Ha, sc.stack, b.leaves)
+                logr += reverse_old_leaves(t, root, f, value, sc.idx, cnt, b.gc_p, b.h_p, prec0,
+                                           w, b.Ga, b.Ha, sc.stack, b.leaves)
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
-                    restructure_commit(t, root, f.var, f.left, f.right, f.wavail, f.ncut,
-                                       f.leaf_of_row, sc.idx, value, b.nV, b.spare, b.dll,
-                                       sc.nwav, sc.nnc, sc.seg_s, sc.seg_e, sc.stack,
-                                       b.leaves, f.amask, sc.nmask)
+                    restructure_commit(t, root, f, sc, value, b)
                 else:
                     restructure_revert(t, f.var, f.cut, f.left, f.right, b.out_i)
         if s >= 0:
@@ -957,70 +762,3 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
             else:
                 fp[i] = sf[i]
     return acc, tot
-
-
-@numba.njit(cache=True)
-def decide(rng, logr):
-    """The Metropolis-Hastings decision on a log ratio (a NaN ratio rejects)."""
-    u = rng.random()
-    return logr == logr and (logr >= 0.0 or u < math.exp(logr))
-
-
-@numba.njit(cache=True)
-def _call(rows_fn, F, rows, pre):
-    J, r = F.shape
-    out = np.empty((1 + 2 * J, r))
-    rows_fn(F.ctypes, rows.ctypes, r, pre.ctypes, pre.shape[0], out.ctypes)
-    return out[0].copy(), out[1:1 + J].copy(), out[1 + J:].copy()
-
-
-def call_rows(rows_fn, f_sub, rows, pre):
-    """``(ll, g, h)`` from a row callback (:func:`general_sweep`) at the rows ``rows``, the
-    term's values there ``f_sub`` of shape (r,) (one output: ``g``, ``h`` of shape (r,)) or
-    (J, r) (``g``, ``h`` of shape (J, r))."""
-    F = np.ascontiguousarray(np.atleast_2d(f_sub), dtype=np.float64)
-    ll, g, h = _call(rows_fn, F, np.ascontiguousarray(rows, dtype=np.int64), pre)
-    return (ll, g[0], h[0]) if np.ndim(f_sub) == 1 else (ll, g, h)
-
-
-def call_all(rows_fn, f, pre):
-    """``(ll, g, h)`` from a row callback at every row (rows 0 .. n-1), as :func:`call_rows`."""
-    return call_rows(rows_fn, f, np.arange(np.shape(f)[-1], dtype=np.int64), pre)
-
-
-@numba.cfunc(ROW_SIGNATURE, cache=True)
-def gaussian_rows(fp, rp, r, pp, npre, outp):
-    """The row callback of Gaussian pseudo-data (:func:`gaussian_pre`): J outputs, row i of
-    output j observed as ``Normal(z[j, i], 1 / w[j, i])`` given ``f[j, i]``.  Writes
-    ``ll_i = -sum_j w (z - f)^2 / 2`` (the constant ``log w`` terms are left out: they cancel
-    in every ratio), ``g = w (z - f)`` and ``h = w``.  The log density is quadratic in every
-    leaf value, so the Newton proposals of the moves are the leaves' exact conditionals."""
-    pre = numba.carray(pp, (npre,))
-    J = int(pre[0])
-    n = (npre - 1) // (2 * J)
-    F = numba.carray(fp, (J, r))
-    rows = numba.carray(rp, (r,))
-    out = numba.carray(outp, (1 + 2 * J, r))
-    for q in range(r):
-        out[0, q] = 0.0
-    for j in range(J):
-        zo, wo = 1 + j * n, 1 + (J + j) * n
-        for q in range(r):
-            i = rows[q]
-            w = pre[wo + i]
-            d = pre[zo + i] - F[j, q]
-            out[0, q] -= 0.5 * w * d * d
-            out[1 + j, q] = w * d
-            out[1 + J + j, q] = w
-
-
-def gaussian_pre(z: np.ndarray, omega: np.ndarray) -> np.ndarray:
-    """The ``pre`` array of :func:`gaussian_rows` for pseudo-data ``z`` (the term's values
-    they observe, offset included) with row precisions ``omega``, both of shape (J, n):
-    ``[J, z.ravel(), omega.ravel()]``."""
-    z = np.asarray(z, dtype=np.float64)
-    omega = np.asarray(omega, dtype=np.float64)
-    if z.ndim != 2 or omega.shape != z.shape:
-        raise ValueError(f"z and omega must have the same shape (J, n); got {z.shape} and "
-                         f"{omega.shape}.")
-    return np.concatenate([[float(z.shape[0])], z.ravel(), omega.ravel()])

@@ -32,12 +32,13 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, children_masks,
-                                         commit_children, count_nodes, partition_rows, pick_node,
-                                         propose_split)
+from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, SPLITTABLE_LEAF, children_masks,
+                                               commit_children, count_nodes, partition_rows,
+                                               pick_node, propose_split)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.general import (DEFENSIVE, clean_gh, clean_ll, decide, log_mixture,
-                                             two_leaf_rows)
+from pymc_trees.bart.kernels.general import two_leaf_rows
+from pymc_trees.bart.kernels.newton import DEFENSIVE, log_mixture
+from pymc_trees.bart.kernels.row_calls import clean_gh, clean_ll, decide
 from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
@@ -215,8 +216,7 @@ def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
     prec0 = rules.prec0
     idx = sc.idx
     ell, nb, w_new, cnt, v, c, nc, mid = propose_split(
-        rng, t, data.Xb, data.XbT, data.split_prior, rules.min_leaf, f.var, f.left, f.right,
-        f.parent, f.wavail, f.amask, f.n_nodes, f.leaf_of_row, idx, sc.lo, sc.hi, sc.tmp)
+        rng, t, data, rules.min_leaf, f, sc)
     if ell < 0:
         return -1
     j = regcol[v] if lt else -1
@@ -554,8 +554,8 @@ def new_linear_buffers(n: int, capacity: int) -> LinearBuffers:
 
 
 @numba.njit(cache=True)
-def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, lin, mix, Z, forest, slope,
-                         sc, st, b, proposed, accepted):
+def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest, slope, sc, st,
+                         b, proposed, accepted):
     """One sweep of the general tree step over all trees with linear leaves: per tree a grow
     (probability 0.3), prune (0.3) or change at a node whose children are leaves (0.4), its
     new leaves' coefficients from their Newton proposals and the move accepted with the exact
@@ -564,13 +564,15 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, regcol, lin, mix, Z, fo
     ``rows_fn``, ``pre``, ``data``, ``rules``, ``sc``: as
     :func:`pymc_trees.bart.kernels.general.general_sweep` (one output); ``forest`` the
     :class:`ForestArrays` (``value`` holds every leaf's ``b0``), ``slope`` (m, K) the ``b1``;
-    ``regcol`` (q,) the regressor column of a split on each feature (-1: categorical);
-    ``Z`` (n, p) the standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
+    ``lrows`` the :class:`~pymc_trees.bart.kernels.linear.LinearRows`: ``regcol`` (q,) the
+    regressor column of a split on each feature (-1: categorical), ``Z`` (n, p) the
+    standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
     cleaned; ``b`` :func:`new_linear_buffers`; ``proposed``, ``accepted`` (5,) counts per
     move (grow, prune, change, swap, leaf), incremented; ``lin`` (m,) uint8 whether each tree
     is linear (1) or constant (0); with ``mix`` (``response="mix"``) a tree's kind is
     updated after its move by :func:`_switch_kind`."""
     f = forest
+    regcol, Z = lrows
     n = st.f.shape[0]
     m = f.value.shape[0]
     reg = b.reg

@@ -20,6 +20,7 @@ of ``(W, S)`` over its bins: cost proportional to (rows of the node) x p plus p 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -28,7 +29,8 @@ from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, availability_from_hist, draw_leaf_values,
                                            goes_left, log_ml, log_psplit, split_node)
 
-__all__ = ["GFR_OK", "GFR_FULL", "GFR_MAX_DEPTH", "new_gfr_scratch", "remove_tree", "gfr_tree"]
+__all__ = ["GFR_OK", "GFR_FULL", "GFR_MAX_DEPTH", "GFRScratch", "new_gfr_scratch", "remove_tree",
+           "gfr_tree"]
 
 GFR_OK, GFR_FULL = 0, 1
 
@@ -41,12 +43,33 @@ GFR_OK, GFR_FULL = 0, 1
 GFR_MAX_DEPTH = 6
 
 
-def new_gfr_scratch(n: int, p: int, max_cuts: int, capacity: int) -> tuple:
-    """Buffers for :func:`gfr_tree`: ``(idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e,
-    stack, W, S)``; the last five must be regrown with the forest's capacity."""
+class GFRScratch(NamedTuple):
+    """Buffers of :func:`gfr_tree` (:func:`new_gfr_scratch`): per row ``idx``, ``tmp``; per
+    feature and bin ``cnt``, ``hW``, ``hS``; per feature ``lo``, ``hi``; ``logw`` the
+    candidates' log weights; per node slot ``seg_s``, ``seg_e``, ``stack``, ``W``, ``S`` (to
+    be regrown with the forest's capacity)."""
+
+    idx: np.ndarray
+    tmp: np.ndarray
+    cnt: np.ndarray
+    hW: np.ndarray
+    hS: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    logw: np.ndarray
+    seg_s: np.ndarray
+    seg_e: np.ndarray
+    stack: np.ndarray
+    W: np.ndarray
+    S: np.ndarray
+
+
+def new_gfr_scratch(n: int, p: int, max_cuts: int, capacity: int) -> GFRScratch:
+    """Buffers for :func:`gfr_tree` (:class:`GFRScratch`); the last five must be regrown
+    with the forest's capacity."""
     B = max_cuts + 1
     K = capacity
-    return (np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros((p, B), np.int32),
+    return GFRScratch(np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros((p, B), np.int32),
             np.zeros((p, B)), np.zeros((p, B)), np.zeros(p, np.int32), np.zeros(p, np.int32),
             np.zeros(p * max(max_cuts, 1) + 1), np.zeros(K, np.int32), np.zeros(K, np.int32),
             np.zeros(K, np.int32), np.zeros(K), np.zeros(K))
@@ -120,19 +143,22 @@ def _categorical_candidates(v, P, bv, cnt, hW, hS, Wn, Sn, n_node, min_leaf, pre
 
 
 @numba.njit(cache=True)
-def gfr_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, max_depth, alpha, beta, prec0, r,
-             omega, fsum,
-             var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free,
-             n_free, leaf_of_row, idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W,
-             S):
+def gfr_tree(rng, t, data, rules, max_depth, r, omega, fsum, forest, sc):
     """Regrow tree ``t`` from its root against the partial residual ``r`` (with row
     precisions ``omega``), draw its leaf values, and add it to ``fsum``.  Nodes at depth
     ``max_depth`` stay leaves (their available rules are still stored for the exact moves).
 
     Returns ``GFR_FULL`` without touching ``fsum`` when the tree needs more node slots than
     the arrays hold (the caller grows them and calls again with the same generator state);
-    else ``GFR_OK``.
+    else ``GFR_OK``.  ``data`` a ``SweepData`` (its ``Xb``, ``ncuts``, ``iscat``,
+    ``split_prior``), ``rules`` a ``TreeRules``, ``forest`` a ``ForestArrays``, ``sc`` the
+    :class:`GFRScratch`.
     """
+    Xb, ncuts, iscat, split_prior = data.Xb, data.ncuts, data.iscat, data.split_prior
+    min_leaf, alpha, beta, prec0 = rules
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    idx, tmp, cnt, hW, hS, lo, hi, logw, seg_s, seg_e, stack, W, S = sc
     n, p = Xb.shape
     K = var.shape[1]
     cand_v = np.empty(logw.shape[0], np.int64)  # the rule of every candidate in logw

@@ -24,20 +24,22 @@ is drawn from ``Normal(A^-1 b, A^-1)``.  ``docs/design.md``, "Linear leaves".
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.cgm import (PRUNABLE, SPLITTABLE_LEAF, accept_move, accept_u,
-                                         children_masks, commit_children, count_nodes,
-                                         partition_rows, pick_node, propose_split)
+from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, SPLITTABLE_LEAF, accept_move, accept_u,
+                                               children_masks, commit_children, count_nodes,
+                                               partition_rows, pick_node, propose_split)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
                                            log_psplit, split_node)
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
-           "linear_level_shift_sums", "pack_linear_leaves", "draw_linear_leaf"]
+           "linear_level_shift_sums", "pack_linear_leaves", "draw_linear_leaf", "LinearRows",
+           "LinearSums"]
 
 
 def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
@@ -161,15 +163,43 @@ def _rows_sums(idx, start, end, j, Z, r, omega):
     return W, Wz, Wzz, S, Sz
 
 
+class LinearSums(NamedTuple):
+    """The per-leaf sums of a tree with linear leaves, over the node axis (shape (K,)):
+    ``W``, ``Wz``, ``Wzz``, ``S``, ``Sz`` (module doc) and ``reg``, the leaf's regressor
+    column (-1: a constant leaf)."""
+
+    W: np.ndarray
+    Wz: np.ndarray
+    Wzz: np.ndarray
+    S: np.ndarray
+    Sz: np.ndarray
+    reg: np.ndarray
+
+
+class LinearRows(NamedTuple):
+    """The leaf regressors as the linear moves read them: ``regcol`` (q,), the column of the
+    slope under a split on sampler feature v (-1: none), and ``Z`` (n, p), the standardised
+    columns."""
+
+    regcol: np.ndarray
+    Z: np.ndarray
+
+
 @numba.njit(cache=True)
-def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol,
-          active, Z, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, free, n_free,
-          leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
+def _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
     """Grow (as likely as prune, so their probabilities cancel); -1 when impossible, else
-    1/0 for accepted/rejected."""
-    ell, b, w_new, cnt, v, c, nc, mid = propose_split(
-        rng, t, Xb, XbT, split_prior, min_leaf, var, left, right, parent, wavail, amask,
-        n_nodes, leaf_of_row, idx, lo, hi, tmp)
+    1/0 for accepted/rejected.  ``lrows`` a :class:`LinearRows`, ``omega`` (n,) the row
+    precisions, ``sums`` a
+    :class:`LinearSums`, ``active`` whether tree t's leaves are linear."""
+    Xb, XbT, ncuts, iscat, split_prior = data
+    min_leaf, alpha, beta, prec0 = rules
+    regcol, Z = lrows
+    W, Wz, Wzz, S, Sz, reg = sums
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    r, idx, hist, lo, hi, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi,
+                                   scratch.nmask)
+    ell, b, w_new, cnt, v, c, nc, mid = propose_split(rng, t, data, min_leaf, forest, scratch)
     if ell < 0:
         return -1
     j = regcol[v] if active else -1  # the children's regressor
@@ -203,8 +233,15 @@ def _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, pre
 
 
 @numba.njit(cache=True)
-def _prune(rng, t, alpha, beta, prec0, regcol, active, Z, var, left, right, parent, depth, wavail, free,
-           n_free, n_nodes, leaf_of_row, r, omega, idx, W, Wz, Wzz, S, Sz, reg):
+def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
+    """Prune (the reverse of :func:`_grow`); -1 when impossible, else 1/0."""
+    _, alpha, beta, prec0 = rules
+    regcol, Z = lrows
+    W, Wz, Wzz, S, Sz, reg = sums
+    var, left, right, parent, depth = (forest.var, forest.left, forest.right, forest.parent,
+                                       forest.depth)
+    wavail, free, n_free, n_nodes = forest.wavail, forest.free, forest.n_free, forest.n_nodes
+    leaf_of_row, r, idx = forest.leaf_of_row, scratch.r, scratch.idx
     w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
         return -1
@@ -252,13 +289,19 @@ def _prune(rng, t, alpha, beta, prec0, regcol, active, Z, var, left, right, pare
 
 
 @numba.njit(cache=True)
-def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, prec0, regcol,
-            active, Z, var, cut, left, right, parent, depth, wavail, ncut, n_nodes, leaf_of_row, r, omega,
-            idx, hist, lo, hi, W, Wz, Wzz, S, Sz, reg, amask, nmask, tmp):
+def _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
     """A new rule from the prior at a node whose children are both leaves (chosen uniformly
     among such nodes, which the move keeps so); the rule's probability cancels between prior
     and proposal, leaving the children's marginal likelihoods and their factors
     ``1 - p_split`` (their availability may change).  -1 when impossible, else 1/0."""
+    Xb, XbT, ncuts, iscat, split_prior = data
+    min_leaf, alpha, beta, prec0 = rules
+    regcol, Z = lrows
+    W, Wz, Wzz, S, Sz, reg = sums
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    r, idx, hist, lo, hi, tmp, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo,
+                                        scratch.hi, scratch.tmp, scratch.nmask)
     w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
     if w == 0:
         return -1
@@ -303,10 +346,13 @@ def _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta, p
 
 
 @numba.njit(cache=True)
-def _draw_kind(rng, t, var, parent, n_nodes, regcol, lin, one, leaf_of_row, Z, r, omega, prec0,
-               W, Wz, Wzz, S, Sz, reg):
+def _draw_kind(rng, t, forest, lrows, lin, one, r, omega, prec0, sums):
     """Tree t's kind (``lin[t]``) from its conditional given the tree (prior 1/2 each, the
     coefficients integrated out); leaves ``reg`` and the sums right for the kind drawn."""
+    var, parent = forest.var, forest.parent
+    n_nodes, leaf_of_row = forest.n_nodes, forest.leaf_of_row
+    regcol, Z = lrows
+    W, Wz, Wzz, S, Sz, reg = sums
     # the would-be regressors of a linear tree, and the slope sums with them
     leaf_regressors(0, var[t:t + 1], parent[t:t + 1], n_nodes[t:t + 1], regcol, one, reg)
     nk = n_nodes[t]
@@ -345,7 +391,7 @@ P_PRUNE = 0.3
 
 
 @numba.njit(cache=True)
-def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, slope, scratch,
+def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slope, scratch,
                  sums, proposed, accepted):
     """One backfitting sweep over all trees with linear leaves: per tree a grow, a prune
     (probability 0.3 each) or a change of the rule of a node whose children are leaves (0.4;
@@ -357,16 +403,16 @@ def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, 
     data, rules, forest, scratch
         As for :func:`~pymc_trees.bart.kernels.cgm.cgm_sweep` (``forest.value`` holds the
         leaves' ``b0``).
-    regcol : int64 ndarray of shape (q,)
-        Column of the slope under a split on sampler feature v (-1: categorical, no slope).
+    lrows : LinearRows
+        ``regcol`` (q,), the column of the slope under a split on sampler feature v (-1:
+        categorical, no slope); ``Z`` (n, p), the standardised columns
+        (:func:`standardize_columns`).
     lin : uint8 ndarray of shape (m,)
         Whether each tree's leaves are linear (1) or constant (0); updated with ``mix``.
     mix : bool
         ``response="mix"``: each tree's kind is a parameter with prior 1/2 each, drawn after
         the tree's move with its coefficients integrated out
         (``p(linear) / p(constant) = prod_leaves ML_linear / ML_constant``).
-    Z : float64 ndarray of shape (n, p)
-        Standardised columns (:func:`standardize_columns`).
     z, omega : float64 ndarray of shape (n,)
         Pseudo-data (offset removed) and row precisions.
     fsum : float64 ndarray of shape (n,)
@@ -378,12 +424,11 @@ def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, 
     proposed, accepted : int64 ndarray of shape (3,)
         Incremented for grow, prune and change.
     """
-    Xb, XbT, ncuts, iscat, split_prior = data
-    min_leaf, alpha, beta, prec0 = rules
-    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
-    r, idx, hist, lo, hi = scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi
-    tmp, nmask = scratch.tmp, scratch.nmask
+    prec0 = rules.prec0
+    regcol, Z = lrows
+    var, parent, value, n_nodes, leaf_of_row = (forest.var, forest.parent, forest.value,
+                                                forest.n_nodes, forest.leaf_of_row)
+    r = scratch.r
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     m, n = leaf_of_row.shape
     K = var.shape[1]
@@ -422,30 +467,22 @@ def linear_sweep(rng, data, rules, regcol, lin, mix, Z, z, omega, fsum, forest, 
                 Wzz[k] += w * zz * zz
                 Sz[k] += wr * zz
         active = lin[t] != 0
+        sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
         u = rng.random()
         if u < P_GROW:
             move = 0
-            res = _grow(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                        prec0, regcol, active, Z, var, cut, left, right, parent, depth, wavail, ncut,
-                        n_nodes, free, n_free, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz,
-                        Wzz, S, Sz, reg, amask, nmask, tmp)
+            res = _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums_t)
         elif u < P_GROW + P_PRUNE:
             move = 1
-            res = _prune(rng, t, alpha, beta, prec0, regcol, active, Z, var, left, right, parent,
-                         depth, wavail, free, n_free, n_nodes, leaf_of_row, r, omega, idx, W,
-                         Wz, Wzz, S, Sz, reg)
+            res = _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums_t)
         else:
             move = 2
-            res = _change(rng, t, Xb, XbT, ncuts, iscat, min_leaf, split_prior, alpha, beta,
-                          prec0, regcol, active, Z, var, cut, left, right, parent, depth, wavail, ncut,
-                          n_nodes, leaf_of_row, r, omega, idx, hist, lo, hi, W, Wz, Wzz, S, Sz,
-                          reg, amask, nmask, tmp)
+            res = _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums_t)
         if res >= 0:
             proposed[move] += 1
             accepted[move] += res
         if mix:
-            _draw_kind(rng, t, var, parent, n_nodes, regcol, lin, one, leaf_of_row, Z, r, omega,
-                       prec0, W, Wz, Wzz, S, Sz, reg)
+            _draw_kind(rng, t, forest, lrows, lin, one, r, omega, prec0, sums_t)
         for k in range(n_nodes[t]):
             if var[t, k] == LEAF:
                 b0, b1 = draw_linear_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0,

@@ -16,6 +16,8 @@ records only, never rows.  Particle buffers are allocated once by the caller and
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -23,8 +25,8 @@ from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
 from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_node_rule, goes_left, log_ml,
                                            node_availability)
 
-__all__ = ["PI_FIELDS", "PF_FIELDS", "new_particles", "new_node_cache", "pg_tree_update",
-           "split_rows"]
+__all__ = ["PI_FIELDS", "PF_FIELDS", "PGBuffers", "new_particles", "new_node_cache",
+           "pg_tree_update", "split_rows"]
 
 # integer fields of a particle node record; UID identifies a node shared by copies
 VAR, CUT, LEFT, RIGHT, DEPTH, SEG_S, SEG_E, NCUT, UID = range(9)
@@ -34,6 +36,30 @@ FW, FS = range(2)
 PF_FIELDS = 2
 
 OK, POOL_FULL, TREE_TOO_BIG, UIDS_FULL = 0, 1, 2, 3
+
+
+class PGBuffers(NamedTuple):
+    """The buffers of :func:`pg_tree_update`, allocated by the caller and reused: the C
+    particles twice over for double-buffered resampling (:func:`new_particles`: integer node
+    records ``PI`` (C, PI_FIELDS, capacity), float ones ``PF`` (C, PF_FIELDS, capacity), node
+    counts ``PN`` (C, 2), and ``PI2``, ``PF2``, ``PN2``), the log weights ``logw`` (C,) and
+    resampling ``choice`` (C,); the shared row ``pool``; the availability per node identity
+    ``ulo``, ``uhi``, ``uw`` (:func:`new_node_cache`); the old tree's breadth-first order
+    ``old_bfs`` (node capacity)."""
+
+    PI: np.ndarray
+    PF: np.ndarray
+    PN: np.ndarray
+    PI2: np.ndarray
+    PF2: np.ndarray
+    PN2: np.ndarray
+    logw: np.ndarray
+    choice: np.ndarray
+    pool: np.ndarray
+    ulo: np.ndarray
+    uhi: np.ndarray
+    uw: np.ndarray
+    old_bfs: np.ndarray
 
 
 def new_particles(C: int, capacity: int) -> tuple:
@@ -110,11 +136,14 @@ def _draw_index(rng, cum, total):
 
 
 @numba.njit(cache=True)
-def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, prec0, z, omega,
-                   fsum, var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes,
-                   free, n_free, leaf_of_row, PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, r,
-                   hist, ulo, uhi, uw, old_bfs, W, S):
+def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
     """Conditional-SMC update of tree ``t`` followed by the exact draw of its leaf values.
+
+    ``data`` a ``SweepData`` (its ``Xb``, ``ncuts``, ``iscat``, ``split_prior``), ``rules`` a
+    ``TreeRules``, ``z``, ``omega`` (n,) the pseudo-data and row precisions, ``fsum`` (n,) the
+    trees' sum (updated on success), ``forest`` a ``ForestArrays`` (tree t rewritten),
+    ``buf`` the :class:`PGBuffers`, ``scratch`` a ``SweepScratch`` (its ``r``, ``hist``,
+    ``W``, ``S``).
 
     Returns ``(status, changed)``: status ``OK``, or ``POOL_FULL`` / ``TREE_TOO_BIG`` /
     ``UIDS_FULL`` when the row pool, the forest's node capacity or the node cache is too small
@@ -125,6 +154,12 @@ def pg_tree_update(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta,
     ``p_split(depth) * 1[rule available]`` either way.  ``changed`` is 1 when the returned
     tree differs from the old one.
     """
+    Xb, ncuts, iscat, split_prior = data.Xb, data.ncuts, data.iscat, data.split_prior
+    min_leaf, alpha, beta, prec0 = rules
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
+     leaf_of_row) = forest
+    PI, PF, PN, PI2, PF2, PN2, logw, choice, pool, ulo, uhi, uw, old_bfs = buf
+    r, hist, W, S = scratch.r, scratch.hist, scratch.W, scratch.S
     C = PI.shape[0]
     n = z.shape[0]
     # partial residual of tree t (fsum is left untouched until success)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pymc_trees.bart.kernels.bundles import TreeRules
 from pymc_trees.bart.kernels.forest import FREE, LEAF, Forest, mask_dtype, mask_width, store_mask
 from pymc_trees.bart.kernels.nodes import draw_node_rule, node_availability, partition, split_node
 
@@ -22,10 +23,15 @@ def max_tree_nodes(n: int, min_leaf: int) -> int:
 
 
 @numba.njit(cache=True)
-def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd, var,
-                      cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, n_free,
-                      leaf_of_row, idx, hist, lo, hi, seg_s, seg_e):
-    """Overwrite tree ``t`` with a draw from the prior; slots are filled in breadth-first order."""
+def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, rules, leaf_sd, forest, idx, hist,
+                      lo, hi, seg_s, seg_e):
+    """Overwrite tree ``t`` of ``forest`` (a ``ForestArrays``) with a draw from the prior
+    (``rules`` a ``TreeRules``, its ``prec0`` unused; leaf values ``Normal(0, leaf_sd^2)``);
+    slots are filled in breadth-first order.  ``idx`` (n,), ``hist``, ``lo``, ``hi`` and
+    ``seg_s``, ``seg_e`` (node capacity) are scratch."""
+    min_leaf, alpha, beta, _ = rules
+    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, _, n_free,
+     leaf_of_row) = forest
     n = Xb.shape[0]
     for i in range(n):
         idx[i] = i
@@ -87,12 +93,12 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     idx = np.zeros(n, np.int32)
     seg_s = np.zeros(K, np.int32)
     seg_e = np.zeros(K, np.int32)
+    rules = TreeRules(min_leaf, alpha, beta, 0.0)  # as given: their types decide the powers
+    arrays = one.arrays()
     trees = []
     for _ in range(m):
-        sample_prior_tree(rng, 0, Xb, ncuts, iscat, split_prior, min_leaf, alpha, beta, leaf_sd,
-                          one.var, one.cut, one.left, one.right, one.parent, one.depth,
-                          one.value, one.wavail, one.ncut, one.amask, one.n_nodes, one.n_free,
-                          one.leaf_of_row, idx, hist, lo, hi, seg_s, seg_e)
+        sample_prior_tree(rng, 0, Xb, ncuts, iscat, split_prior, rules, leaf_sd, arrays, idx,
+                          hist, lo, hi, seg_s, seg_e)
         trees.append(one.copy())
     cap = int(max(tr.n_nodes[0] for tr in trees))
     out = new_forest(m, n, 0.0, capacity=cap, root_mask=root_mask)
