@@ -625,7 +625,7 @@ class _TreeStep(BlockedStep):
         F = smp.values()
         Z, omega = np.empty_like(F), np.empty_like(F)
         for j, lik in enumerate(self._joint):
-            if lik.family == "normal":
+            if not lik.draws_latents:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
             else:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
@@ -633,7 +633,7 @@ class _TreeStep(BlockedStep):
 
     def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""
-        if lik.family == "normal":
+        if not lik.draws_latents:
             z, omega = lik.pseudo_data(point, smp.offset)
         else:
             # latent variables of bart-math 8, drawn given the current forest
@@ -1079,7 +1079,8 @@ def _warn_output_scales(rv, liks, start, offset: float) -> None:
     the term's scale, ``(y - a) / b``, show whether one scale can serve them: a warning names
     outputs whose data vary ``OUTPUT_SCALE_RATIO`` times as much as another's (the output
     far from the calibration is not fitted, with nothing else to say so)."""
-    normal = [(j, lik) for j, lik in enumerate(liks) if lik.family == "normal"]
+    normal = [(j, lik) for j, lik in enumerate(liks)
+              if lik.family != "general" and not lik.draws_latents]
     if len(normal) < 2:
         return
     point = start()
