@@ -30,10 +30,9 @@ from pymc_trees.bart.distribution import (OUTPUT_SCALE_RATIO, BARTTreeRV,
 from pymc_trees.core.tabular import mark_missing, warn_user
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
-from pymc_trees.bart.sampler import (MOVES, OutputSamplers, learned_scale_draw,
-                                     learned_scale_prior_draw, move_cumulative_probs)
-from pymc_trees.bart.linear_sampler import make_forest_sampler
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
+from pymc_trees.bart.plan import term_plan
+from pymc_trees.bart.sampler import (MOVES, learned_scale_draw, learned_scale_prior_draw,
+                                     move_cumulative_probs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts, noise_likelihood,
                                        output_tree_likelihood, tree_likelihood,
@@ -361,20 +360,14 @@ class _TreeStep(BlockedStep):
         return float(leaf_sd.eval())
 
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
-        """The orchestration of the kernels: one ForestSampler, or one per output."""
-        outputs = rv.owner.op.outputs
-        self._shared = outputs is not None and not rv.owner.op.prior.separate_trees
-        if self._shared:  # one forest whose leaves hold the k outputs' values
-            self.sampler = SharedOutputSampler(X_value, rv.owner.op.prior, offset, sd0,
-                                               categorical_columns(rv.owner.op),
-                                               outputs=outputs)
-        elif outputs is None:
-            self.sampler = make_forest_sampler(X_value, rv.owner.op.prior, offset, sd0,
+        """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.plan`)
+        picks it for this step: one ForestSampler, one per output, or one whose leaves hold
+        the k outputs' values."""
+        self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
+        self._plan.check_step()
+        self._shared = self._plan.shared
+        self.sampler = self._plan.make_sampler(X_value, rv.owner.op.prior, offset, sd0,
                                                categorical_columns(rv.owner.op))
-        else:
-            self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
-                                          sd0, outputs, categorical_columns(rv.owner.op),
-                                          make=make_forest_sampler)
 
     def _setup_split_prior(self, model, rv, split, conc, start) -> None:
         """Compile learned split probabilities and their concentration (when there are)."""
@@ -445,34 +438,11 @@ class _TreeStep(BlockedStep):
             else:
                 self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         except NotAugmentable as err:
-            if self.sampler_kind != "cgm":
-                raise ModelStructureError(
-                    f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
-                    f"the forms above. For any other likelihood use the default tree step: "
-                    f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
-                    f"likelihood, bart-math section 9).") from None
+            self._plan.refuse_general(err)  # the general step: CGM only
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
-        response = rv.owner.op.prior.response
-        if response != "constant" and self.sampler_kind != "cgm":
-            raise ModelStructureError(
-                f"{rv.name!r} has linear leaves (response={response!r}), which are sampled by "
-                "the CGM tree step's moves. Particle Gibbs is for constant leaves: use "
-                "BARTTree(..., sampler='cgm') (the default).")
-        if response != "constant" and any(lik.rows is None for lik in general):
-            why = next(lik.rows_reason for lik in general if lik.rows is None)
-            raise ModelStructureError(
-                f"{rv.name!r} has linear leaves with a likelihood that needs the general "
-                f"tree step, which runs them in its compiled kernel only; the likelihood's "
-                f"row graph could not be compiled ({why}). Use response='constant'.")
-        if general and self.sampler_kind != "cgm":
-            outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
-            raise ModelStructureError(
-                f"Output(s) {outs} of {rv.name!r} (shape ({outputs}, n)) are not a linear "
-                "predictor of an augmentable likelihood given the other outputs, so they need "
-                "the general tree step; Particle Gibbs integrates the leaf values out and "
-                f"cannot sample them. Use BARTTree(..., sampler='cgm') (the default).")
+        self._plan.check_likelihoods(liks)
         for lik in liks:
             if lik.family == "general":
                 _check_general_link(rv, lik)
@@ -519,7 +489,7 @@ class _TreeStep(BlockedStep):
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
         # warm start grows one value per leaf: none for outputs that share their trees, nor
         # for a term drawn from its prior, which needs no start)
-        cold = self._shared or self._prior_only
+        cold = not self._plan.warm_start or self._prior_only
         self._warm_left = 0 if cold else min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self._burn_left = self.burn_in if self._hold_ok else None
