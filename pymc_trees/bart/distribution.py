@@ -18,9 +18,8 @@ from pytensor.tensor.random.op import RandomVariable
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
-from pymc_trees.bart.linear_sampler import RESPONSES, make_forest_sampler
 from pymc_trees.bart.numba_draw import register_numba_draw
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
+from pymc_trees.bart.plan import DEFAULT_SAMPLER, SAMPLERS, check_arguments, term_plan
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -34,11 +33,8 @@ PPC_ADVICE = (
     "PyMC's own function can only copy a tree term's training-row values from the trace or "
     "redraw it from the tree prior; both are wrong at new rows.")
 
-SAMPLERS = ("cgm", "pg")
-# The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
-# of f on Friedman #1 at n = 1,000 and 10,000 (benchmarks/mixing.py; figures in
-# docs/mixing.md).
-DEFAULT_SAMPLER = "cgm"
+# SAMPLERS and DEFAULT_SAMPLER (the sampler pm.sample() assigns when BARTTree(sampler=None))
+# live in pymc_trees.bart.plan, which decides what combines with what
 # the leaf scale of a term with Y (or a probit or logit link) and no leaf_sd (issue 26)
 DEFAULT_LEAF_SD = "learned"
 # split_prior by name: equal weights, or DART's learned ones inside the tree step (issue 26)
@@ -112,14 +108,11 @@ class BARTTreeRV(RandomVariable):
         sd = float(leaf_sd)
         if self.prior.learned_scale:  # one leaf scale for every output, from its prior
             sd = learned_scale_prior_draw(rng, sd)
-        shared = self.outputs is not None and not self.prior.separate_trees
+        plan = term_plan(self)
+        shared = plan.shared  # one forest, k values at each leaf
         for j in range(1 if shared else out.shape[0]):
-            if shared:  # one forest, k values at each leaf
-                fs = SharedOutputSampler(np.asarray(X), self.prior, float(offset), sd,
-                                         categorical_columns(self), outputs=self.outputs)
-            else:
-                fs = make_forest_sampler(np.asarray(X), self.prior, float(offset), sd,
-                                         categorical_columns(self))
+            fs = plan.make_sampler(np.asarray(X), self.prior, float(offset), sd,
+                                   categorical_columns(self), per_output=False)
             if not self.prior.dart and self.prior.split_prior is None:
                 # equal, or learned (a Dirichlet draw); DART's come from Linero's prior in
                 # draw_prior
@@ -341,8 +334,6 @@ class BARTTree(Distribution):
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
              missing_split: bool = True, response: str = "constant",
              separate_trees: bool = True, **kwargs):
-        if response not in RESPONSES:
-            raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:
@@ -432,24 +423,17 @@ class BARTTree(Distribution):
         else:
             sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
             weights = None
+        # what combines with what (pymc_trees.bart.plan): refused here with the fix
+        sampler, separate = check_arguments(
+            outputs=outputs, response=response, separate_trees=separate_trees, sampler=sampler,
+            learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant))
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
                           missing_split=bool(missing_split), learned_scale=internal,
-                          dart=dart, response=response,
-                          separate_trees=_check_separate(separate_trees, outputs, response,
-                                                         sampler))
+                          dart=dart, response=response, separate_trees=separate)
         if weights is None:
             weights = prior.split_weights(p)
-        sampler = DEFAULT_SAMPLER if sampler is None else sampler
-        if sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS} (or None for the default "
-                             f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
         keep = None if keep_values is None else bool(keep_values)
-        if outputs is not None and weights is not None and isinstance(weights, Variable) \
-                and not isinstance(weights, Constant):
-            raise ValueError("Learned split probabilities (a Dirichlet split_prior) are not "
-                             f"supported for a BARTTree with several outputs (shape "
-                             f"({outputs}, n)); pass fixed weights or one term per output.")
         plain = schema if any(kd != "numeric" for kd in schema.kinds) else None
         return super().dist([X, offset, sd, weights, prior, sampler, columns, link, keep,
                              outputs, plain, missing], **kwargs)
@@ -660,30 +644,6 @@ def _check_training_rows(X: np.ndarray, min_leaf: int, schema: TableSchema) -> N
                   + " Check X (constant or empty columns?) or lower min_leaf.")
     elif empty.any():
         warn_user(f"{what}. Drop {'them' if many else 'it'} from X.")
-
-
-def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
-    """``separate_trees`` as a bool, refused where the shared form does not apply."""
-    if not isinstance(separate_trees, (bool, np.bool_)):
-        raise ValueError(f"separate_trees must be True or False; got {separate_trees!r}.")
-    if separate_trees or outputs == 1:
-        # one output shares its trees with nobody: the same term either way
-        return True
-    if outputs is None:
-        raise ValueError("separate_trees=False makes the k outputs of a term of shape (k, n) "
-                         "share one forest (each leaf holds k values), but this term has one "
-                         "value per row of X. Pass shape=(k, n) (or two dims), or drop "
-                         "separate_trees.")
-    if response != "constant":
-        raise ValueError(f"Linear leaves (response={response!r}) hold one line per leaf; a term "
-                         "whose outputs share their trees (separate_trees=False) needs "
-                         "response='constant', or use separate_trees=True.")
-    if sampler == "pg":
-        raise ValueError("Particle Gibbs integrates one value per leaf out; a term whose "
-                         "outputs share their trees (separate_trees=False) is sampled by the "
-                         "general tree step: use sampler='cgm' (the default), or "
-                         "separate_trees=True.")
-    return False
 
 
 def _outputs_of(key: str, shape, n: int) -> int | None:

@@ -20,7 +20,7 @@ from pymc_trees.bart.sampler import (MOVES, ForestSampler, TreePrior, check_star
                                      acceptance_rates)
 from pymc_trees.core.packed import center_bits
 
-__all__ = ["LinearForestSampler", "RESPONSES", "make_forest_sampler"]
+__all__ = ["LinearForestSampler", "RESPONSES"]
 
 RESPONSES = ("constant", "linear", "mix")
 
@@ -35,7 +35,9 @@ class LinearForestSampler(ForestSampler):
     the standardised scale of its column (``Z``, from the training rows' mean ``center`` and
     sd ``scale``); packed forests carry the slope per unit of the column and the centre.
     Sampled by grow, prune and change moves (:meth:`cgm_sweep`, and :meth:`general_sweep`
-    for other likelihoods, linear trees only); Particle Gibbs is refused.
+    for other likelihoods, linear trees only); the term's plan (:mod:`pymc_trees.bart.plan`)
+    refuses Particle Gibbs, whose sweep (:meth:`ForestSampler.pg_sweep`) holds constant
+    leaves, before any sweep runs.
     """
 
     _ROW_ATTRS = ForestSampler._ROW_ATTRS + ("_lin_bufs",)
@@ -150,11 +152,6 @@ class LinearForestSampler(ForestSampler):
                      self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
         return acceptance_rates(accepted, proposed, MOVES)
 
-    def pg_sweep(self, rng, z, omega, num_particles):
-        raise ValueError("response='linear' is sampled by the CGM tree step (grow and prune "
-                         "moves); Particle Gibbs is for constant leaves. Use "
-                         "BARTTree(..., sampler='cgm') (the default) or response='constant'.")
-
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None,
                       defensive: float | None = None) -> dict[str, float]:
@@ -162,7 +159,7 @@ class LinearForestSampler(ForestSampler):
         (:func:`~pymc_trees.bart.kernels.general_linear.general_linear_sweep`: grow and prune
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
         ``loglik`` are not used) with the likelihood ``compiled = (rows_fn, pre)``
-        (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`); returns acceptance
+        (:meth:`pymc_trees.bart.general_likelihood.GeneralLikelihood.compiled`); returns acceptance
         rates (NaN for swap).  With ``response="mix"`` every tree's kind (linear or constant)
         is then proposed switched, its leaves' coefficients from their Newton proposals.  A
         likelihood whose row graph could not be compiled is refused.  Every leaf proposal is
@@ -251,11 +248,3 @@ class LinearForestSampler(ForestSampler):
         self.lin = ((rng.random(m) < 0.5) if self.mix else np.ones(m)).astype(np.uint8)
         linear_prior_leaves(rng, forest.var, forest.parent, forest.n_nodes, self.regcol,
                             self.lin, float(self.leaf_sd), forest.value, self.slope)
-
-
-def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
-                        categorical: np.ndarray | None = None) -> ForestSampler:
-    """The forest sampler of ``prior.response``: :class:`ForestSampler` for constant leaves,
-    :class:`LinearForestSampler` for linear ones and for the mix."""
-    cls = ForestSampler if prior.response == "constant" else LinearForestSampler
-    return cls(X, prior, offset, leaf_sd, categorical)

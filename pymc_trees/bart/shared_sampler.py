@@ -47,8 +47,10 @@ class SharedForestState:
 class SharedOutputSampler(ForestSampler):
     """A :class:`ForestSampler` of ``outputs`` = k outputs that share one forest: every leaf
     holds k values.  Sampled by :meth:`general_sweep` and, against Gaussian pseudo-data, by
-    :meth:`conjugate_sweep` (the one-output conjugate, Particle Gibbs and warm-start sweeps
-    update one value per leaf and are refused).
+    :meth:`conjugate_sweep`; the one-output conjugate, Particle Gibbs and warm-start sweeps
+    and the level shift of :class:`ForestSampler` update one value per leaf, and the term's
+    plan (:mod:`pymc_trees.bart.plan`) never picks them for it (a Particle Gibbs step is
+    refused when it is built).
 
     Parameters
     ----------
@@ -145,12 +147,6 @@ class SharedOutputSampler(ForestSampler):
         self._V = V
         forest.value = V[0]
 
-    def _refuse(self, what: str):
-        raise NotImplementedError(
-            f"A term whose outputs share their trees is sampled by general_sweep or "
-            f"conjugate_sweep; {what} updates one value per leaf. Use "
-            f"BARTTree(..., separate_trees=True) for it.")
-
     def conjugate_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                         move_cumprobs: np.ndarray) -> dict[str, float]:
         """One sweep against Gaussian pseudo-data: output j's row i observed as
@@ -188,15 +184,3 @@ class SharedOutputSampler(ForestSampler):
         # mixture (every leaf update a Gibbs draw)
         return self.general_sweep(rng, None, move_cumprobs, (gaussian_rows, pre),
                                   defensive=0.0)
-
-    def cgm_sweep(self, *args, **kwargs):
-        self._refuse("the conjugate CGM sweep")
-
-    def pg_sweep(self, *args, **kwargs):
-        self._refuse("Particle Gibbs")
-
-    def gfr_sweep(self, *args, **kwargs):
-        self._refuse("the grow-from-root warm start")
-
-    def level_shift(self, *args, **kwargs):
-        self._refuse("the level shift")

@@ -28,11 +28,10 @@ from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
 from pymc_trees.bart.noise_step import NoiseGibbs
-from pymc_trees.bart.sampler import MOVES, OutputSamplers, move_cumulative_probs
+from pymc_trees.bart.plan import term_plan
+from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
-from pymc_trees.bart.linear_sampler import make_forest_sampler
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts,
                                        output_tree_likelihood, tree_likelihood,
@@ -271,20 +270,14 @@ class _TreeStep(BlockedStep):
         return rv, scale, split, conc
 
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
-        """The orchestration of the kernels: one ForestSampler, or one per output."""
-        outputs = rv.owner.op.outputs
-        self._shared = outputs is not None and not rv.owner.op.prior.separate_trees
-        if self._shared:  # one forest whose leaves hold the k outputs' values
-            self.sampler = SharedOutputSampler(X_value, rv.owner.op.prior, offset, sd0,
-                                               categorical_columns(rv.owner.op),
-                                               outputs=outputs)
-        elif outputs is None:
-            self.sampler = make_forest_sampler(X_value, rv.owner.op.prior, offset, sd0,
+        """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.plan`)
+        picks it for this step: one ForestSampler, one per output, or one whose leaves hold
+        the k outputs' values."""
+        self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
+        self._plan.check_step()
+        self._shared = self._plan.shared
+        self.sampler = self._plan.make_sampler(X_value, rv.owner.op.prior, offset, sd0,
                                                categorical_columns(rv.owner.op))
-        else:
-            self.sampler = OutputSamplers(X_value, rv.owner.op.prior, offset,
-                                          sd0, outputs, categorical_columns(rv.owner.op),
-                                          make=make_forest_sampler)
 
     def _read_likelihood(self, model, rv, start) -> None:
         """Read the likelihood around the term: conjugate, augmented or general (then check
@@ -324,34 +317,11 @@ class _TreeStep(BlockedStep):
             else:
                 self.likelihood = tree_likelihood(model, rv, self.sampler.n)
         except NotAugmentable as err:
-            if self.sampler_kind != "cgm":
-                raise ModelStructureError(
-                    f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
-                    f"the forms above. For any other likelihood use the default tree step: "
-                    f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
-                    f"likelihood, bart-math section 9).") from None
+            self._plan.refuse_general(err)  # the general step: CGM only
             self.likelihood = general_likelihood(model, rv, self.sampler.n)
         liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
-        response = rv.owner.op.prior.response
-        if response != "constant" and self.sampler_kind != "cgm":
-            raise ModelStructureError(
-                f"{rv.name!r} has linear leaves (response={response!r}), which are sampled by "
-                "the CGM tree step's moves. Particle Gibbs is for constant leaves: use "
-                "BARTTree(..., sampler='cgm') (the default).")
-        if response != "constant" and any(lik.rows is None for lik in general):
-            why = next(lik.rows_reason for lik in general if lik.rows is None)
-            raise ModelStructureError(
-                f"{rv.name!r} has linear leaves with a likelihood that needs the general "
-                f"tree step, which runs them in its compiled kernel only; the likelihood's "
-                f"row graph could not be compiled ({why}). Use response='constant'.")
-        if general and self.sampler_kind != "cgm":
-            outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
-            raise ModelStructureError(
-                f"Output(s) {outs} of {rv.name!r} (shape ({outputs}, n)) are not a linear "
-                "predictor of an augmentable likelihood given the other outputs, so they need "
-                "the general tree step; Particle Gibbs integrates the leaf values out and "
-                f"cannot sample them. Use BARTTree(..., sampler='cgm') (the default).")
+        self._plan.check_likelihoods(liks)
         for lik in liks:
             if lik.family == "general":
                 check_general_link(rv, lik)
@@ -429,7 +399,7 @@ class _TreeStep(BlockedStep):
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
         # warm start grows one value per leaf: none for outputs that share their trees, nor
         # for a term drawn from its prior, which needs no start)
-        cold = self._shared or self._prior_only
+        cold = not self._plan.warm_start or self._prior_only
         self.warm_left = 0 if cold else min(self.warm_start, tune // 2)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self.burn_left = self.burn_in if self._hold_ok else None
@@ -536,7 +506,7 @@ class _TreeStep(BlockedStep):
         F = smp.values()
         Z, omega = np.empty_like(F), np.empty_like(F)
         for j, lik in enumerate(self._joint):
-            if lik.family == "normal":
+            if not lik.draws_latents:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
             else:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
@@ -544,7 +514,7 @@ class _TreeStep(BlockedStep):
 
     def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""
-        if lik.family == "normal":
+        if not lik.draws_latents:
             z, omega = lik.pseudo_data(point, smp.offset)
         else:
             # latent variables of bart-math 8, drawn given the current forest

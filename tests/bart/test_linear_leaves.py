@@ -356,7 +356,7 @@ def test_a_linear_leaf_predicts_its_line_and_drops_its_column_to_its_mean():
 
 
 def test_leaf_stats_count_coefficients_over_their_prior_variances():
-    from pymc_trees.bart.linear_sampler import make_forest_sampler
+    from pymc_trees.bart.plan import make_forest_sampler
     from pymc_trees.bart.sampler import TreePrior
 
     df, y = _table(80, 2)

@@ -23,6 +23,7 @@ from scipy import special, stats
 import pymc_trees as pmt
 from enumeration import check_cells
 from test_general import check_outputs_through_the_api
+from pymc_trees.bart.plan import term_plan
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 from pymc_trees.bart.sampler import TreePrior
 
@@ -388,9 +389,14 @@ def test_shared_trees_refuse_what_they_do_not_support():
                          sampler="pg")
         with pytest.raises(ValueError, match="separate_trees must be True or False"):
             pmt.BARTTree("d", X, m=2, leaf_sd=1.0, shape=(2, 20), separate_trees="no")
-    smp = SharedOutputSampler(X, TreePrior(m=2), 0.0, 1.0, outputs=2)
-    with pytest.raises(NotImplementedError, match="separate_trees=True"):
-        smp.cgm_sweep(None, None, None, None)
+    # the plan (pymc_trees.bart.plan) refuses a Particle Gibbs step before any sweep runs,
+    # and gives the term no warm start (both update one value per leaf)
+    with pm.Model():
+        f = pmt.BARTTree("e", X, m=2, leaf_sd=1.0, shape=(2, 20), separate_trees=False)
+        pm.Normal("y", f, 1.0, observed=np.zeros((2, 20)))
+        with pytest.raises(ValueError, match="separate_trees=True"):
+            pmt.PGTreeStep([f])
+        assert not term_plan(f.owner.op, "e", "cgm").warm_start
 
 
 def test_prior_draws_share_the_trees():

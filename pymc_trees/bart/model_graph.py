@@ -1,0 +1,124 @@
+"""Reading a PyMC model's graph around a tree term: which variables depend on it, whether an
+expression is affine in it, and the wrappers and scalar operations PyMC writes a link with.
+
+Shared by the likelihood registry (:mod:`pymc_trees.bart.likelihoods`), the augmented
+likelihoods (:mod:`pymc_trees.bart.structure`) and the general step's likelihood
+(:mod:`pymc_trees.bart.general_likelihood`).
+"""
+
+from __future__ import annotations
+
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.shape import SpecifyShape
+
+__all__ = ["ModelStructureError", "NotAugmentable", "depends_on", "dependents",
+           "affine_problem", "constant_value", "unwrap", "scalar_op", "strip_log_exp"]
+
+
+class ModelStructureError(ValueError):
+    """The model does not have the structure a step method needs."""
+
+
+class NotAugmentable(ModelStructureError):
+    """The tree term enters one observed likelihood, but not in a form with an exact
+    augmentation (bart-math section 8); the general tree step (section 9) may apply."""
+
+
+
+def depends_on(var, target) -> bool:
+    """Whether the graph of ``var`` has ``target`` among its ancestors."""
+    return any(a is target for a in ancestors([var]))
+
+
+def dependents(model, rv):
+    """Model variables and potentials (other than rv) whose graph depends on rv."""
+    out = []
+    for v in [*model.free_RVs, *model.observed_RVs, *model.potentials]:
+        if v is rv:
+            continue
+        inputs = v.owner.inputs if v.owner is not None else []
+        if any(depends_on(i, rv) for i in inputs) or (v in model.potentials
+                                                     and depends_on(v, rv)):
+            out.append(v)
+    return out
+
+
+
+_PASS_THROUGH_SCALAR = (ps.Identity, ps.Cast, ps.Neg)
+
+
+def affine_problem(var, f) -> str | None:
+    """None when ``var`` is elementwise affine in ``f``; otherwise what breaks it."""
+    if var is f or not depends_on(var, f):
+        return None
+    node = var.owner
+    op = node.op
+    if isinstance(op, Elemwise):
+        sop = op.scalar_op
+        dep = [i for i in node.inputs if depends_on(i, f) or i is f]
+        if isinstance(sop, (ps.Add, ps.Sub)) or isinstance(sop, _PASS_THROUGH_SCALAR):
+            for i in dep:
+                if (msg := affine_problem(i, f)) is not None:
+                    return msg
+            return None
+        if isinstance(sop, ps.Mul):
+            if len(dep) > 1:
+                return "a product of two terms that both depend on f"
+            return affine_problem(dep[0], f)
+        if isinstance(sop, ps.TrueDiv):
+            if node.inputs[1] in dep:
+                return "a division by a term that depends on f"
+            return affine_problem(node.inputs[0], f)
+        return f"the elementwise operation {sop} applied to f"
+    if isinstance(op, (DimShuffle, SpecifyShape)) or type(op).__name__ in (
+            "DeepCopyOp", "OutputGuard", "ViewOp"):
+        return affine_problem(node.inputs[0], f)
+    return f"the operation {op} applied to f"
+
+
+
+
+def constant_value(var) -> float | None:
+    """The value of ``var`` when it is one constant number (broadcast or not), else None."""
+    try:
+        return float(pt.get_underlying_scalar_constant_value(var))
+    except Exception:
+        return None
+
+
+_WRAPPERS = ("DeepCopyOp", "OutputGuard", "ViewOp", "SpecifyShape")
+
+
+def unwrap(var):
+    """``var`` without the identity wrappers of ``pm.Deterministic`` (ViewOp) and shapes."""
+    while var.owner is not None and type(var.owner.op).__name__ in _WRAPPERS:
+        var = var.owner.inputs[0]
+    return var
+
+
+def scalar_op(var):
+    """The scalar operation of the elementwise node that computes ``var`` (wrappers removed), or
+    None."""
+    var = unwrap(var)
+    node = var.owner
+    if node is not None and isinstance(node.op, Elemwise):
+        return node.op.scalar_op
+    return None
+
+
+def strip_log_exp(var, f):
+    """``var`` with every ``log(exp(x))`` that depends on f replaced by x (PyMC writes the
+    negative binomial's ``p`` as ``sigmoid(log alpha - log mu)``)."""
+    repl = {}
+    for v in ancestors([var]):
+        node = v.owner
+        if (node is not None and isinstance(node.op, Elemwise)
+                and isinstance(node.op.scalar_op, ps.Log)):
+            inner = unwrap(node.inputs[0])
+            if isinstance(scalar_op(inner), ps.Exp) and depends_on(inner, f):
+                repl[v] = inner.owner.inputs[0]
+    return graph_replace(var, repl, strict=False) if repl else var

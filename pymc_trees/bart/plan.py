@@ -1,0 +1,226 @@
+"""The plan of a tree term: which combinations of its arguments, its step and its likelihood
+are served, and by which forest sampler and sweep, decided in one place.
+
+* :func:`check_arguments` refuses, when the term is built (``BARTTree``), the combinations of
+  arguments no sampler serves (shared trees with one output, linear leaves or Particle Gibbs;
+  learned split probabilities with several outputs);
+* :class:`TermPlan` (:func:`term_plan`) picks the forest sampler class for prior draws
+  (``BARTTreeRV.rng_fn``) and for the tree step, says which sweeps serve the term (no
+  grow-from-root warm start and no level shift for outputs that share their trees), and
+  refuses, when the step is built, a step kind or a likelihood that the term's sampler cannot
+  sample.
+
+================  =================================  ==========================================
+leaves / outputs  forest sampler                     sweeps
+================  =================================  ==========================================
+constant, (n,)    :class:`ForestSampler`             ``cgm_sweep``, ``pg_sweep``,
+                                                     ``general_sweep``, ``gfr_sweep``
+linear or mix     :class:`LinearForestSampler`       ``cgm_sweep``, ``general_sweep`` (compiled
+                                                     row graph only), ``gfr_sweep``; CGM step
+(k, n) separate   :class:`OutputSamplers` of the     each output as above, given the others
+                  above, one per output
+(k, n) shared     :class:`SharedOutputSampler`       ``conjugate_sweep``, ``general_sweep``;
+                                                     CGM step, constant leaves, no warm start
+================  =================================  ==========================================
+
+Every refusal is a :class:`TermPlanError` (a ``ValueError`` and a
+:class:`~pymc_trees.bart.model_graph.ModelStructureError`) that names the argument and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_trees.bart.linear_sampler import RESPONSES, LinearForestSampler
+from pymc_trees.bart.model_graph import ModelStructureError
+from pymc_trees.bart.sampler import ForestSampler, OutputSamplers, TreePrior
+from pymc_trees.bart.shared_sampler import SharedOutputSampler
+
+__all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
+           "SAMPLERS", "DEFAULT_SAMPLER"]
+
+SAMPLERS = ("cgm", "pg")
+# The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
+# of f on Friedman #1 at n = 1,000 and 10,000 (benchmarks/mixing.py; figures in
+# docs/mixing.md).
+DEFAULT_SAMPLER = "cgm"
+
+_SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose outputs share "
+              "their trees (separate_trees=False) is sampled by the general tree step: use "
+              "sampler='cgm' (the default), or separate_trees=True.")
+
+
+class TermPlanError(ModelStructureError):
+    """A combination of a tree term's arguments, its step and its likelihood that no sampler
+    serves; the message names the argument and the fix.  A ``ValueError``."""
+
+
+def check_arguments(*, outputs: int | None, response: str, separate_trees,
+                    sampler: str | None, learned_split: bool) -> tuple[str, bool]:
+    """Refuse the combinations of ``BARTTree`` arguments that no sampler serves.
+
+    Parameters
+    ----------
+    outputs : int or None
+        k for a term of shape (k, n), None for shape (n,).
+    response : str
+        ``BARTTree(response=...)``.
+    separate_trees : bool
+        ``BARTTree(separate_trees=...)``.
+    sampler : str or None
+        ``BARTTree(sampler=...)`` (None: ``DEFAULT_SAMPLER``).
+    learned_split : bool
+        Whether the split probabilities are a model variable (a Dirichlet).
+
+    Returns
+    -------
+    (sampler, separate) : tuple of str and bool
+        The sampler (the default filled in), and whether the outputs have forests of their
+        own (True for a term of one output).
+
+    Raises
+    ------
+    TermPlanError
+    """
+    if response not in RESPONSES:
+        raise TermPlanError(f"response must be one of {RESPONSES}; got {response!r}.")
+    separate = _check_separate(separate_trees, outputs, response, sampler)
+    sampler = DEFAULT_SAMPLER if sampler is None else sampler
+    if sampler not in SAMPLERS:
+        raise TermPlanError(f"sampler must be one of {SAMPLERS} (or None for the default "
+                            f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
+    if outputs is not None and learned_split:
+        raise TermPlanError("Learned split probabilities (a Dirichlet split_prior) are not "
+                            f"supported for a BARTTree with several outputs (shape "
+                            f"({outputs}, n)); pass fixed weights or one term per output.")
+    return sampler, separate
+
+
+def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
+    """``separate_trees`` as a bool, refused where the shared form does not apply."""
+    if not isinstance(separate_trees, (bool, np.bool_)):
+        raise TermPlanError(f"separate_trees must be True or False; got {separate_trees!r}.")
+    if separate_trees or outputs == 1:
+        # one output shares its trees with nobody: the same term either way
+        return True
+    if outputs is None:
+        raise TermPlanError("separate_trees=False makes the k outputs of a term of shape "
+                            "(k, n) share one forest (each leaf holds k values), but this term "
+                            "has one value per row of X. Pass shape=(k, n) (or two dims), or "
+                            "drop separate_trees.")
+    if response != "constant":
+        raise TermPlanError(f"Linear leaves (response={response!r}) hold one line per leaf; a "
+                            "term whose outputs share their trees (separate_trees=False) needs "
+                            "response='constant', or use separate_trees=True.")
+    if sampler == "pg":
+        raise TermPlanError(_SHARED_PG)
+    return False
+
+
+def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
+                        categorical: np.ndarray | None = None) -> ForestSampler:
+    """The sampler of one forest for ``prior.response``: :class:`ForestSampler` for constant
+    leaves, :class:`LinearForestSampler` for linear ones and for the mix."""
+    cls = ForestSampler if prior.response == "constant" else LinearForestSampler
+    return cls(X, prior, offset, leaf_sd, categorical)
+
+
+@dataclass(frozen=True)
+class TermPlan:
+    """How a tree term is sampled.
+
+    Attributes
+    ----------
+    name : str
+        The term's name (for the messages).
+    outputs : int or None
+        k for a term of shape (k, n).
+    shared : bool
+        Whether the k outputs share one forest (each leaf holds k values).
+    response : str
+        What each leaf holds.
+    step : str
+        The tree step's kind, ``"cgm"`` or ``"pg"`` (for prior draws, the term's sampler).
+    """
+
+    name: str
+    outputs: int | None
+    shared: bool
+    response: str
+    step: str
+
+    @property
+    def warm_start(self) -> bool:
+        """Whether the grow-from-root warm start serves the term (it grows one value per
+        leaf: not for outputs that share their trees)."""
+        return not self.shared
+
+    @property
+    def level_shifts(self) -> bool:
+        """Whether the level-shift move serves the term's sampler (one value per leaf)."""
+        return not self.shared
+
+    def make_sampler(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
+                     categorical: np.ndarray | None = None, *, per_output: bool = True):
+        """The term's forest sampler: a :class:`SharedOutputSampler` for outputs that share
+        their trees, else one forest's sampler (:func:`make_forest_sampler`) for a term of
+        shape (n,) or, with ``per_output``, an :class:`OutputSamplers` of one per output
+        (without: one output's, for prior draws output by output)."""
+        if self.shared:  # one forest whose leaves hold the k outputs' values
+            return SharedOutputSampler(X, prior, offset, leaf_sd, categorical,
+                                       outputs=self.outputs)
+        if self.outputs is None or not per_output:
+            return make_forest_sampler(X, prior, offset, leaf_sd, categorical)
+        return OutputSamplers(X, prior, offset, leaf_sd, self.outputs, categorical,
+                              make=make_forest_sampler)
+
+    def check_step(self) -> None:
+        """Refuse a step kind the sampler cannot serve, when the step is built."""
+        if self.shared and self.step != "cgm":
+            raise TermPlanError(_SHARED_PG)
+
+    def refuse_general(self, err: Exception) -> None:
+        """The likelihood has no exact augmentation (``err``): the general tree step serves
+        it, which only the CGM step runs."""
+        if self.step != "cgm":
+            raise TermPlanError(
+                f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
+                f"the forms above. For any other likelihood use the default tree step: "
+                f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
+                f"likelihood, bart-math section 9).") from None
+
+    def check_likelihoods(self, liks: list) -> None:
+        """Refuse a likelihood the term's sampler and step cannot sample: linear leaves need
+        the CGM step and, with a general likelihood, its compiled row graph; a general
+        likelihood needs the CGM step."""
+        general = [lik for lik in liks if lik.family == "general"]
+        name, response = self.name, self.response
+        if response != "constant" and self.step != "cgm":
+            raise TermPlanError(
+                f"{name!r} has linear leaves (response={response!r}), which are sampled by "
+                "the CGM tree step's moves. Particle Gibbs is for constant leaves: use "
+                "BARTTree(..., sampler='cgm') (the default).")
+        if response != "constant" and any(lik.rows is None for lik in general):
+            why = next(lik.rows_reason for lik in general if lik.rows is None)
+            raise TermPlanError(
+                f"{name!r} has linear leaves with a likelihood that needs the general "
+                f"tree step, which runs them in its compiled kernel only; the likelihood's "
+                f"row graph could not be compiled ({why}). Use response='constant'.")
+        if general and self.step != "cgm":
+            outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
+            raise TermPlanError(
+                f"Output(s) {outs} of {name!r} (shape ({self.outputs}, n)) are not a linear "
+                "predictor of an augmentable likelihood given the other outputs, so they need "
+                "the general tree step; Particle Gibbs integrates the leaf values out and "
+                f"cannot sample them. Use BARTTree(..., sampler='cgm') (the default).")
+
+
+def term_plan(op, name: str = "", step: str | None = None) -> TermPlan:
+    """The plan of a tree term from its Op (``rv.owner.op``, a ``BARTTreeRV``) and, for the
+    tree step, the step's kind (default: the term's ``sampler``)."""
+    outputs = op.outputs
+    return TermPlan(name=name, outputs=outputs,
+                    shared=outputs is not None and not op.prior.separate_trees,
+                    response=op.prior.response, step=op.sampler if step is None else step)

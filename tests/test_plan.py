@@ -1,0 +1,96 @@
+"""The term plan (pymc_trees.bart.plan): one place decides which combinations of a tree
+term's arguments, step and likelihood are served, and by which forest sampler; every refusal
+is a TermPlanError (a ValueError) that names the argument and the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_trees as pmt
+from pymc_trees.bart.linear_sampler import LinearForestSampler
+from pymc_trees.bart.model_graph import ModelStructureError
+from pymc_trees.bart.plan import TermPlan, TermPlanError, check_arguments, term_plan
+from pymc_trees.bart.sampler import ForestSampler, OutputSamplers, TreePrior
+from pymc_trees.bart.shared_sampler import SharedOutputSampler
+
+X = np.random.default_rng(0).uniform(size=(20, 2))
+
+
+def test_a_plan_error_is_a_value_error_and_a_model_structure_error():
+    assert issubclass(TermPlanError, ValueError) and issubclass(TermPlanError,
+                                                                ModelStructureError)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(outputs=None, response="quadratic", separate_trees=True, sampler=None,
+          learned_split=False), "response must be one of"),
+    (dict(outputs=None, response="constant", separate_trees=True, sampler="smc",
+          learned_split=False), "sampler must be one of"),
+    (dict(outputs=None, response="constant", separate_trees=False, sampler=None,
+          learned_split=False), "Pass shape=\\(k, n\\)"),
+    (dict(outputs=2, response="linear", separate_trees=False, sampler=None,
+          learned_split=False), "needs response='constant'"),
+    (dict(outputs=2, response="constant", separate_trees=False, sampler="pg",
+          learned_split=False), "sampler='cgm'"),
+    (dict(outputs=2, response="constant", separate_trees=True, sampler=None,
+          learned_split=True), "Learned split probabilities"),
+])
+def test_the_arguments_no_sampler_serves_are_refused_with_the_fix(kwargs, match):
+    with pytest.raises(TermPlanError, match=match):
+        check_arguments(**kwargs)
+
+
+def test_the_arguments_give_the_default_sampler_and_whether_the_trees_are_separate():
+    common = dict(response="constant", learned_split=False)
+    assert check_arguments(outputs=None, separate_trees=True, sampler=None,
+                           **common) == ("cgm", True)
+    assert check_arguments(outputs=1, separate_trees=False, sampler="pg",
+                           **common) == ("pg", True)
+    assert check_arguments(outputs=3, separate_trees=False, sampler=None,
+                           **common) == ("cgm", False)
+
+
+@pytest.mark.parametrize("outputs, shared, response, cls", [
+    (None, False, "constant", ForestSampler),
+    (None, False, "linear", LinearForestSampler),
+    (None, False, "mix", LinearForestSampler),
+    (2, False, "constant", OutputSamplers),
+    (2, True, "constant", SharedOutputSampler),
+])
+def test_the_plan_picks_the_forest_sampler(outputs, shared, response, cls):
+    plan = TermPlan("f", outputs, shared, response, "cgm")
+    smp = plan.make_sampler(X, TreePrior(m=2, response=response), 0.0, 1.0)
+    assert type(smp) is cls
+    assert plan.warm_start is plan.level_shifts is (not shared)
+    if outputs is not None and not shared:
+        assert all(type(p) is ForestSampler for p in smp.parts)
+        one = plan.make_sampler(X, TreePrior(m=2), 0.0, 1.0, per_output=False)
+        assert type(one) is ForestSampler
+
+
+def test_the_prior_draw_and_the_step_take_their_sampler_from_the_plan():
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, shape=(2, 20), separate_trees=False)
+        pm.Normal("y", f, 1.0, observed=np.zeros((2, 20)))
+        plan = term_plan(f.owner.op, "f")
+        assert (plan.shared, plan.step, plan.outputs) == (True, "cgm", 2)
+        step = pmt.CGMTreeStep([f])
+        assert step._plan == term_plan(f.owner.op, "f", "cgm")
+        assert isinstance(step.sampler, SharedOutputSampler)
+        assert pm.draw(f, random_seed=1).shape == (2, 20)
+
+
+def test_a_likelihood_the_step_cannot_sample_is_refused_by_the_plan():
+    y = (np.random.default_rng(1).random(20) < 0.5).astype(float)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg")
+        pm.Poisson("y", pm.math.exp(f), observed=y)
+        with pytest.raises(TermPlanError, match="Particle Gibbs integrates the leaf values"):
+            pmt.PGTreeStep([f])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, response="linear", sampler="pg")
+        pm.Normal("y", f, 1.0, observed=y)
+        with pytest.raises(TermPlanError, match="sampler='cgm'"):
+            pmt.PGTreeStep([f])
