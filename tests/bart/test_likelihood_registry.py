@@ -15,7 +15,7 @@ from pymc_trees.bart.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, LikelihoodF
                                          forms_table, tree_supported)
 from pymc_trees.bart.structure import NotAugmentable, tree_likelihood
 
-DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 BEGIN = "<!-- generated from the likelihood registry"
 END = "<!-- end of the generated table -->"
 

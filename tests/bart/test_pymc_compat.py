@@ -17,7 +17,7 @@ import pymc_trees as pmt
 from pymc_trees.bart import pymc_compat
 from pymc_trees.bart.distribution import TermInputs, term_inputs
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pymc_trees"
+PACKAGE = Path(__file__).resolve().parents[2] / "pymc_trees"
 READER = "pymc_trees/bart/distribution.py"
 COMPAT = "pymc_trees/bart/pymc_compat.py"
 
