@@ -35,7 +35,8 @@ import numpy as np
 
 from pymc_trees.bart.linear_sampler import RESPONSES, LinearForestSampler
 from pymc_trees.bart.model_graph import ModelStructureError
-from pymc_trees.bart.sampler import ForestSampler, OutputSamplers, TreePrior
+from pymc_trees.bart.output_samplers import OutputSamplers
+from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",

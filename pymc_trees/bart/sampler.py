@@ -19,6 +19,8 @@ from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_dra
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
+from pymc_trees.bart.general_loop import (MOVES, acceptance_rates, check_start,
+                                         general_python_sweep)
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
                                         remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
@@ -27,8 +29,6 @@ from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
 from pymc_trees.core.features import FeatureLayout, build_layout
 
 __all__ = ["TreePrior", "ForestSampler", "MOVES", "EXACT_VALUES_EVERY", "move_cumulative_probs"]
-
-MOVES = ("grow", "prune", "change", "swap")
 
 # With ``ForestSampler.exact_values`` False, the CGM sweeps take the values from the residual
 # they keep, but every this many-th sweep in a row sums the trees exactly, which also resets
@@ -163,40 +163,6 @@ def learned_scale_prior_draw(rng: np.random.Generator, sd0: float) -> float:
         the scale this way before the trees.
     """
     return learned_scale_draw(rng, sd0, 0.0, 0.0)
-
-
-def _row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``loglik(f, derivatives=True)`` at ``f`` of shape (J, n) (for J = 1, ``loglik`` takes
-    and returns rows of shape (n,)) as float64 arrays, ``ll`` (n,), ``g``, ``h`` (J, n): NaN log-likelihoods become -inf
-    (zero density); non-finite first derivatives become 0.  The curvature h that shapes the
-    proposals is ``-d2 l_i / d eta_i^2`` where that is finite and positive; elsewhere (a
-    piecewise-linear log density such as the asymmetric Laplace, or a Student-t row far in
-    the tail) it is ``g_i ** 2``, the row's outer-product estimate of the Fisher information,
-    so that a leaf's proposal still has a scale set by its rows.  Any rule that is a fixed
-    function of the state keeps the moves exact; this one only affects their acceptance."""
-    J, n = f.shape
-    one = J == 1 and np.ndim(f) == 2
-    ll, g, h = loglik(f[0] if one else f, derivatives=True)
-    ll = np.array(ll, dtype=np.float64)
-    g, h = (np.array(x, dtype=np.float64).reshape(J, n) for x in (g, h))
-    gk.clean_rows(ll, g, h)
-    return ll, g, h
-
-
-def acceptance_rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[str, float]:
-    """Acceptance rate per move type (NaN when never proposed)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = accepted / proposed
-    return {f"accept_{name}": float(rates[i]) for i, name in enumerate(names)}
-
-
-def check_start(ll: np.ndarray) -> None:
-    """A general sweep needs a state of positive density at every row."""
-    if not np.all(np.isfinite(ll)):
-        bad = int(np.flatnonzero(~np.isfinite(ll))[0])
-        raise ValueError(f"The log-likelihood of row {bad} is {ll[bad]} at the current "
-                         "value of the term; the tree moves need a state of positive "
-                         "density (check the initial point and the observed data).")
 
 
 def move_cumulative_probs(move_probs: dict[str, float]) -> np.ndarray:
@@ -586,122 +552,7 @@ class ForestSampler:
         """
         if compiled is not None:
             return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive)
-        w = float(defensive)
-        f = self._forest_with_room()
-        value = self.leaf_values()
-        J = value.shape[0]
-        n, m = self.n, f.m
-        b = gk.new_row_buffers(n, f.capacity, J)
-        sc = self._scratch
-        idx, nmask, seg_s, seg_e, stack = sc.idx, sc.nmask, sc.seg_s, sc.seg_e, sc.stack
-        S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
-        prec0 = self.prec0
-        pr = self.prior
-        cp = np.asarray(move_cumprobs, dtype=np.float64)
-        pg, pp = float(cp[0]), float(cp[1] - cp[0])
-        f_cur = self.values().reshape(J, n)
-        ll_cur, g_cur, h_cur = _row_derivatives(loglik, f_cur)
-        check_start(ll_cur)
-        f_prop = f_cur.copy()
-        tv = np.empty((J, n))
-        proposed = np.zeros(5, np.int64)
-        accepted = np.zeros(5, np.int64)
-        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
-        # the prior's numbers as given (their types decide numba's powers, hence the draws)
-        rules = TreeRules(pr.min_leaf, pr.alpha, pr.beta, prec0)
-        fa = f.arrays()
-
-        def evaluate(rows, logr_rest, reverse):
-            """Finish the log ratio of a move that changes the term at ``rows`` to
-            ``f_prop``; on acceptance the state's row arrays take the proposal's."""
-            ll, g, h = _row_derivatives(loglik, f_prop)
-            gc = g + h * (f_prop - f_minus)
-            logr = (logr_rest + float(ll[rows].sum() - ll_cur[rows].sum())
-                    + reverse(gc, h))
-            u = rng.random()
-            if logr == logr and (logr >= 0.0 or u < np.exp(logr)):
-                f_cur[:, rows] = f_prop[:, rows]
-                ll_cur[rows] = ll[rows]
-                g_cur[:, rows] = g[:, rows]
-                h_cur[:, rows] = h[:, rows]
-                return True
-            return False
-
-        for t in range(m):
-            vt = value[:, t]
-            gk.tree_values(t, value, f.leaf_of_row, tv)
-            f_minus = f_cur - tv
-            gc = g_cur + h_cur * tv
-            ok = False
-            u = rng.random()
-            move = 0
-            while move < 3 and u >= cp[move]:
-                move += 1
-            if move == 0:
-                st = gk.grow_propose(rng, t, data, rules, w, pg, pp, fa, value, gc, h_cur, sc, b)
-                if st == 1:
-                    ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
-                    rows = idx[:cnt].astype(np.int64)
-                    f_prop[:, rows[:mid]] = f_minus[:, rows[:mid]] + mu[:, :1]
-                    f_prop[:, rows[mid:]] = f_minus[:, rows[mid:]] + mu[:, 1:]
-                    ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.group_log_q(
-                        rows, 0, cnt, gcp, hp, vt, ell, prec0, w, S))
-                    if ok:
-                        gk.grow_commit(t, fa, value, idx, nmask, b)
-                    f_prop[:, rows] = f_cur[:, rows]
-            elif move == 1:
-                st = gk.prune_propose(rng, t, rules, w, pg, pp, fa, value, gc, h_cur, idx, b)
-                if st == 1:
-                    node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
-                    rows = idx[:cnt].astype(np.int64)
-                    f_prop[:, rows] = f_minus[:, rows] + mu[:, :1]
-                    kl, kr = int(f.left[t, node]), int(f.right[t, node])
-                    ok = evaluate(rows, out_f[0], lambda gcp, hp: (
-                        gk.group_log_q(rows, 0, mid, gcp, hp, vt, kl, prec0, w, S)
-                        + gk.group_log_q(rows, mid, cnt, gcp, hp, vt, kr, prec0, w, S)))
-                    if ok:
-                        gk.prune_commit(t, f.var, f.left, f.right, f.free, f.n_free,
-                                        f.leaf_of_row, value, idx, mu, out_i)
-                    f_prop[:, rows] = f_cur[:, rows]
-            else:
-                st = gk.restructure_propose(rng, move == 3, t, data, rules, w, fa, value, gc,
-                                            h_cur, sc, b)
-                if st == 1:
-                    root, cnt = int(out_i[0]), int(out_i[1])
-                    rows = idx[:cnt].astype(np.int64)
-                    gk.restructure_values(t, root, f.var, f.left, f.right, value,
-                                          f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack,
-                                          b.leaves, f_cur, f_prop)
-                    ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
-                        t, root, fa, value, idx, cnt, gcp, hp, prec0, w, b.Ga, b.Ha, stack,
-                        b.leaves))
-                    if ok:
-                        gk.restructure_commit(t, root, fa, sc, value, b)
-                    else:
-                        gk.restructure_revert(t, f.var, f.cut, f.left, f.right, out_i)
-                    f_prop[:, rows] = f_cur[:, rows]
-            if st >= 0:
-                proposed[move] += 1
-                accepted[move] += ok
-            # the leaves, one Metropolis-Hastings update each, from the current state
-            gk.tree_values(t, value, f.leaf_of_row, tv)
-            np.multiply(h_cur, tv, out=gc)
-            gc += g_cur
-            gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, b.G, b.H)
-            gk.leaf_proposals(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G, b.H, prec0, w,
-                              b.nV, f_cur, f_prop)
-            ll, g, h = _row_derivatives(loglik, f_prop)
-            gcp = g + h * (f_prop - f_minus)
-            a, tot = gk.leaf_decisions(rng, t, fa, value, prec0, w, ll_cur, ll, gcp, h, b)
-            moved = b.keep[f.leaf_of_row[t]] == 1
-            f_cur[:, moved] = f_prop[:, moved]
-            ll_cur[moved] = ll[moved]
-            g_cur[:, moved] = g[:, moved]
-            h_cur[:, moved] = h[:, moved]
-            f_prop[:] = f_cur
-            accepted[4] += a
-            proposed[4] += tot
-        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
+        return general_python_sweep(self, rng, loglik, move_cumprobs, defensive)
 
     def leaf_values(self) -> np.ndarray:
         """The leaf values as the general sweep reads them, shape (J, m, K): here J = 1, a
@@ -917,111 +768,3 @@ class ForestSampler:
         return sample_prior_forest(rng, self.Xb, self.ncuts, self.iscat, self.split_prior, p.m,
                                    p.min_leaf,
                                    p.alpha, p.beta, self.leaf_sd)
-
-
-def concat_packed(parts: list[PackedForest]) -> PackedForest:
-    """The packed forests of the k outputs of a term, one after the other: trees
-    ``j*m .. (j+1)*m - 1`` are output j's (:func:`split_outputs` reads them back)."""
-    starts, nodes, base = [], [], 0
-    for fr in parts:
-        starts.append(fr.start[:-1].astype(np.int64) + base)
-        nd = fr.nodes.copy()
-        nd["left"] = np.where(nd["left"] >= 0, nd["left"] + base, -1)
-        nodes.append(nd)
-        base += fr.nodes.size
-    start = np.concatenate([*starts, [base]]).astype(np.int32)
-    return PackedForest(start, np.concatenate(nodes) if nodes else np.empty(0, NODE_DTYPE),
-                        parts[0].offset)
-
-
-class OutputSamplers:
-    """The forest samplers of a term with k outputs (shape (k, n)): k independent sums of m
-    trees over the same X, with one prior, offset and leaf scale.  Offers what the tree step
-    uses of a :class:`ForestSampler`, over all outputs."""
-
-    def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int,
-                 categorical: np.ndarray | None = None, make=None):
-        make = ForestSampler if make is None else make  # the class of each output's sampler
-        self.parts = [make(X, prior, offset, leaf_sd, categorical) for _ in range(int(k))]
-
-    @property
-    def n(self) -> int:
-        return self.parts[0].n
-
-    @property
-    def offset(self) -> float:
-        return self.parts[0].offset
-
-    @property
-    def leaf_sd(self) -> float:
-        return self.parts[0].leaf_sd
-
-    @leaf_sd.setter
-    def leaf_sd(self, value: float) -> None:
-        for p in self.parts:
-            p.leaf_sd = value
-
-    @property
-    def forest(self) -> list:
-        return [p.forest for p in self.parts]
-
-    @forest.setter
-    def forest(self, value: list) -> None:
-        for p, f in zip(self.parts, value):
-            p.forest = f
-
-    def release_rows(self) -> None:
-        for p in self.parts:
-            p.release_rows()
-
-    def forest_state(self) -> list:
-        return [p.forest_state() for p in self.parts]
-
-    def restore_forest(self, state: list) -> None:
-        for p, s in zip(self.parts, state):
-            p.restore_forest(s)
-
-    def set_split_weights(self, weights: np.ndarray) -> None:
-        for p in self.parts:
-            p.set_split_weights(weights)
-
-    def dart_update(self, rng: np.random.Generator) -> None:
-        """DART inside the tree step, each output's split probabilities given its own trees."""
-        for p in self.parts:
-            p.dart_update(rng)
-
-    @property
-    def dart_probs(self) -> np.ndarray:
-        """Shape (k, p)."""
-        return np.stack([p.dart_probs for p in self.parts])
-
-    @property
-    def dart_alpha(self) -> np.ndarray:
-        """Shape (k,)."""
-        return np.array([p.dart_alpha for p in self.parts])
-
-    def reset(self) -> None:
-        for p in self.parts:
-            p.reset()
-
-    def draw_prior(self, rng: np.random.Generator) -> None:
-        """Every output's forest from the prior (:meth:`ForestSampler.draw_prior`), output
-        after output."""
-        for p in self.parts:
-            p.draw_prior(rng)
-
-    def values(self) -> np.ndarray:
-        """Shape (k, n)."""
-        return np.stack([p.values() for p in self.parts])
-
-    def summary(self) -> tuple[float, float]:
-        s = np.array([p.summary() for p in self.parts])
-        return float(s[:, 0].mean()), float(s[:, 1].mean())
-
-    def leaf_stats(self) -> tuple[float, float]:
-        s = np.array([p.leaf_stats() for p in self.parts])
-        return float(s[:, 0].sum()), float(s[:, 1].sum())
-
-    def pack(self, rng: np.random.Generator | None = None) -> PackedForest:
-        rng = np.random.default_rng(0) if rng is None else rng
-        return concat_packed([p.pack(rng) for p in self.parts])
