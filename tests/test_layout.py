@@ -170,3 +170,58 @@ def test_a_trace_saved_by_the_flat_layout_loads_and_predicts_the_same():
     got = pmt.predict(idata, new)
     assert got.dims[:2] == ("chain", "draw") and got.shape == want.shape
     np.testing.assert_array_equal(got.values, want)
+
+
+# Size limits (issue 49): a function takes at most MAX_PARAMS parameters (``self`` and ``cls``
+# not counted) and a module has at most MAX_LINES lines.  The exceptions are user-facing
+# signatures whose parameters are the documented options: scikit-learn requires an
+# estimator's ``__init__`` to list its hyperparameters explicitly (``get_params`` reads them),
+# and ``BARTTree`` / ``compare`` take their options as keywords in the same way.
+MAX_PARAMS, MAX_LINES = 15, 800
+PUBLIC_SIGNATURES = {
+    ("boosting/estimators.py", "__init__"),      # the scikit-learn estimators' hyperparameters
+    ("bart/distribution.py", "__new__"),         # BARTTree(name, X, Y, m, alpha, ...)
+    ("bart/distribution.py", "dist"),            # BARTTree.dist(X, Y, m, alpha, ...)
+    ("comparison/run.py", "compare"),            # pmt.compare(data, learners, ...)
+}
+
+
+def _n_params(node) -> int:
+    a = node.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    k = len(names) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+    return k - (1 if names and names[0] in ("self", "cls") else 0)
+
+
+def _size_violations(package: Path) -> list[str]:
+    bad = []
+    for f in sorted(package.rglob("*.py")):
+        rel = f.relative_to(package).as_posix()
+        src = f.read_text()
+        if src.count("\n") > MAX_LINES:
+            bad.append(f"{rel}: {src.count(chr(10))} lines (at most {MAX_LINES})")
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                k = _n_params(node)
+                if k > MAX_PARAMS and (rel, node.name) not in PUBLIC_SIGNATURES:
+                    bad.append(f"{rel}:{node.lineno} {node.name} takes {k} parameters "
+                               f"(at most {MAX_PARAMS}: pass a named bundle)")
+    return bad
+
+
+def test_no_function_takes_more_than_15_parameters_and_no_module_is_over_800_lines():
+    assert _size_violations(PACKAGE) == []
+
+
+def test_the_size_check_finds_a_long_signature_and_a_long_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    args = ", ".join(f"a{i}" for i in range(16))
+    (pkg / "k.py").write_text(f"def kernel({args}):\n    pass\n"
+                              "class C:\n    def m(self, " + ", ".join(f"b{i}" for i in range(15))
+                              + "):\n        pass\n")
+    (pkg / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    bad = _size_violations(pkg)
+    assert len(bad) == 2
+    assert any("kernel takes 16 parameters" in b for b in bad)
+    assert any(b.startswith("long.py") for b in bad)
