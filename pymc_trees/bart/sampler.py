@@ -12,10 +12,10 @@ import numpy as np
 from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, new_scratch
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
-from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_concentration_draw,
+from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
                                             dart_prior_draw, forest_values, mask_dtype,
                                             mask_width, new_forest, pack_forest, reweight,
-                                            split_prior_gibbs, store_mask)
+                                            store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
@@ -35,6 +35,8 @@ __all__ = ["TreePrior", "ForestSampler", "MOVES", "EXACT_VALUES_EVERY", "move_cu
 # the residual: the rounding of 2 m additions a row per sweep builds up over at most this
 # many sweeps (a random walk of about 1e-14 relative at m = 200).
 EXACT_VALUES_EVERY = 100
+
+_TINY = np.finfo(np.float64).tiny
 
 
 @dataclass(frozen=True)
@@ -282,8 +284,13 @@ class ForestSampler:
         if w.shape != (self._shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise ValueError(f"split weights must be {self._shape[1]} non-negative finite "
                              f"numbers; got {weights!r}.")
+        self._apply_weights(w)
+
+    def _apply_weights(self, w: np.ndarray) -> None:
+        """:meth:`set_split_weights` for weights known to be finite and non-negative, of
+        shape (p,)."""
         # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
-        w = np.maximum(w, np.finfo(np.float64).tiny)
+        w = np.maximum(w, _TINY)
         if self._store_weights(w):
             f = self.forest
             reweight(f.var, f.n_nodes, f.amask, self.split_prior, f.wavail)
@@ -310,10 +317,11 @@ class ForestSampler:
         splits with weights ``s / max(s)``."""
         f, lay = self.forest, self.layout
         a = np.full(self._shape[1], np.exp(self.dart_x))
-        self.dart_log_s = split_prior_gibbs(rng, f.var, f.n_nodes, f.amask, a, self.dart_log_s,
-                                            lay.fmap, lay.share)
-        self.dart_x = float(dart_concentration_draw(rng, self.dart_log_s, self.dart_x))
-        self.set_split_weights(np.exp(self.dart_log_s - self.dart_log_s.max()))
+        log_s, x = dart_gibbs_update(rng, f.var, f.n_nodes, f.amask, a, self.dart_log_s,
+                                     lay.fmap, lay.share, self.dart_x)
+        self.dart_log_s, self.dart_x = log_s, float(x)
+        # exp of log s minus its maximum: finite, in (0, 1], what set_split_weights checks
+        self._apply_weights(np.exp(log_s - log_s.max()))
 
     @property
     def dart_probs(self) -> np.ndarray:
@@ -431,7 +439,8 @@ class ForestSampler:
         """The trees' rules, links and leaf values, which determine their sum at every
         training row (each row's leaf follows from the rules)."""
         f = self.forest
-        return tuple(a.tobytes() for a in (f.var, f.cut, f.left, f.right, f.value))
+        return (f.var.tobytes(), f.cut.tobytes(), f.left.tobytes(), f.right.tobytes(),
+                f.value.tobytes())
 
     def _load_tree_sums(self) -> None:
         """``self._fsum`` = the sum of the trees at the training rows (no offset): from the
@@ -497,7 +506,7 @@ class ForestSampler:
     def _structure_key(self) -> tuple:
         """The trees' rules and links, which determine every leaf's rows."""
         f = self.forest
-        return tuple(a.tobytes() for a in (f.var, f.cut, f.left, f.right))
+        return f.var.tobytes(), f.cut.tobytes(), f.left.tobytes(), f.right.tobytes()
 
     def _leaf_counts(self) -> np.ndarray:
         """Every leaf's number of training rows, shape (m, capacity): the ones the last sweep

@@ -9,6 +9,7 @@ of a particle sampler (one "tree" per particle).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -41,6 +42,10 @@ class ForestArrays(NamedTuple):
     free: np.ndarray
     n_free: np.ndarray
     leaf_of_row: np.ndarray
+
+
+# the fields of ForestArrays read off a Forest in one C call (Forest.arrays runs every sweep)
+_FOREST_FIELDS = operator.attrgetter(*ForestArrays._fields)
 
 
 @dataclass
@@ -113,7 +118,7 @@ class Forest:
 
     def arrays(self) -> ForestArrays:
         """The current arrays (replaced when the capacity grows), for a kernel."""
-        return ForestArrays(*(getattr(self, name) for name in ForestArrays._fields))
+        return ForestArrays._make(_FOREST_FIELDS(self))
 
     def copy(self) -> "Forest":
         return Forest(**{k: v.copy() for k, v in self.__dict__.items()})
@@ -408,6 +413,17 @@ def dart_concentration_draw(rng, log_s, x0):
         else:
             hi = x1
     return x0  # the slice shrank to x0 (its density is not finite): stay
+
+
+@numba.njit(cache=True)
+def dart_gibbs_update(rng, var, n_nodes, amask, a, log_s, fmap, share, x0):
+    """DART's two conditional draws of one iteration in one call: the split probabilities
+    (:func:`split_prior_gibbs`), then the log concentration given them
+    (:func:`dart_concentration_draw`); returns ``(log s, x)``.  The same random numbers in the
+    same order as the two calls; one call passes the generator to numba once (about 25 us a
+    pass, most of a small model's DART update)."""
+    log_s_new = split_prior_gibbs(rng, var, n_nodes, amask, a, log_s, fmap, share)
+    return log_s_new, dart_concentration_draw(rng, log_s_new, x0)
 
 
 @numba.njit(cache=True)
