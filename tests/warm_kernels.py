@@ -1,0 +1,103 @@
+"""Compile the package's numba kernels into their on-disk cache before the tests start.
+
+``make test`` runs the tests in two pytest-xdist workers.  In a fresh clone numba's cache is
+empty, and both workers' first tests sample the default model, so each compiled the same
+kernels at once (about 80 s of a quiet CI machine's two cores, the first test of each worker)
+and later families (the general step, Particle Gibbs, linear leaves, boosting) wherever they
+first came.  ``conftest.py`` runs the two groups below as two processes side by side, before
+the workers start, when the tests run in more than one worker; the workers then load every
+kernel from the cache.  Each group compiles what a handful of tiny fits reach, with the
+argument types the tests use (bins of 8 and 16 bits, categorical and missing values, one and
+two outputs).  A kernel missed here is still compiled where a test first needs it: this only
+moves work, it changes no result.
+
+Run by hand: ``python tests/warm_kernels.py a`` (or ``b``).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+
+SAMPLE = dict(draws=6, tune=12, chains=1, cores=1, random_seed=1, progressbar=False,
+              compute_convergence_checks=False)
+
+
+def _data(n=40, p=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, p))
+    return X, X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=n)
+
+
+def group_a() -> None:
+    """The default Gaussian model end to end (grow-from-root warm start, CGM, DART, packing,
+    prediction), a table with missing values and a categorical column, the probit's latent
+    draws and more than 255 cutpoints (16-bit bins)."""
+    import pandas as pd
+    import pymc as pm
+
+    import pymc_trees as pmt
+
+    X, y = _data()
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=4)
+        pm.Normal("y", mu=f, sigma=pm.HalfNormal("s", 1.0), observed=y)
+        idata = pm.sample(**SAMPLE)
+    pmt.predict(idata, X[:5])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5, split_prior="uniform")
+        pm.Bernoulli("y", p=pm.math.invprobit(f), observed=(y > 0).astype(int))
+        pm.sample(**SAMPLE)
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"a": rng.uniform(size=40), "c": pd.Categorical(rng.choice(list("xyz"), 40))})
+    df.loc[::7, "a"] = np.nan
+    with pm.Model():
+        f = pmt.BARTTree("f", df, y, m=3)
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        idata = pm.sample(**SAMPLE)
+    pmt.predict(idata, df.iloc[:5])
+    Xw = np.linspace(0, 1, 600)[:, None]
+    with pm.Model():
+        f = pmt.BARTTree("f", Xw, m=2, leaf_sd=0.5, min_leaf=1, split_prior="uniform")
+        pm.Normal("y", mu=f, sigma=1.0, observed=np.sin(6 * Xw[:, 0]))
+        pm.sample(**SAMPLE)
+
+
+def group_b() -> None:
+    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves, outputs
+    that share their trees, and the boosting learner's histogram and exact growers."""
+    import pymc as pm
+
+    import pymc_trees as pmt
+    from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
+
+    X, y = _data()
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=3, sampler="pg")
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        pm.sample(**SAMPLE)
+    counts = np.random.default_rng(2).poisson(np.exp(X[:, 0]))
+    with pm.Model():
+        f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5)
+        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
+        pm.sample(**SAMPLE)
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=3, response="linear")
+        pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        pm.sample(**SAMPLE)
+    Y2 = np.vstack([y, -y])
+    with pm.Model():
+        f = pmt.BARTTree("f", X, Y=Y2, m=3, shape=(2, len(y)), separate_trees=False)
+        pm.Normal("y", f, 1.0, observed=Y2)
+        pm.sample(**SAMPLE)
+    for method in ("hist", "exact"):
+        BoostedTreesRegressor(n_estimators=3, tree_method=method).fit(X, y).predict(X)
+        BoostedTreesClassifier(n_estimators=3, tree_method=method).fit(X, y > 0).predict(X)
+
+
+if __name__ == "__main__":
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        {"a": group_a, "b": group_b}[sys.argv[1]]()
