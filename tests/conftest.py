@@ -1,4 +1,41 @@
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    """With more than one pytest-xdist worker (``make test``), compile the numba kernels the
+    tests use in two processes side by side before any test runs (tests/warm_kernels.py):
+    in a fresh clone both workers would otherwise compile the same kernels at once.  Runs in
+    the controller after the workers were started (they collect meanwhile) and counts in the
+    session's time.  A failure here is reported and the tests run anyway (they compile what
+    they need)."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    workers = getattr(config.option, "numprocesses", None)
+    if not isinstance(workers, int) or workers < 2:
+        return
+    here = Path(__file__).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(here.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, str(here / "warm_kernels.py"), group],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for group in ("a", "b")]
+    outs = [p.communicate()[0] for p in procs]
+    took = time.perf_counter() - start
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    for group, p, out in zip("ab", procs, outs):
+        if p.returncode != 0 and tr is not None:
+            tr.write_line(f"warm_kernels.py {group} failed (the tests compile what they "
+                          f"need):\n{out.decode(errors='replace')[-2000:]}")
+    if tr is not None:
+        tr.write_line(f"numba kernels compiled in two processes: {took:.0f} s")

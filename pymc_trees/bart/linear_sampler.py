@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
+from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, read_only_rows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linear_level_shift_sums,
                                             linear_prior_leaves, linear_sweep, linear_values,
@@ -147,8 +147,7 @@ class LinearForestSampler(ForestSampler):
         rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                           float(self.prior.beta), float(self.prec0))
         linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin, self.mix,
-                     np.ascontiguousarray(z, dtype=np.float64),
-                     np.ascontiguousarray(omega, dtype=np.float64), self._fsum, f.arrays(),
+                     read_only_rows(z), read_only_rows(omega), self._fsum, f.arrays(),
                      self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
         return acceptance_rates(accepted, proposed, MOVES)
 

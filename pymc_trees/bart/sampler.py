@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, new_scratch
+from pymc_trees.bart.kernels.bundles import (SweepData, TreeRules, new_scratch,
+                                            read_only_rows)
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
@@ -483,7 +484,7 @@ class ForestSampler:
         self._load_tree_sums()
         proposed = np.zeros(4, np.int64)
         accepted = np.zeros(4, np.int64)
-        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        omega = read_only_rows(omega)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
@@ -493,7 +494,7 @@ class ForestSampler:
         # EXACT_VALUES_EVERY - 1 such sweeps in a row
         inexact = getattr(self, "_inexact_sweeps", 0)
         exact = bool(self.exact_values) or inexact >= EXACT_VALUES_EVERY - 1
-        cgm_sweep(rng, data, rules, move_cumprobs, np.ascontiguousarray(z, dtype=np.float64),
+        cgm_sweep(rng, data, rules, move_cumprobs, read_only_rows(z),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
                   self._scratch, counts, proposed, accepted, float(self.offset), exact)
         self._inexact_sweeps = 0 if exact or not same else inexact + 1
@@ -609,8 +610,7 @@ class ForestSampler:
             self._pool = np.empty(C * n * 4, np.int32)
             self._old_bfs = np.empty(f.capacity, np.int32)
             self._node_cache = new_node_cache(1 + 2 * C * 32, self.layout.q)
-        z = np.ascontiguousarray(z, dtype=np.float64)
-        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        z, omega = read_only_rows(z), read_only_rows(omega)
         self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         sc = self._scratch
@@ -650,8 +650,7 @@ class ForestSampler:
         start for the exact sweeps; it does not leave the posterior invariant."""
         f = self.ensure_rows()
         n, p = self.n, self.layout.q
-        z = np.ascontiguousarray(z, dtype=np.float64)
-        omega = np.ascontiguousarray(omega, dtype=np.float64)
+        z, omega = read_only_rows(z), read_only_rows(omega)
         self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
         forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:

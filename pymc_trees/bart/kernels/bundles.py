@@ -11,12 +11,25 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ROW_INDEX", "SweepData", "TreeRules", "SweepScratch", "new_scratch"]
+__all__ = ["ROW_INDEX", "SweepData", "TreeRules", "SweepScratch", "new_scratch",
+           "read_only_rows"]
 
 # Row numbers in the sweeps' row lists (``idx``, ``tmp``): unsigned, so that numba indexes the
 # per-row arrays with them without its check for negative indices (a compare and a select on
 # every gathered read; split_sums over 64,000 rows 80 us with int32, 58 with uint32).
 ROW_INDEX = np.uint32
+
+
+def read_only_rows(x) -> np.ndarray:
+    """``x`` as a read-only C-contiguous float64 array (a view when it is one already), for a
+    kernel's per-row inputs (pseudo-data, precisions).  Numba compiles a kernel once per
+    combination of its arguments' types, and whether an array is writable is part of its
+    type: pseudo-data that came as a broadcast view (read-only) one time and as a new array
+    the next compiled every sweep kernel up to four times (the test suite compiled CGM's
+    eight times, a minute each on a cold cache).  One form, one compilation."""
+    v = np.ascontiguousarray(x, dtype=np.float64).view()
+    v.flags.writeable = False
+    return v
 
 
 class SweepData(NamedTuple):
