@@ -2,7 +2,7 @@
 
 ``make test`` runs the tests in two pytest-xdist workers.  In a fresh clone numba's cache is
 empty, and both workers' first tests sample the default model, so each compiled the same
-kernels at once (about 80 s of a quiet CI machine's two cores, the first test of each worker)
+kernels at once (78 to 130 s in the first test of each worker, one that takes 8 s warm)
 and later families (the general step, Particle Gibbs, linear leaves, boosting) wherever they
 first came.  ``conftest.py`` runs the two groups below as two processes side by side, before
 the workers start, when the tests run in more than one worker; the workers then load every

@@ -29,6 +29,7 @@ from pytensor.tensor.variable import TensorConstant
 
 from pymc_trees.bart.general_likelihood import GeneralLikelihood, general_likelihood
 from pymc_trees.bart.likelihoods import FAMILIES, read_form, tree_supported
+from pymc_trees.bart.kernels.bundles import read_only_rows
 from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
                                          constant_value, dependents, depends_on, unwrap)
 
@@ -184,14 +185,10 @@ class TreeLikelihood:
 
 
 def _rows(x: np.ndarray, n: int) -> np.ndarray:
-    """``x`` (a new array) as a read-only contiguous array of shape (n,): itself when it is
-    one already (the common case, where ``np.broadcast_to`` cost 15 us a call of a small
-    model's step); read-only as a broadcast view is, so that no sweep writes into pseudo-data
-    a static likelihood keeps."""
-    if x.shape == (n,) and x.flags.c_contiguous:
-        x.flags.writeable = False
-        return x
-    return np.ascontiguousarray(np.broadcast_to(x, (n,)))
+    """``x`` as a read-only contiguous float64 array of shape (n,), as the sweeps take it
+    (:func:`~pymc_trees.bart.kernels.bundles.read_only_rows`); broadcast only when it is not
+    of shape (n,) already (``np.broadcast_to`` cost 15 us a call of a small model's step)."""
+    return read_only_rows(x if x.shape == (n,) else np.broadcast_to(x, (n,)))
 
 
 def _as_scalar_if_constant(var):
