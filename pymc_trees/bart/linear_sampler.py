@@ -132,23 +132,25 @@ class LinearForestSampler(ForestSampler):
             self._linear_values(0.0, self._fsum)
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
-                  move_cumprobs: np.ndarray) -> dict[str, float]:
-        """One sweep of :func:`~pymc_trees.bart.kernels.linear.linear_sweep` (grow and prune
-        0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` is not
-        used: a user's ``move_probs`` is refused by :meth:`check_move_probs`) against
-        pseudo-data ``z`` with row precisions ``omega``; returns acceptance
-        rates (NaN for swap)."""
-        f = self._forest_with_room()
-        self._sync()
-        self._load_tree_sums()
+                  move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
+        """``sweeps`` sweeps of :func:`~pymc_trees.bart.kernels.linear.linear_sweep` (grow
+        and prune 0.3 each, change at a node whose children are leaves 0.4;
+        ``move_cumprobs`` is not used: a user's ``move_probs`` is refused by
+        :meth:`check_move_probs`) against pseudo-data ``z`` with row precisions ``omega``;
+        returns acceptance rates over all of them (NaN for swap)."""
         proposed = np.zeros(4, np.int64)
         accepted = np.zeros(4, np.int64)
-        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
-        rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
-                          float(self.prior.beta), float(self.prec0))
-        linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin, self.mix,
-                     read_only_rows(z), read_only_rows(omega), self._fsum, f.arrays(),
-                     self.slope, self._scratch, self._sums, proposed[:3], accepted[:3])
+        z, omega = read_only_rows(z), read_only_rows(omega)
+        for _ in range(int(sweeps)):
+            f = self._forest_with_room()
+            self._sync()
+            self._load_tree_sums()
+            data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+            rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
+                              float(self.prior.beta), float(self.prec0))
+            linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin,
+                         self.mix, z, omega, self._fsum, f.arrays(), self.slope,
+                         self._scratch, self._sums, proposed[:3], accepted[:3])
         return acceptance_rates(accepted, proposed, MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,

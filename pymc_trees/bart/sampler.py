@@ -477,13 +477,13 @@ class ForestSampler:
         the tree step where the user passes them); here every move applies."""
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
-                  move_cumprobs: np.ndarray) -> dict[str, float]:
-        """One CGM backfitting sweep over all trees against pseudo-data ``z`` (offset
-        removed) with row precisions ``omega``; returns acceptance rates per move type."""
+                  move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
+        """``sweeps`` CGM backfitting sweeps over all trees against pseudo-data ``z`` (offset
+        removed) with row precisions ``omega``, in one kernel call; returns acceptance rates
+        per move type over all of them."""
         f = self._forest_with_room()
         self._load_tree_sums()
-        proposed = np.zeros(4, np.int64)
-        accepted = np.zeros(4, np.int64)
+        tally = np.zeros((2, 4), np.int64)
         omega = read_only_rows(omega)
         same = omega.size > 0 and omega[0] > 0 and omega.min() == omega.max()
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
@@ -496,13 +496,13 @@ class ForestSampler:
         exact = bool(self.exact_values) or inexact >= EXACT_VALUES_EVERY - 1
         cgm_sweep(rng, data, rules, move_cumprobs, read_only_rows(z),
                   omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
-                  self._scratch, counts, proposed, accepted, float(self.offset), exact)
-        self._inexact_sweeps = 0 if exact or not same else inexact + 1
+                  self._scratch, counts, tally, float(self.offset), exact, int(sweeps))
+        self._inexact_sweeps = 0 if exact or not same else inexact + int(sweeps)
         # _fsum now holds the offset plus the trees' values in tree order: values() takes them
         self._f_in_fsum = (self._forest_key(), float(self.offset))
         # the sweep kept the counts with equal precisions; they belong to the trees' rules
         self._counts = (self._structure_key(), counts) if same else None
-        return acceptance_rates(accepted, proposed, MOVES)
+        return acceptance_rates(tally[1], tally[0], MOVES)
 
     def _structure_key(self) -> tuple:
         """The trees' rules and links, which determine every leaf's rows."""

@@ -174,7 +174,11 @@ class _TreeStep(BlockedStep):
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True, warm_start: int = 10,
-                 burn_in: int | None = DEFAULT_BURN_IN):
+                 burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
+        if isinstance(sweeps, bool) or int(sweeps) != sweeps or sweeps < 1:
+            raise ValueError(f"sweeps must be a positive integer number of tree sweeps per "
+                             f"iteration; got {sweeps!r}.")
+        self.sweeps = int(sweeps)
         if int(warm_start) != warm_start or warm_start < 0:
             raise ValueError(f"warm_start must be a non-negative integer number of tuning "
                              f"iterations; got {warm_start!r}.")
@@ -433,9 +437,9 @@ class _TreeStep(BlockedStep):
     def _warm_stats(self) -> dict:
         raise NotImplementedError
 
-    def _sweep(self, z: np.ndarray, omega: np.ndarray, smp) -> dict:
-        """One exact sweep of the forest sampler ``smp`` against pseudo-data ``z`` with row
-        precisions ``omega``."""
+    def _sweep(self, z: np.ndarray, omega: np.ndarray, smp, sweeps: int = 1) -> dict:
+        """``sweeps`` exact sweeps of the forest sampler ``smp`` against pseudo-data ``z``
+        with row precisions ``omega``."""
         raise NotImplementedError
 
     def _step(self, point):
@@ -452,20 +456,40 @@ class _TreeStep(BlockedStep):
             self.warm_left -= 1
         if self._prior_only:
             stats = self._prior_draw()
-        elif self._joint is not None:
-            stats = self._joint_update(point)
-        elif self._liks is None:
-            stats = self._update(self.sampler, self.likelihood, point, warm)
+        elif warm or self.sweeps == 1:
+            stats = self._sweep_trees(point, warm)
+        elif self._sweeps_in_kernel():
+            stats = self._sweep_trees(point, warm, self.sweeps)
         else:
-            # output after output, each given the others' current values
-            name = self.vars[0].name
-            F = self.sampler.values()
-            per = []
-            for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
-                per.append(self._update(smp, lik, {**point, name: F}, warm))
-                F[j] = smp.values()
-            stats = {k: _nanmean([s[k] for s in per]) for k in per[0]}
+            # ``sweeps`` exact sweeps, each with its own latent variables; the rest of the
+            # point is held (the other steps update it once per iteration)
+            runs = [self._sweep_trees(point, warm) for _ in range(self.sweeps)]
+            stats = {k: _nanmean([s[k] for s in runs]) for k in runs[0]}
         return self._finish(point, stats, warm)
+
+    def _sweeps_in_kernel(self) -> bool:
+        """Whether one kernel call runs all the iteration's sweeps: CGM's moves on one forest
+        against pseudo-data that no latent variable changes between sweeps."""
+        lik = self.likelihood
+        return (self.sampler_kind == "cgm" and self._joint is None and self._liks is None
+                and lik.family != "general" and not lik.draws_latents)
+
+    def _sweep_trees(self, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        """One sweep of the trees given the rest of ``point`` (a grow-from-root sweep when
+        ``warm``; ``sweeps`` of them in one kernel call where :meth:`_sweeps_in_kernel`):
+        the stats of their moves."""
+        if self._joint is not None:
+            return self._joint_update(point)
+        if self._liks is None:
+            return self._update(self.sampler, self.likelihood, point, warm, sweeps)
+        # output after output, each given the others' current values
+        name = self.vars[0].name
+        F = self.sampler.values()
+        per = []
+        for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
+            per.append(self._update(smp, lik, {**point, name: F}, warm))
+            F[j] = smp.values()
+        return {k: _nanmean([s[k] for s in per]) for k in per[0]}
 
     def _prior_draw(self) -> dict:
         """The update of a term that no density depends on: its full conditional is its
@@ -492,10 +516,10 @@ class _TreeStep(BlockedStep):
                          self.forest_stat: self.sampler.pack(self._coin_rng())}
         return point, [dict(self.held)]
 
-    def _update(self, smp, lik, point: dict, warm: bool) -> dict:
+    def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if lik.family == "general":
             return self._general_update(smp, lik, point, warm)
-        return self._augmented_update(smp, lik, point, warm)
+        return self._augmented_update(smp, lik, point, warm, sweeps)
 
     def _joint_update(self, point: dict) -> dict:
         """The conjugate update of k outputs that share their trees, with a likelihood that
@@ -512,7 +536,7 @@ class _TreeStep(BlockedStep):
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
         return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp)
 
-    def _augmented_update(self, smp, lik, point: dict, warm: bool) -> dict:
+    def _augmented_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""
         if not lik.draws_latents:
             z, omega = lik.pseudo_data(point, smp.offset)
@@ -522,7 +546,7 @@ class _TreeStep(BlockedStep):
         if warm:
             smp.gfr_sweep(self.rng, z, omega)
             return self._warm_stats()
-        return self._sweep(z, omega, smp)
+        return self._sweep(z, omega, smp, sweeps)
 
     def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
         if warm:
@@ -625,6 +649,16 @@ class CGMTreeStep(_TreeStep):
         ``pm.sample(..., cgm_tree={"burn_in": None})``.  Chosen by
         ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py`` (``docs/suite.md``,
         "Tuning length").
+    sweeps : int, default 1
+        Exact sweeps of the trees per iteration, each with its own latent variables (probit,
+        logit, ...); the trace keeps the forest after the last, and the model's other
+        variables are updated once per iteration by their own steps.  ``sweeps=k`` thins the
+        trees' chain at the source: 1/k of the forests stored for the same number of sweeps,
+        and, on small data, where PyMC's work per iteration and storing a forest cost more
+        than a sweep, more effective draws per second (``docs/design.md``, "Sweeps per
+        iteration").  The acceptance stats are the means over the k sweeps.  Warm-start
+        iterations run one grow-from-root sweep.  In ``pm.sample``:
+        ``pm.sample(..., cgm_tree={"sweeps": 5})``.
     model : pm.Model, optional
 
     Notes
@@ -648,18 +682,19 @@ class CGMTreeStep(_TreeStep):
 
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN):
+                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
         if move_probs is not None:
             move_cumulative_probs(move_probs)  # refused before the model is read
-        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
+                         sweeps=sweeps)
         if move_probs is not None:
             self.sampler.check_move_probs(move_probs)  # linear leaves have their own moves
         self.move_probs = (default_move_probs(self.sampler.n) if move_probs is None
                            else dict(move_probs))
         self._move_cp = move_cumulative_probs(self.move_probs)
 
-    def _sweep(self, z, omega, smp):
-        stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp)
+    def _sweep(self, z, omega, smp, sweeps=1):
+        stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp, sweeps)
         stats["accept_leaf"] = np.nan  # leaves are drawn exactly
         return stats
 
@@ -688,6 +723,9 @@ class PGTreeStep(_TreeStep):
     burn_in : int or None, default 200
         The trees' burn-in, as for :class:`CGMTreeStep`.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"burn_in": None})``.
+    sweeps : int, default 1
+        Sweeps of the trees per iteration, as for :class:`CGMTreeStep`.  In ``pm.sample``:
+        ``pm.sample(..., pg_tree={"sweeps": 5})``.
     model : pm.Model, optional
 
     Notes
@@ -705,14 +743,15 @@ class PGTreeStep(_TreeStep):
 
     def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
                  initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN):
+                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
         if int(num_particles) != num_particles or num_particles < 1:
             raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
         self.num_particles = int(num_particles)
-        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in)
+        super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
+                         sweeps=sweeps)
 
-    def _sweep(self, z, omega, smp):
-        return smp.pg_sweep(self.rng, z, omega, self.num_particles)
+    def _sweep(self, z, omega, smp, sweeps=1):
+        return smp.pg_sweep(self.rng, z, omega, self.num_particles)  # sweeps: always 1
 
     def _warm_stats(self):
         return {"tree_changed": np.nan}

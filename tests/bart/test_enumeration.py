@@ -39,28 +39,30 @@ Y2 = np.array([0.2, 1.4, -0.3, 1.1, 1.9, 2.4])
 SIGMA, LEAF_SD, ALPHA, BETA = 0.8, 1.0, 0.95, 1.0
 
 SAMPLERS = ["cgm", "growprune", "pg2", "pg10"]
-# Draws per chain, sized to each sampler's mixing on these problems: per draw, PG with 10
-# particles mixes best; GrowPrune needs about 6x more draws than CGM, and PG with 2 particles
-# (one free particle, which rarely displaces the clamped one) about 20x more than PG with 10.
-# (m = 1: growprune at 100,000 had tolerance 0.067 and pg2 at 150,000 0.083 against
-# TV(prior, posterior) / 3 = 0.117; cut to 50,000 and 100,000 for CI time.)
-DRAWS_M1 = {"cgm": 20000, "growprune": 50000, "pg2": 100000, "pg10": 10000}
-DRAWS_M2 = {"cgm": 50000, "growprune": 120000, "pg10": 25000}
-# (m = 2: the power check needs N_eff 5,640 (tolerance 8.72 / sqrt(N_eff) against TV(prior,
-# posterior) 0.348); growprune's N_eff per draw of the two chains is 0.026, 4,136 at 80,000
-# draws, which fails it: 120,000 is its floor.)
+# (draws per chain, sweeps per draw), sized by the N_eff the power check needs
+# (``check_cells``: TV(prior, posterior) > 3 tolerances; the tolerance is c / sqrt(N_eff) with
+# c = 3.63 at m = 1 and 8.72 at m = 2, TV(prior, posterior) 0.351 and 0.348, so N_eff above
+# 966 and 5,640).  ``sweeps`` tree sweeps per stored draw (CGMTreeStep / PGTreeStep
+# ``sweeps``) give the slowly mixing samplers several times the N_eff per second: PyMC's work
+# per iteration and the stored forest cost more than a sweep of these 10 rows.  N_eff
+# measured (seeds 11, 12): m = 1: cgm 1,986, growprune 1,086 at 8,000 draws (so 12,000), pg2
+# 1,458, pg10 4,613 at 4,000 draws (so 2,000); m = 2: cgm 7,482, growprune 8,957 at 20,000
+# draws, pg10 9,102 at 8,000 (so 16,000 and 6,000).  Before ``sweeps`` the same checks took
+# 20,000 to 120,000 draws a chain.
+DRAWS_M1 = {"cgm": (2500, 5), "growprune": (12000, 5), "pg2": (12000, 10), "pg10": (2000, 2)}
+DRAWS_M2 = {"cgm": (12000, 5), "growprune": (16000, 10), "pg10": (6000, 3)}
 
 
-def make_step(f, sampler):
+def make_step(f, sampler, sweeps=1):
     if sampler == "cgm":
-        return pmt.CGMTreeStep([f])
+        return pmt.CGMTreeStep([f], sweeps=sweeps)
     if sampler == "growprune":
-        step = pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5})
+        step = pmt.CGMTreeStep([f], move_probs={"grow": 0.5, "prune": 0.5}, sweeps=sweeps)
         # as at scale (a term whose values stay out of the trace): the values from the
         # sweep's residual, summed exactly every EXACT_VALUES_EVERY-th sweep
         step.sampler.exact_values = False
         return step
-    return pmt.PGTreeStep([f], num_particles=int(sampler[2:]))
+    return pmt.PGTreeStep([f], num_particles=int(sampler[2:]), sweeps=sweeps)
 
 
 def exact(X, y, sigma, m, split_prior=None, b=None):
@@ -72,11 +74,12 @@ def exact(X, y, sigma, m, split_prior=None, b=None):
 
 
 def sample(X, y, sigma, m, sampler, draws, seed, split_prior=None):
+    draws, sweeps = draws if isinstance(draws, tuple) else (draws, 1)
     with pm.Model():
         f = pmt.BARTTree("f", X, m=m, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1,
                          split_prior="uniform" if split_prior is None else split_prior)
         pm.Normal("y", mu=f, sigma=sigma, observed=y)
-        step = make_step(f, sampler)
+        step = make_step(f, sampler, sweeps)
         return pm.sample(draws=draws, tune=300, chains=2, cores=1, step=step, random_seed=seed,
                          progressbar=False, compute_convergence_checks=False)
 
@@ -120,7 +123,9 @@ def test_two_trees_match_enumeration(sampler):
 @pytest.mark.parametrize("sampler", ["cgm", "pg10"])
 def test_two_features_match_enumeration(sampler):
     post, prior = exact(X2, Y2, 0.6, 1, split_prior=(1.0, 2.0))
-    idata = sample(X2, Y2, 0.6, 1, sampler, 20000, 13, split_prior=(1.0, 2.0))
+    # N_eff 1,979 (cgm) and 7,030 (pg10) at 4,000 draws of 5 sweeps; the power check needs 689
+    draws = {"cgm": (3000, 5), "pg10": (2000, 2)}[sampler]
+    idata = sample(X2, Y2, 0.6, 1, sampler, draws, 13, split_prior=(1.0, 2.0))
     if sampler == "cgm":
         assert float(idata.sample_stats["accept_swap"].mean()) > 0.01  # swaps really happen
     check_against(idata, X2, post, prior)
@@ -137,8 +142,9 @@ def test_affine_mean_and_row_scales_match_enumeration():
     with pm.Model():
         f = pmt.BARTTree("f", X1, m=1, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1)
         pm.Normal("y", mu=a + b * f, sigma=s, observed=Y1)
-        idata = pm.sample(draws=60000, tune=300, chains=2, cores=1, random_seed=14,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=12000, tune=300, chains=2, cores=1, random_seed=14,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 5})
     check_against(idata, X1, post, prior)
     check_f_moments(idata, post, Y1 - a, s, b)
 
@@ -167,9 +173,10 @@ def _cells(idata, names, X):
 # give N_eff about 0.12 a draw per chain (2,418 at 20,000 draws: tolerance 0.170, TV 0.069,
 # too close to the power floor for another seed): 24,000 draws, N_eff about 2,900, tolerance
 # about 0.155 (it was 40,000, N_eff about 4,800, more than the check needs).
-@pytest.mark.parametrize("samplers,draws", [(("cgm", "cgm"), 24000), (("pg", "pg"), 12000),
-                                            (("cgm", "pg"), 24000)])
-def test_two_tree_terms_match_enumeration(samplers, draws):
+@pytest.mark.parametrize("samplers,draws,sweeps", [
+    (("cgm", "cgm"), 8000, {"cgm": 5}), (("pg", "pg"), 12000, {}),
+    (("cgm", "pg"), 6000, {"cgm": 5, "pg": 5})])
+def test_two_tree_terms_match_enumeration(samplers, draws, sweeps):
     """y ~ Normal(f1(x) + z * f2(x), sigma), m = 1 each, different leaf scales: plain
     pm.sample gives each term its own step (CGM, PG or one of each), each reading its partial
     residual with the other term at its current value.  Exact posterior over pairs of row
@@ -192,7 +199,8 @@ def test_two_tree_terms_match_enumeration(samplers, draws):
                           sampler=samplers[1])
         pm.Normal("y", mu=f1 + Z5 * f2, sigma=sigma, observed=Y5)
         idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=21,
-                          progressbar=False, compute_convergence_checks=False)
+                          progressbar=False, compute_convergence_checks=False,
+                          **{f"{kind}_tree": {"sweeps": k} for kind, k in sweeps.items()})
     check_cells(_cells(idata, ["f1", "f2"], X5), post, prior_pair)
 
 
@@ -222,8 +230,9 @@ def test_level_shift_of_intercept_matches_enumeration():
         f = pmt.BARTTree("f", X5, m=2, alpha=ALPHA, beta=BETA, leaf_sd=LEAF_SD, min_leaf=1)
         a = pm.Normal("a", m0, s0)
         pm.Normal("y", mu=a + f, sigma=sigma, observed=Y5)
-        step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
-        idata = pm.sample(draws=20000, tune=300, chains=2, cores=1, step=step, random_seed=22,
+        step = [pmt.CGMTreeStep([f], sweeps=5),
+                pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
+        idata = pm.sample(draws=5000, tune=300, chains=2, cores=1, step=step, random_seed=22,
                           progressbar=False, compute_convergence_checks=False)
     check_against(idata, X5, post, prior_pair)
     a_draws = idata.posterior["a"]

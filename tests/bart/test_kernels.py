@@ -640,3 +640,47 @@ def test_sweep_returns_the_values_forest_values_gives(m, equal):
         v = fs.values()
         forest_values(fs.forest.value, fs.forest.leaf_of_row, 0.37, direct)
         np.testing.assert_array_equal(v, direct)
+
+
+@pytest.mark.parametrize("precisions", ["equal", "row by row"])
+def test_sweeps_in_one_kernel_call_are_the_sweeps_one_by_one(precisions):
+    """``cgm_sweep(..., sweeps=k)`` runs k sweeps in one kernel call: the same random numbers,
+    forest, values and move counts as k calls of one sweep (the trees' sum passes between the
+    sweeps without the offset, which only the last adds)."""
+    from pymc_trees.bart.plan import make_forest_sampler
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(300, 3))
+    y = np.sin(5 * X[:, 0]) + X[:, 1] + rng.normal(0, 0.2, 300)
+    w = np.full(300, 25.0) if precisions == "equal" else rng.uniform(10.0, 40.0, 300)
+    moves = np.array([0.25, 0.5, 0.9, 1.0])
+    pair = [make_forest_sampler(X, TreePrior(m=8), 0.7, 0.3) for _ in range(2)]
+    for fs in pair:
+        fs.gfr_sweep(np.random.default_rng(1), y - 0.7, w)
+    one, many = np.random.default_rng(2), np.random.default_rng(2)
+    for _ in range(3):
+        each = pair[0].cgm_sweep(one, y - 0.7, w, moves)
+    together = pair[1].cgm_sweep(many, y - 0.7, w, moves, sweeps=3)
+    a, b = pair[0].forest, pair[1].forest
+    for field in ("var", "cut", "left", "right", "value", "n_nodes"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    np.testing.assert_array_equal(pair[0].values(), pair[1].values())
+    assert one.random() == many.random()
+    # the rates are over all three sweeps: not those of the last sweep alone
+    assert set(each) == set(together)
+    assert 0 < together["accept_grow"] < 1
+
+
+def test_sweeps_must_be_a_positive_integer():
+    import pymc as pm
+
+    import pymc_trees as pmt
+
+    X = np.linspace(0, 1, 20)[:, None]
+    with pm.Model():
+        f = pmt.BARTTree("f", X, X[:, 0], m=2)
+        pm.Normal("y", mu=f, sigma=1.0, observed=X[:, 0])
+        for bad in (0, 2.5, True):
+            with pytest.raises(ValueError, match="sweeps must be a positive integer"):
+                pmt.CGMTreeStep([f], sweeps=bad)
+        assert pmt.PGTreeStep([f], sweeps=3).sweeps == 3

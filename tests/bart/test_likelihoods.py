@@ -214,8 +214,21 @@ CASES = {
                                                           observed=Y_REAL),
                            lambda i, mu: _ald_logpdf(Y_REAL[i] - mu, 1.4, np.sqrt(0.25 / 0.75))),
 }
-# draws per chain (2 chains), sized to each sampler's mixing on these problems
-DRAWS = {"cgm": 18000, "pg": 8000}
+# (draws per chain (2 chains), tree sweeps per draw) by case and sampler, sized by the N_eff
+# the power check needs (TV(prior, posterior) > 3 tolerances) with a margin of about 1.5:
+# measured with (6,000, 5) for CGM and (3,000, 3) for PG, N_eff against the floor was
+# probit 1,666 / 773 (cgm) and 1,650 / 773 (pg), logit 2,649 / 713 and 3,607 / 713,
+# binomial 6,207 / 3,040 and 4,544 / 3,040, negative binomial 6,266 / 3,147 and
+# 4,526 / 3,150, Student-t 752 / 370 and 1,156 / 370, asymmetric Laplace 2,691 / 759 and
+# 2,038 / 760.  ``sweeps`` (CGMTreeStep / PGTreeStep): with latent variables every sweep draws
+# them again, so a sweep costs nearly a whole iteration here; the gain is the stored forests
+# and PyMC's work per iteration left out (about 1.5x fewer seconds per N_eff).
+DRAWS = {"probit": {"cgm": (4200, 5), "pg": (2200, 3)},
+         "logit": {"cgm": (2400, 5), "pg": (1000, 3)},
+         "binomial": {"cgm": (4400, 5), "pg": (3000, 3)},
+         "negative_binomial": {"cgm": (4500, 5), "pg": (3000, 3)},
+         "student_t": {"cgm": (4400, 5), "pg": (1500, 3)},
+         "asymmetric_laplace": {"cgm": (2600, 5), "pg": (1700, 3)}}
 
 
 @pytest.mark.parametrize("sampler", ["cgm", "pg"])
@@ -228,8 +241,10 @@ def test_likelihood_matches_enumeration(case, sampler):
         f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          link=link, sampler=sampler)
         build(f)
-        idata = pm.sample(draws=DRAWS[sampler], tune=300, chains=2, cores=1, random_seed=31,
-                          progressbar=False, compute_convergence_checks=False)
+        draws, sweeps = DRAWS[case][sampler]
+        idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=31,
+                          progressbar=False, compute_convergence_checks=False,
+                          **{f"{sampler}_tree": {"sweeps": sweeps}})
     parts = [[forest_row_partitions(fr, X6)[0] for fr in ch]
              for ch in pmt.forests(idata, "f").values]
     print(case, sampler, end=": ")
@@ -258,8 +273,10 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
         # the power check needs N_eff 760 (q = 0.25) and 600 (q = 0.75): tolerances 4.22 and
         # 4.11 / sqrt(N_eff) against TV(prior, posterior) 0.46 and 0.50.  N_eff per draw of the
         # two chains is 0.050 and 0.023 with this seed (999 and 452 at 10,000 draws, which
-        # fails output 1's power check), so DRAWS["cgm"] = 18,000 is about its floor
-        idata = pm.sample(draws=DRAWS["cgm"], tune=300, chains=2, cores=1, random_seed=41,
+        # fails output 1's power check), so 18,000 is about its floor.  Sweeps per draw do
+        # not help here: each output's sweep draws its latent variables again (6,000 draws
+        # of 5 sweeps gave N_eff 2,114 and 1,408 in 69 s against 42 s)
+        idata = pm.sample(draws=18000, tune=300, chains=2, cores=1, random_seed=41,
                           progressbar=False, compute_convergence_checks=False)
     fr = pmt.forests(idata, "w").values  # (chain, draw, output)
     ws = idata.posterior["w"].values  # (chain, draw, output, row)
@@ -303,6 +320,8 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
         # power from N_eff 860 (output 0) and 2,000 (output 1).  30,000 draws per chain give
         # 1,891 and 2,919 with this seed (tolerances 0.096 and 0.084; 3,020 and 4,812 at 50,000).
         # Not zeroing the output itself in its pieces gives TV 0.31 against 0.048.
+        # (8,000 draws of 5 sweeps gave 2,341 and 3,351 in the same time: every sweep goes
+        # over both outputs in Python)
         idata = pm.sample(draws=30_000, tune=300, chains=2, cores=1, random_seed=43,
                           progressbar=False, compute_convergence_checks=False)
     prior = _prior()
@@ -592,8 +611,10 @@ def test_logit_intercept_level_shift_matches_enumeration():
                          link="logit")
         a = pm.Normal("c", m0, s0)
         pm.Bernoulli("y", logit_p=a + f, observed=Y_BIN)
-        step = [pmt.CGMTreeStep([f]), pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
-        idata = pm.sample(draws=15000, tune=300, chains=2, cores=1, step=step, random_seed=33,
+        step = [pmt.CGMTreeStep([f], sweeps=5),
+                pm.Metropolis([a], S=np.array([1e-9]), tune=None)]
+        # N_eff 4,010 at 5,000 draws; the power check needs 1,630
+        idata = pm.sample(draws=3200, tune=300, chains=2, cores=1, step=step, random_seed=33,
                           progressbar=False, compute_convergence_checks=False)
     parts = [[forest_row_partitions(fr, X6)[0] for fr in ch]
              for ch in pmt.forests(idata, "f").values]

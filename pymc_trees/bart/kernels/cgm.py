@@ -305,7 +305,21 @@ def _change_or_swap(rng, is_swap, t, proposal, fusion, counts, data, rules, fore
 
 @numba.njit(cache=True)
 def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, counts,
-              proposed, accepted, offset, exact_values=True):
+              tally, offset, exact_values, sweeps):
+    """``sweeps`` Bayesian-backfitting sweeps over all trees (:func:`cgm_one_sweep`), against
+    the same pseudo-data: the trees' sum passes from one to the next in ``fsum`` without the
+    offset, which only the last adds.  ``tally`` (shape (2, 4), int64) receives the moves
+    proposed (row 0) and accepted (row 1) per move type, over all the sweeps.  The other
+    parameters are :func:`cgm_one_sweep`'s; one sweep is the same call with the same random
+    numbers."""
+    for s in range(sweeps):
+        cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch,
+                      counts, tally, offset if s == sweeps - 1 else 0.0, exact_values)
+
+
+@numba.njit(cache=True)
+def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch,
+                  counts, tally, offset, exact_values):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -335,11 +349,12 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
         With equal precisions (``omega_const > 0``): every leaf's number of rows on entry
         (:func:`leaf_counts`), kept up to date by the sweep, so that the pass over the rows
         sums the residuals only.  Not read otherwise (then the pass sums the precisions too).
-    proposed, accepted : ndarray of shape (4,), dtype int64
-        Incremented per move type (impossible moves are not counted as proposed).
+    tally : ndarray of shape (2, 4), dtype int64
+        Moves proposed (row 0) and accepted (row 1), incremented per move type (impossible
+        moves are not counted as proposed).
     offset : float
         Added to the trees' sum returned in ``fsum``.
-    exact_values : bool, default True
+    exact_values : bool
         With equal precisions, False returns ``fsum`` as ``offset + (z - r)`` from the
         residual ``r`` the sweep keeps against all trees, which equals the trees' sum up to
         rounding, instead of adding every tree to the values in its pass (a sixth of a
@@ -458,8 +473,8 @@ def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, sc
             res = _change_or_swap(rng, move == SWAP, t, (chosen, v, c), (fused, nl, sl), counts,
                                   data, rules, forest, scratch, omega, omega_const, sums)
         if res >= 0:
-            proposed[move] += 1
-            accepted[move] += res
+            tally[0, move] += 1
+            tally[1, move] += res
         if omega_const > 0.0:
             # every leaf's W after the move is omega_const times its count, up to rounding
             for k in range(n_nodes[t]):
