@@ -66,8 +66,8 @@ def group_a() -> None:
 
 
 def group_b() -> None:
-    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves, outputs
-    that share their trees, and the boosting learner's histogram and exact growers."""
+    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves (also in
+    the general step), outputs that share their trees, and the boosting learner's histogram and exact growers."""
     import pymc as pm
 
     import pymc_trees as pmt
@@ -86,6 +86,12 @@ def group_b() -> None:
     with pm.Model():
         f = pmt.BARTTree("f", X, y, m=3, response="linear")
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
+        pm.sample(**SAMPLE)
+    with pm.Model():
+        # linear leaves in the general step (a compilation of about 46 s of one core, which
+        # the first such test paid on a cold cache)
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=0.5, response="linear")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
         pm.sample(**SAMPLE)
     Y2 = np.vstack([y, -y])
     with pm.Model():

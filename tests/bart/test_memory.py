@@ -26,7 +26,7 @@ def test_leaf_index_type_holds_every_slot():
     assert leaf_index_dtype(65_537) == np.int32
 
 
-def _fitted(response="constant", numcut=100, m=20, n=3000, seed=0):
+def _fitted(response="constant", numcut=100, m=20, n=3000, seed=0, cgm=True):
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(n, 4))
     X[rng.uniform(size=X.shape) < 0.05] = np.nan
@@ -34,17 +34,23 @@ def _fitted(response="constant", numcut=100, m=20, n=3000, seed=0):
     fs = make_forest_sampler(X, TreePrior(m=m, numcut=numcut, response=response), 0.0, 0.3)
     w = np.full(n, 100.0)
     fs.gfr_sweep(np.random.default_rng(1), y, w)
-    fs.cgm_sweep(np.random.default_rng(2), y, w, MOVES)
+    if cgm:
+        fs.cgm_sweep(np.random.default_rng(2), y, w, MOVES)
     return fs, X, y, w
 
 
-def test_leaf_index_widens_past_256_slots_and_keeps_every_row():
-    """The warm start keeps trees within 127 slots (8-bit leaf index); a forest that needs more
-    slots moves to 16 bits with the same leaves, values and predictions."""
-    fs, X, y, w = _fitted()
+def test_16_bit_bins_and_a_leaf_index_that_widens_past_256_slots():
+    """More than 255 cutpoints take 16-bit bins (8-bit at 255 or fewer).  The warm start
+    keeps trees within 127 slots (8-bit leaf index); a forest that needs more slots moves to
+    16 bits with the same leaves, values and predictions, and the sweeps go on.  (Numba
+    compiles CGM's sweep once per combination of these types, about 40 s of one core on a
+    cold cache: one test takes both wide types.)"""
+    fs, X, y, w = _fitted(numcut=400, cgm=False)
+    assert fs.Xb.dtype == np.uint16 and fs.ncuts.max() > 255
     f = fs.forest
     assert f.capacity <= 256 and f.leaf_of_row.dtype == np.uint8
     assert f.n_nodes.max() <= 127
+    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
     leaves, values = f.leaf_of_row.copy(), fs.values()
     f.ensure_capacity(300)
     assert f.leaf_of_row.dtype == np.uint16
@@ -52,14 +58,9 @@ def test_leaf_index_widens_past_256_slots_and_keeps_every_row():
     np.testing.assert_array_equal(fs.values(), values)
     fs._alloc_scratch()
     fs.cgm_sweep(np.random.default_rng(3), y, w, MOVES)
+    assert f.leaf_of_row.dtype == np.uint16
     np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
-
-
-def test_more_than_255_cutpoints_use_16_bit_bins():
-    fs, X, y, w = _fitted(numcut=400)
-    assert fs.Xb.dtype == np.uint16 and fs.ncuts.max() > 255
-    np.testing.assert_allclose(fs.pack().predict(X), fs.values(), atol=1e-9)
-    fs8, *_ = _fitted(numcut=100)
+    fs8, *_ = _fitted(numcut=100, cgm=False)
     assert fs8.Xb.dtype == np.uint8
 
 
