@@ -34,7 +34,7 @@ def _data(n=40, p=3, seed=0):
 def group_a() -> None:
     """The default Gaussian model end to end (grow-from-root warm start, CGM, DART, packing,
     prediction), a table with missing values and a categorical column, the probit's latent
-    draws and more than 255 cutpoints (16-bit bins)."""
+    draws, and more than 255 cutpoints (16-bit bins) with a leaf index widened to 16 bits."""
     import pandas as pd
     import pymc as pm
 
@@ -58,11 +58,22 @@ def group_a() -> None:
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         idata = pm.sample(**SAMPLE)
     pmt.predict(idata, df.iloc[:5])
-    Xw = np.linspace(0, 1, 600)[:, None]
-    with pm.Model():
-        f = pmt.BARTTree("f", Xw, m=2, leaf_sd=0.5, min_leaf=1, split_prior="uniform")
-        pm.Normal("y", mu=f, sigma=1.0, observed=np.sin(6 * Xw[:, 0]))
-        pm.sample(**SAMPLE)
+    # more than 255 cutpoints (16-bit bins) with missing values, and the leaf index widened
+    # to 16 bits, as tests/bart/test_memory.py takes them (CGM's sweep for these types
+    # compiles in about 40 s of one core)
+    from pymc_trees.bart.plan import make_forest_sampler
+    from pymc_trees.bart.sampler import TreePrior
+
+    Xw = rng.uniform(size=(600, 4))
+    Xw[rng.uniform(size=Xw.shape) < 0.05] = np.nan
+    yw = np.sin(6 * np.nan_to_num(Xw[:, 0]))
+    fs = make_forest_sampler(Xw, TreePrior(m=4, numcut=400), 0.0, 0.3)
+    w = np.full(600, 100.0)
+    fs.gfr_sweep(rng, yw, w)
+    fs.forest.ensure_capacity(300)
+    fs._alloc_scratch()
+    fs.cgm_sweep(rng, yw, w, np.array([0.25, 0.5, 0.9, 1.0]))
+    fs.pack().predict(Xw)
 
 
 def group_b() -> None:
