@@ -461,12 +461,18 @@ class ForestSampler:
         self._f_in_fsum = None
         return seen is not None and seen == self._forest_key()
 
-    def _forest_with_room(self):
-        """The forest, with room for the two nodes a sweep may add to its largest tree.  An
-        exact sweep starts here, after the warm start: its scratch (2 n int32) is let go."""
+    def _forest_with_room(self, sweeps: int = 1):
+        """The forest, with room for the two nodes each of ``sweeps`` sweeps may add to its
+        largest tree (one move a tree a sweep; the kernels do not check, so a sweep past the
+        room would write past the arrays).  The room stops at the most slots a tree over
+        these rows can fill (:func:`max_tree_nodes`: a new slot is taken only when no freed
+        one is left), past the two of one sweep.  An exact sweep starts here, after the warm
+        start: its scratch (2 n int32) is let go."""
         self._gfr = None
         f = self.ensure_rows()
-        needed = int(f.n_nodes.max()) + 2
+        top = int(f.n_nodes.max())
+        needed = max(top + 2, min(top + 2 * int(sweeps),
+                                  max_tree_nodes(self.n, self.prior.min_leaf)))
         if needed > f.capacity:
             f.ensure_capacity(needed)
             self._alloc_scratch()
@@ -481,7 +487,7 @@ class ForestSampler:
         """``sweeps`` CGM backfitting sweeps over all trees against pseudo-data ``z`` (offset
         removed) with row precisions ``omega``, in one kernel call; returns acceptance rates
         per move type over all of them."""
-        f = self._forest_with_room()
+        f = self._forest_with_room(sweeps)
         self._load_tree_sums()
         tally = np.zeros((2, 4), np.int64)
         omega = read_only_rows(omega)

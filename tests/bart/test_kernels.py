@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.bart.kernels.forest import forest_values
+from pymc_trees.bart.kernels.forest import FREE, forest_values
 from pymc_trees.bart.kernels.nodes import log_ml, node_availability, partition
 from pymc_trees.bart.sampler import ForestSampler, TreePrior
 
@@ -662,13 +662,36 @@ def test_sweeps_in_one_kernel_call_are_the_sweeps_one_by_one(precisions):
         each = pair[0].cgm_sweep(one, y - 0.7, w, moves)
     together = pair[1].cgm_sweep(many, y - 0.7, w, moves, sweeps=3)
     a, b = pair[0].forest, pair[1].forest
-    for field in ("var", "cut", "left", "right", "value", "n_nodes"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    # the three sweeps in one call had room made for 6 new nodes a tree, not 2
+    K = a.capacity
+    assert b.capacity >= K and np.all(b.var[:, K:] == FREE)
+    np.testing.assert_array_equal(a.n_nodes, b.n_nodes)
+    for field in ("var", "cut", "left", "right", "value"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field)[:, :K])
     np.testing.assert_array_equal(pair[0].values(), pair[1].values())
     assert one.random() == many.random()
     # the rates are over all three sweeps: not those of the last sweep alone
     assert set(each) == set(together)
     assert 0 < together["accept_grow"] < 1
+
+
+def test_sweeps_in_one_kernel_call_have_room_for_every_grow():
+    """Each sweep may grow every tree by two nodes and the kernel does not check the arrays'
+    room, so k sweeps in one call need room for 2 k new nodes a tree: from stumps in arrays
+    of 32 slots, 40 sweeps of mostly grows fill 33 or more (before the fix the count of slots
+    in use went past the arrays, a write out of bounds)."""
+    from pymc_trees.bart.plan import make_forest_sampler
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(300, 3))
+    y = np.sin(5 * X[:, 0]) + X[:, 1]
+    fs = make_forest_sampler(X, TreePrior(m=2, alpha=0.99, beta=0.1), 0.0, 0.3)
+    assert fs.forest.capacity == 32
+    fs.cgm_sweep(rng, y, np.full(300, 100.0), np.array([0.95, 1.0, 1.0, 1.0]), sweeps=40)
+    f = fs.forest
+    assert f.n_nodes.max() > 32
+    assert f.n_nodes.max() <= f.capacity
+    np.testing.assert_allclose(fs.values(), fs.pack().predict(X), atol=1e-12)
 
 
 def test_sweeps_must_be_a_positive_integer():
