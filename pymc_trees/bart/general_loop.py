@@ -54,6 +54,13 @@ def acceptance_rates(accepted: np.ndarray, proposed: np.ndarray, names) -> dict[
             for i, name in enumerate(names)}
 
 
+def nanmean(x) -> float:
+    """The mean of the non-NaN values of a short sequence (NaN if there are none): for fewer
+    than eight values numpy's mean adds them in order too, so the two agree to the bit."""
+    vals = [float(v) for v in x if v == v]
+    return sum(vals) / len(vals) if vals else np.nan
+
+
 def check_start(ll: np.ndarray) -> None:
     """A general sweep needs a state of positive density at every row."""
     if not np.all(np.isfinite(ll)):

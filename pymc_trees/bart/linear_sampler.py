@@ -154,9 +154,9 @@ class LinearForestSampler(ForestSampler):
         return acceptance_rates(accepted, proposed, MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
-                      compiled: tuple | None = None,
-                      defensive: float | None = None) -> dict[str, float]:
-        """One sweep of the general tree step with linear leaves
+                      compiled: tuple | None = None, defensive: float | None = None,
+                      sweeps: int = 1) -> dict[str, float]:
+        """``sweeps`` sweeps (one by default) of the general tree step with linear leaves
         (:func:`~pymc_trees.bart.kernels.general_linear.general_linear_sweep`: grow and prune
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
         ``loglik`` are not used) with the likelihood ``compiled = (rows_fn, pre)``
@@ -174,24 +174,27 @@ class LinearForestSampler(ForestSampler):
                              "compiled kernel, and its row graph could not be compiled (the "
                              "likelihood's rows_reason says why); use response='constant'.")
         rows_fn, pre = compiled
-        f = self._forest_with_room()
-        self._sync()
-        n = self.n
-        bufs = getattr(self, "_lin_bufs", None)
-        if bufs is None or bufs.dll.size != f.capacity or bufs.f_prop.size != n:
-            bufs = self._lin_bufs = new_linear_buffers(n, f.capacity)
-        fv = np.ascontiguousarray(self.values(), dtype=np.float64)
-        ll, g, h = gk.call_all(rows_fn, fv, pre)
-        gk.clean_rows(ll, g[None], h[None])
-        check_start(ll)
-        pr = self.prior
-        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
-        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
-        general_linear_sweep(rng, rows_fn, pre, data, rules, LinearRows(self.regcol, self.Z),
-                             self.lin, self.mix, f.arrays(), self.slope, self._scratch,
-                             gk.RowState(fv, ll, g, h), bufs, proposed, accepted)
+        for _ in range(int(sweeps)):
+            f = self._forest_with_room()
+            self._sync()
+            n = self.n
+            bufs = getattr(self, "_lin_bufs", None)
+            if bufs is None or bufs.dll.size != f.capacity or bufs.f_prop.size != n:
+                bufs = self._lin_bufs = new_linear_buffers(n, f.capacity)
+            fv = np.ascontiguousarray(self.values(), dtype=np.float64)
+            ll, g, h = gk.call_all(rows_fn, fv, pre)
+            gk.clean_rows(ll, g[None], h[None])
+            check_start(ll)
+            pr = self.prior
+            data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+            rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta),
+                              float(self.prec0))
+            general_linear_sweep(rng, rows_fn, pre, data, rules,
+                                 LinearRows(self.regcol, self.Z), self.lin, self.mix,
+                                 f.arrays(), self.slope, self._scratch,
+                                 gk.RowState(fv, ll, g, h), bufs, proposed, accepted)
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,

@@ -21,7 +21,7 @@ from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.general_loop import (MOVES, acceptance_rates, check_start,
-                                         general_python_sweep)
+                                         general_python_sweep, nanmean)
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
                                         remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
@@ -529,7 +529,7 @@ class ForestSampler:
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None,
-                      defensive: float = gk.DEFENSIVE) -> dict[str, float]:
+                      defensive: float = gk.DEFENSIVE, sweeps: int = 1) -> dict[str, float]:
         """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
         for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
         values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
@@ -559,16 +559,24 @@ class ForestSampler:
             The leaf prior's weight in every leaf proposal (a defensive mixture, so that a
             Newton step out of the likelihood's support cannot hold the chain at its start;
             :mod:`pymc_trees.bart.kernels.general`); 0 where the Newton step is exact.
+        sweeps : int, default 1
+            Sweeps in a row against the same likelihood (the rest of the model held), in one
+            kernel call when ``compiled``.
 
         Returns
         -------
         dict
             Acceptance rate of every move type (NaN when never proposed) and of the leaf
-            updates (``accept_leaf``).
+            updates (``accept_leaf``), over all the sweeps (the mean of the sweeps' rates in
+            the Python loop).
         """
         if compiled is not None:
-            return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive)
-        return general_python_sweep(self, rng, loglik, move_cumprobs, defensive)
+            return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive, sweeps)
+        runs = [general_python_sweep(self, rng, loglik, move_cumprobs, defensive)
+                for _ in range(int(sweeps))]
+        if len(runs) == 1:
+            return runs[0]
+        return {k: nanmean([r[k] for r in runs]) for k in runs[0]}
 
     def leaf_values(self) -> np.ndarray:
         """The leaf values as the general sweep reads them, shape (J, m, K): here J = 1, a
@@ -576,10 +584,10 @@ class ForestSampler:
         return self.forest.value[None]
 
     def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
-                              move_cumprobs: np.ndarray,
-                              defensive: float) -> dict[str, float]:
+                              move_cumprobs: np.ndarray, defensive: float,
+                              sweeps: int = 1) -> dict[str, float]:
         rows_fn, pre = compiled
-        f = self._forest_with_room()
+        f = self._forest_with_room(sweeps)
         value = self.leaf_values()
         J, n = value.shape[0], self.n
         bufs = getattr(self, "_row_bufs", None)
@@ -597,7 +605,8 @@ class ForestSampler:
         accepted = np.zeros(5, np.int64)
         gk.general_sweep(rng, rows_fn, pre, data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
-                         self._scratch, st, bufs, proposed, accepted, float(defensive))
+                         self._scratch, st, bufs, proposed, accepted, float(defensive),
+                         int(sweeps))
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,

@@ -149,8 +149,8 @@ class SharedOutputSampler(ForestSampler):
         forest.value = V[0]
 
     def conjugate_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
-                        move_cumprobs: np.ndarray) -> dict[str, float]:
-        """One sweep against Gaussian pseudo-data: output j's row i observed as
+                        move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
+        """One sweep (or ``sweeps`` in one kernel call) against Gaussian pseudo-data: output j's row i observed as
         ``Normal(z[j, i], 1 / omega[j, i])`` given the term (offset removed), the form of a
         Normal likelihood and of the augmented ones given their latent variables (bart-math
         sections 1 and 8).
@@ -184,4 +184,4 @@ class SharedOutputSampler(ForestSampler):
         # Gaussian rows: the Newton proposal is the leaf's exact conditional, no defensive
         # mixture (every leaf update a Gibbs draw)
         return self.general_sweep(rng, None, move_cumprobs, (gaussian_rows, pre),
-                                  defensive=0.0)
+                                  defensive=0.0, sweeps=sweeps)

@@ -29,6 +29,7 @@ from pymc_trees.bart.likelihood_checks import (check_general_link, check_general
                                                check_link, stuck_message, warn_output_scales)
 from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import term_plan
+from pymc_trees.bart.general_loop import nanmean
 from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
@@ -464,32 +465,38 @@ class _TreeStep(BlockedStep):
             # ``sweeps`` exact sweeps, each with its own latent variables; the rest of the
             # point is held (the other steps update it once per iteration)
             runs = [self._sweep_trees(point, warm) for _ in range(self.sweeps)]
-            stats = {k: _nanmean([s[k] for s in runs]) for k in runs[0]}
+            stats = {k: nanmean([s[k] for s in runs]) for k in runs[0]}
         return self._finish(point, stats, warm)
 
     def _sweeps_in_kernel(self) -> bool:
-        """Whether one kernel call runs all the iteration's sweeps: CGM's moves on one forest
-        against pseudo-data that no latent variable changes between sweeps."""
-        lik = self.likelihood
-        return (self.sampler_kind == "cgm" and self._joint is None and self._liks is None
-                and lik.family != "general" and not lik.draws_latents)
+        """Whether kernel calls run all the iteration's sweeps: CGM's moves against
+        pseudo-data that no latent variable changes between sweeps, or the general step's
+        moves (the likelihood's inputs other than the term are held), for the one forest or
+        for every output of a (k, n) term (each output's sweeps then run together, given
+        the others' values: a blocked scan)."""
+        if self._joint is not None:
+            return not any(lk.draws_latents for lk in self._joint)
+        liks = self._liks if self._liks is not None else [self.likelihood]
+        return all(not self.python_sweep if lk.family == "general"
+                   else self.sampler_kind == "cgm" and not lk.draws_latents for lk in liks)
 
     def _sweep_trees(self, point: dict, warm: bool, sweeps: int = 1) -> dict:
         """One sweep of the trees given the rest of ``point`` (a grow-from-root sweep when
         ``warm``; ``sweeps`` of them in one kernel call where :meth:`_sweeps_in_kernel`):
         the stats of their moves."""
         if self._joint is not None:
-            return self._joint_update(point)
+            return self._joint_update(point, sweeps)
         if self._liks is None:
             return self._update(self.sampler, self.likelihood, point, warm, sweeps)
-        # output after output, each given the others' current values
+        # output after output, each given the others' current values (``sweeps`` sweeps of each
+        # in a row where the kernel runs them: a blocked scan)
         name = self.vars[0].name
         F = self.sampler.values()
         per = []
         for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
-            per.append(self._update(smp, lik, {**point, name: F}, warm))
+            per.append(self._update(smp, lik, {**point, name: F}, warm, sweeps))
             F[j] = smp.values()
-        return {k: _nanmean([s[k] for s in per]) for k in per[0]}
+        return {k: nanmean([s[k] for s in per]) for k in per[0]}
 
     def _prior_draw(self) -> dict:
         """The update of a term that no density depends on: its full conditional is its
@@ -518,10 +525,10 @@ class _TreeStep(BlockedStep):
 
     def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if lik.family == "general":
-            return self._general_update(smp, lik, point, warm)
+            return self._general_update(smp, lik, point, warm, sweeps)
         return self._augmented_update(smp, lik, point, warm, sweeps)
 
-    def _joint_update(self, point: dict) -> dict:
+    def _joint_update(self, point: dict, sweeps: int = 1) -> dict:
         """The conjugate update of k outputs that share their trees, with a likelihood that
         factorises over them: each output's pseudo-data (its latent variables drawn given the
         current values), then one sweep with the leaf vectors integrated out jointly
@@ -534,7 +541,7 @@ class _TreeStep(BlockedStep):
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
             else:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
-        return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp)
+        return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp, sweeps)
 
     def _augmented_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         """The conjugate tree update of one forest against its (augmented) pseudo-data."""
@@ -548,7 +555,7 @@ class _TreeStep(BlockedStep):
             return self._warm_stats()
         return self._sweep(z, omega, smp, sweeps)
 
-    def _general_update(self, smp, lik, point: dict, warm: bool) -> dict:
+    def _general_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if warm:
             # a grow-from-root sweep against the Newton pseudo-data at the current values:
             # z = f + g / h with precisions h (rows without curvature carry no weight)
@@ -565,9 +572,10 @@ class _TreeStep(BlockedStep):
                 smp.forest = before
             return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
         stats = smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
-                                  None if self.python_sweep else lik.compiled(point))
+                                  None if self.python_sweep else lik.compiled(point),
+                                  sweeps=sweeps)
         if self.tune:
-            self.tune_sweeps += 1
+            self.tune_sweeps += sweeps
             if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
                 self.tune_moved = True
         return stats
@@ -755,13 +763,6 @@ class PGTreeStep(_TreeStep):
 
     def _warm_stats(self):
         return {"tree_changed": np.nan}
-
-
-def _nanmean(x) -> float:
-    """The mean of the non-NaN values of a short sequence (NaN if there are none): for fewer
-    than eight values numpy's mean adds them in order too, so the two agree to the bit."""
-    vals = [float(v) for v in x if v == v]
-    return sum(vals) / len(vals) if vals else np.nan
 
 
 def _only_exact_steps(model) -> bool:

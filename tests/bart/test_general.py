@@ -75,17 +75,35 @@ def _prior():
     return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, ALPHA, BETA)
 
 
-def _run_kernel(loglik, leaf_sd, draws, seed, tune=300):
+def _compiled(case):
+    """The case's likelihood compiled for the sweep kernel from its PyMC model (the path
+    pm.sample takes; tests/bart/test_row_kernel.py shows the Python sweep makes the same
+    moves)."""
+    from pymc_trees.bart.structure import general_likelihood
+
+    leaf_sd, _, _, model_given_f = CASES[case]
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
+        model_given_f(f)
+    lik = general_likelihood(model, f, 6)
+    compiled = lik.compiled(model.initial_point())
+    assert compiled is not None, lik.rows_reason
+    return compiled
+
+
+def _run_kernel(compiled, leaf_sd, draws, seed, sweeps, tune=300):
+    """A chain of the general sweep kernel, ``sweeps`` sweeps a draw (in one kernel call),
+    after ``tune`` sweeps."""
     smp = ForestSampler(X6, TreePrior(m=1, alpha=ALPHA, beta=BETA, min_leaf=1), 0.0, leaf_sd)
     rng = np.random.default_rng(seed)
     cp = move_cumulative_probs(MOVES)
+    smp.general_sweep(rng, None, cp, compiled, sweeps=tune)
     parts, fs, rates = [], [], []
-    for it in range(tune + draws):
-        r = smp.general_sweep(rng, loglik, cp)
-        if it >= tune:
-            parts.append(forest_row_partitions(smp.pack(), X6)[0])
-            fs.append(smp.values())
-            rates.append(list(r.values()))
+    for _ in range(draws):
+        r = smp.general_sweep(rng, None, cp, compiled, sweeps=sweeps)
+        parts.append(forest_row_partitions(smp.pack(), X6)[0])
+        fs.append(smp.values())
+        rates.append(list(r.values()))
     return parts, np.array(fs), np.nanmean(np.array(rates, float), axis=0)
 
 
@@ -105,11 +123,12 @@ def test_gaussian_leaf_proposals_are_exact_conditionals():
     assert np.min(leaf) == 1.0
 
 
-# Sweeps per chain: N_eff of the five most probable cells was 517 (poisson) and 414
-# (log_sigma) with these seeds and the defensive mixture of issue 48 (482 and 510 before),
-# tolerances 0.165 and 0.187 against TV(prior, posterior) / 3 = 0.207 and 0.193.
-# gamma_mean runs through pm.sample below.
-DRAWS = {"poisson": 20000, "log_sigma": 20000}
+# (draws per chain, sweeps per draw) of the compiled sweep kernel: N_eff of the five most
+# probable cells 468 (poisson) and 895 (log_sigma) with these seeds, tolerances 0.174 and
+# 0.127 against TV(prior, posterior) / 3 = 0.207 and 0.193 (the Python sweep, one sweep a
+# draw, needed 20,000 draws for N_eff 517 and 414 in 28 and 35 s).  gamma_mean runs through
+# pm.sample below.
+DRAWS = {"poisson": (4500, 5), "log_sigma": (3000, 5)}
 
 
 def check_f_mean(fs, f_mean):
@@ -124,7 +143,8 @@ def test_general_kernel_matches_enumeration(case):
     leaf_sd, loglik, row, _ = CASES[case]
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
-    chains = [_run_kernel(loglik, leaf_sd, DRAWS[case], seed) for seed in (11, 12)]
+    compiled = _compiled(case)
+    chains = [_run_kernel(compiled, leaf_sd, *DRAWS[case], seed) for seed in (11, 12)]
     print(case, "acceptance (grow, prune, change, swap, leaf):", chains[0][2].round(3))
     check_cells([c[0] for c in chains], post, {k: prior[k] for k in post})
     check_f_mean([c[1] for c in chains], f_mean)
@@ -149,16 +169,18 @@ def test_model_derivatives_match_the_numpy_likelihood(case):
 
 def test_gamma_mean_through_pm_sample_matches_enumeration():
     """A Gamma with the tree in its mean, through pm.sample: step assignment, point handling
-    and the trace.  16,000 draws per chain: N_eff 764 (480 at 12,000), tolerance 0.146
-    against TV(prior, posterior) / 3 = 0.173."""
+    and the trace.  3,000 draws per chain of 5 sweeps each (``sweeps``, in one kernel call):
+    N_eff 860, tolerance 0.138 against TV(prior, posterior) / 3 = 0.173 (16,000 draws of one
+    sweep gave N_eff 764 in 32 s against 12 to 15 s now)."""
     leaf_sd, _, row, model_given_f = CASES["gamma_mean"]
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     with pm.Model():
         f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         model_given_f(f)
-        idata = pm.sample(draws=16000, tune=300, chains=2, cores=1, random_seed=21,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=3000, tune=300, chains=2, cores=1, random_seed=21,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 5})
     assert float(idata.sample_stats["accept_leaf"].mean()) > 0.5
     parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
              for chain in pmt.forests(idata, "f").values]
@@ -314,6 +336,11 @@ def softmax_exact(K: int = 30):
     return post, prior, f_mean, f_cross
 
 
+# (draws per chain, sweeps per draw): the general step runs each output's sweeps in one
+# kernel call (a blocked scan); the Polya-Gamma latents and Particle Gibbs sweep once a draw
+SOFTMAX_DRAWS = {"augmented": (5000, 1), "general": (2000, 5), "pg": (5000, 1)}
+
+
 @pytest.mark.parametrize("path", ["augmented", "general", "pg"])
 def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     """BARTTree(shape=(3, n)) as the logits of a Categorical, m = 1 per class, through
@@ -321,11 +348,13 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     output and of the product of every two outputs at every row against quadrature.  Each
     output is updated given the others: by default as one class's Bernoulli-logit with the
     Polya-Gamma augmentation (with CGM moves, or Particle Gibbs); with that turned off here,
-    by the general step.  5,000 draws
-    per chain (6,000 before: N_eff 1,607 of the cells, tolerance 0.061 against TV(prior,
-    posterior) / 3 = 0.20); enough for the products to catch updating each output given the
-    others' values from before the sweep (at 6,000 draws, general step: z = -4.9; -3.1 at
-    2,500 draws; augmented: z = -12.2; re-run at 5,000: caught on all three paths)."""
+    by the general step.  Draws per chain in ``SOFTMAX_DRAWS`` (6,000 of one sweep before: N_eff
+    1,607 of the cells, tolerance 0.061 against TV(prior, posterior) / 3 = 0.20; the general
+    step at 2,000 draws of 5 sweeps: N_eff 1,472, tolerance 0.064); enough for the products
+    to catch updating each output given the others' values from before the sweep (at 6,000
+    draws, general step: z = -4.9; -3.1 at 2,500 draws; augmented: z = -12.2; re-run at
+    5,000: caught on all three paths, and with the general step at 2,000 draws of 5 sweeps:
+    z down to -9.1)."""
     from pymc_trees.bart import steps as tree_steps
     from pymc_trees.bart.structure import NotAugmentable
 
@@ -342,8 +371,10 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
         step = (tree_steps.PGTreeStep if path == "pg" else tree_steps.CGMTreeStep)([f])
         families = {lik.family for lik in step._liks}
         assert families == {"general" if path == "general" else "logit"}
-        idata = pm.sample(draws=5000, tune=300, chains=2, cores=1, random_seed=31,
-                          progressbar=False, compute_convergence_checks=False)
+        draws, sweeps = SOFTMAX_DRAWS[path]
+        idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=31,
+                          progressbar=False, compute_convergence_checks=False,
+                          **{f"{step.sampler_kind}_tree": {"sweeps": sweeps}})
     fr = pmt.forests(idata, "f").values  # (chain, draw, output)
     parts = [[tuple(bool(fr[c, d, j].nodes.size > 1) for j in range(3))
               for d in range(fr.shape[1])] for c in range(fr.shape[0])]
@@ -443,7 +474,8 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
     yes/no outcome of the same rows through sigmoid(f)): the general step adds their row log
     densities, and the posterior over the row partitions and the posterior mean of f match
     quadrature of the product likelihood.  (It was refused: "must enter exactly one observed
-    likelihood".)  16,000 draws per chain as the Gamma case above."""
+    likelihood".)  4,500 draws per chain of 5 sweeps: N_eff 586, tolerance 0.162 against
+    TV(prior, posterior) / 3 = 0.188 (N_eff 574 at 4,000 draws)."""
     leaf_sd = 1.0
     yes = np.array([0, 0, 1, 1, 1, 0])
 
@@ -457,8 +489,9 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
         f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         pm.Poisson("counts", mu=pm.math.exp(0.8 + f), observed=Y_COUNT)
         pm.Bernoulli("answers", logit_p=f, observed=yes)
-        idata = pm.sample(draws=16000, tune=300, chains=2, cores=1, random_seed=23,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=4500, tune=300, chains=2, cores=1, random_seed=23,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 5})
     parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
              for chain in pmt.forests(idata, "f").values]
     check_cells(parts, post, {k: prior[k] for k in post})
@@ -477,12 +510,13 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     density of shape (2, n): element (j, i) depends on f[j, i] only, as for several quantiles
     of one y).  It was refused ("has 2 dimensions").  Given y the outputs are independent, so
     each output's tree must follow the one-output Poisson posterior (quadrature): the two
-    outputs of two chains are four chains of that posterior for the partitions (10,000 draws
-    each), and each output's mean of f is checked on its own.  Using output 0's log density
-    for both outputs (output 1 then follows its prior) fails the mean check.  The cells'
-    tolerance is 3.75 / sqrt(N_eff) against TV(prior, posterior) 0.62, so the test has power
-    from N_eff 330; the four chains give N_eff 543 with this seed (tolerance 0.161).  Output
-    0's log density for both outputs fails already at the cells (TV 0.31, N_eff 29)."""
+    outputs of two chains are four chains of that posterior for the partitions (2,500 draws
+    of 5 sweeps each), and each output's mean of f is checked on its own.  Using output 0's
+    log density for both outputs (output 1 then follows its prior) fails the mean check.  The
+    cells' tolerance is 3.75 / sqrt(N_eff) against TV(prior, posterior) 0.62, so the test has
+    power from N_eff 330; the four chains give N_eff 652 with this seed (tolerance 0.147;
+    543 at 10,000 draws of one sweep).  Output 0's log density for both outputs fails
+    already at the cells (TV 0.31, N_eff 29, at 10,000 draws of one sweep)."""
     leaf_sd, _, row, _ = CASES["poisson"]
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
@@ -491,8 +525,9 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
         w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n))
         pm.Poisson("y", mu=pm.math.exp(0.8 + w), observed=np.broadcast_to(Y_COUNT, (2, n)))
-        idata = pm.sample(draws=10000, tune=300, chains=2, cores=1, random_seed=29,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=29,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 5})
     fr = pmt.forests(idata, "w").values  # (chain, draw, output)
     parts = [[forest_row_partitions(fr[c, d, j], X6)[0] for d in range(fr.shape[1])]
              for c in range(fr.shape[0]) for j in range(2)]
@@ -510,15 +545,17 @@ def test_proposals_outside_the_support_are_rejected_exactly():
     leaves the support (treating -inf as a density of 1 fails here).  PyMC's check makes the
     whole vector -inf when one row leaves the support, so one invalid leaf proposal rejects
     the tree's other leaf proposals too: exact (the thinning depends only on leaves that stay),
-    not efficient."""
+    not efficient.  2,500 draws per chain of 5 sweeps: N_eff 1,279, tolerance 0.120 against
+    TV(prior, posterior) / 3 = 0.145."""
     leaf_sd = 1.0
     with pm.Model():
         f = pmt.BARTTree("f", X6, Y=Y_COUNT, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd,
                          min_leaf=1)
         pm.Poisson("y", mu=f, observed=Y_COUNT)
         offset = float(f.owner.inputs[3].eval())
-        idata = pm.sample(draws=16000, tune=300, chains=2, cores=1, random_seed=37,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=37,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 5})
 
     def row(i, mu):
         rate = offset + mu

@@ -3,11 +3,12 @@ model (pymc_trees.bart.rowgraph) and the whole sweep in one numba kernel
 (pymc_trees.bart.kernels.general.general_sweep).
 
 * The kernel makes the same moves with the same random numbers as the Python sweep that calls
-  the likelihood through PyTensor (``python_sweep = True``), which the enumeration tests of
-  tests/bart/test_general.py established: after 25 sweeps from one seed both hold the same trees
-  and the same term to 1e-9, on each model family the benchmark runs.  A wrong reverse
-  proposal density or a missing term in the kernel's ratio changes an accept decision within
-  a few sweeps (mutations in the closing note of issue 25).
+  the likelihood through PyTensor (``python_sweep = True``): after 25 sweeps from one seed
+  both hold the same trees and the same term to 1e-9, on each model family the benchmark
+  runs.  The enumeration tests of tests/bart/test_general.py check the kernel against the
+  exact posterior, so both sweeps are checked.  A wrong reverse proposal density or a
+  missing term in the kernel's ratio changes an accept decision within a few sweeps
+  (mutations in the closing note of issue 25).
 * Every model family of benchmarks/general.py compiles (no fallback to the Python sweep), a
   Gamma with trees in the mean and the scale too (its trigamma written in native operations),
   and a row graph the kernel cannot run says why and falls back.
@@ -203,3 +204,33 @@ def test_a_pickled_step_sweeps_as_the_original():
     f1, _ = _run(step, point, 3, 5, python=False)
     f2, _ = _run(again, point, 3, 5, python=False)
     np.testing.assert_array_equal(f1, f2)
+
+
+@pytest.mark.parametrize("name", ["poisson", "gamma_shape"])
+def test_sweeps_in_one_kernel_call_are_the_sweeps_one_by_one(name):
+    """``general_sweep(..., sweeps=k)`` runs k sweeps in one kernel call, each from the rows'
+    state the last left (values, log-likelihoods and derivatives kept move by move): the same
+    random numbers, trees and moves as k calls of one sweep, the term's values to rounding
+    (summed tree by tree between calls).  The forest's room is made for 2 k new nodes a tree."""
+    model, step = _step(MODELS[name])
+    point = model.initial_point()
+    lik = step.likelihood
+    smp = step.sampler
+    out = []
+    for k, calls in ((1, 6), (6, 1)):
+        smp.reset()
+        rng = np.random.default_rng(11)
+        rates = [smp.general_sweep(rng, lik.bind(point), step._move_cp, lik.compiled(point),
+                                   sweeps=k) for _ in range(calls)]
+        f = smp.forest
+        K = int(f.n_nodes.max())
+        out.append((smp.values(), f.var[:, :K].copy(), f.cut[:, :K].copy(), f.n_nodes.copy(),
+                    rng.random(), rates))
+    (v1, var1, cut1, n1, u1, r1), (v6, var6, cut6, n6, u6, r6) = out
+    np.testing.assert_array_equal(var1, var6)
+    np.testing.assert_array_equal(cut1, cut6)
+    np.testing.assert_array_equal(n1, n6)
+    np.testing.assert_allclose(v1, v6, rtol=1e-12, atol=1e-12)
+    assert u1 == u6
+    assert np.ptp(v6) > 0 and n6.max() > 1
+    assert 0 < r6[0]["accept_leaf"] <= 1

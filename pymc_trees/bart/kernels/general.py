@@ -72,8 +72,8 @@ __all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_l
            "reverse_old_leaves", "grow_propose", "grow_commit", "prune_propose", "prune_commit",
            "restructure_propose", "restructure_values", "restructure_commit",
            "restructure_revert", "leaf_proposals", "leaf_decisions", "tree_values", "RowState",
-           "RowBuffers", "new_row_buffers",
-           "clean_ll", "clean_gh", "clean_rows", "general_sweep", "call_rows", "call_all",
+           "RowBuffers", "new_row_buffers", "clean_ll", "clean_gh", "clean_rows",
+           "general_sweep", "general_one_sweep", "call_rows", "call_all",
            "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide",
            "ROW_SIGNATURE", "gaussian_rows", "gaussian_pre"]
 
@@ -572,7 +572,21 @@ def _reset_rows(rows, cnt, st, b):
 
 @numba.njit(cache=True)
 def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b, proposed,
-                  accepted, defensive):
+                  accepted, defensive, sweeps):
+    """``sweeps`` backfitting sweeps (:func:`general_one_sweep`) in one call, each from the
+    state the last one left in ``st`` (the rows' values, log-likelihoods and derivatives, kept
+    current move by move), against the same ``pre``; ``proposed`` and ``accepted`` count over
+    all of them.  The forest needs room for two new nodes a tree per sweep.  One sweep is the
+    same call with the same random numbers; k sweeps match k calls up to the rounding of the
+    rows' values (kept move by move here, summed tree by tree between calls)."""
+    for _ in range(sweeps):
+        general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b,
+                          proposed, accepted, defensive)
+
+
+@numba.njit(cache=True)
+def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b,
+                      proposed, accepted, defensive):
     """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
     from Newton proposals, accepted with the exact log-likelihood, then a
@@ -705,7 +719,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
 
 @numba.njit(cache=True)
 def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, w, st, b):
-    """The leaf updates of tree t in :func:`general_sweep`: :func:`leaf_gh`,
+    """The leaf updates of tree t in :func:`general_one_sweep`: :func:`leaf_gh`,
     :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
     row passes fused (the same sums in the same order, the same random numbers).  Returns
     (accepted, proposed)."""
