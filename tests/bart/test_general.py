@@ -368,13 +368,15 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
         f = pmt.BARTTree("f", X_SOFT, m=1, alpha=ALPHA_SOFT, leaf_sd=1.0, min_leaf=1,
                          shape=(3, n), sampler="pg" if path == "pg" else "cgm")
         pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=Y_SOFT)
-        step = (tree_steps.PGTreeStep if path == "pg" else tree_steps.CGMTreeStep)([f])
+        draws, sweeps = SOFTMAX_DRAWS[path]
+        # the step pm.sample would build (built once: the general step's row functions take
+        # about 15 s to compile for the three outputs)
+        step = (tree_steps.PGTreeStep if path == "pg" else tree_steps.CGMTreeStep)(
+            [f], sweeps=sweeps)
         families = {lik.family for lik in step._liks}
         assert families == {"general" if path == "general" else "logit"}
-        draws, sweeps = SOFTMAX_DRAWS[path]
         idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=31,
-                          progressbar=False, compute_convergence_checks=False,
-                          **{f"{step.sampler_kind}_tree": {"sweeps": sweeps}})
+                          progressbar=False, compute_convergence_checks=False, step=step)
     fr = pmt.forests(idata, "f").values  # (chain, draw, output)
     parts = [[tuple(bool(fr[c, d, j].nodes.size > 1) for j in range(3))
               for d in range(fr.shape[1])] for c in range(fr.shape[0])]
