@@ -176,10 +176,12 @@ class LinearForestSampler(ForestSampler):
         rows_fn, pre = compiled
         proposed = np.zeros(5, np.int64)
         accepted = np.zeros(5, np.int64)
+        n, pr = self.n, self.prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
         for _ in range(int(sweeps)):
             f = self._forest_with_room()
             self._sync()
-            n = self.n
             bufs = getattr(self, "_lin_bufs", None)
             if bufs is None or bufs.dll.size != f.capacity or bufs.f_prop.size != n:
                 bufs = self._lin_bufs = new_linear_buffers(n, f.capacity)
@@ -187,10 +189,6 @@ class LinearForestSampler(ForestSampler):
             ll, g, h = gk.call_all(rows_fn, fv, pre)
             gk.clean_rows(ll, g[None], h[None])
             check_start(ll)
-            pr = self.prior
-            data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
-            rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta),
-                              float(self.prec0))
             general_linear_sweep(rng, rows_fn, pre, data, rules,
                                  LinearRows(self.regcol, self.Z), self.lin, self.mix,
                                  f.arrays(), self.slope, self._scratch,

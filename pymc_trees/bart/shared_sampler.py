@@ -150,8 +150,9 @@ class SharedOutputSampler(ForestSampler):
 
     def conjugate_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                         move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
-        """One sweep (or ``sweeps`` in one kernel call) against Gaussian pseudo-data: output j's row i observed as
-        ``Normal(z[j, i], 1 / omega[j, i])`` given the term (offset removed), the form of a
+        """One sweep (or ``sweeps`` in one kernel call) against Gaussian pseudo-data: output
+        j's row i observed as ``Normal(z[j, i], 1 / omega[j, i])`` given the term (offset
+        removed), the form of a
         Normal likelihood and of the augmented ones given their latent variables (bart-math
         sections 1 and 8).
 

@@ -292,7 +292,8 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
     qs = np.array([[0.25], [0.75]])
     with pm.Model():
         # one column: DART's split probabilities are 1 whatever it draws, so the uniform
-        # prior gives the same posterior without DART's draws (15% of a draw's time here)
+        # prior gives the same posterior without DART's draws (a tenth of the sampling time
+        # in a profile of this model)
         w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n), split_prior="uniform")
         pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
