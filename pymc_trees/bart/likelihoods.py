@@ -259,7 +259,7 @@ def _read_negative_binomial(obs, inputs, f):
 
 def _negative_binomial_latents(rng, y, eta, params):
     """Polya-Gamma in ``u = logit p``: successes alpha, trials ``y + alpha``."""
-    alpha = np.broadcast_to(params[0], eta.shape)
+    alpha = augment.as_rows(params[0], eta.shape)
     return augment.logit_latents(rng, alpha, y + alpha, eta)
 
 

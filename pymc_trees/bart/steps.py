@@ -8,6 +8,7 @@ so ``pm.sample()`` assigns them by itself.  All draw only from the generator PyM
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import field
 
 import warnings
@@ -35,7 +36,7 @@ from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_r
                                          split_prior_rvs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts,
-                                       output_tree_likelihood, tree_likelihood,
+                                       output_tree_likelihood, tree_likelihood, TreeLikelihood,
                                        unobserved_term)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
@@ -400,6 +401,8 @@ class _TreeStep(BlockedStep):
         for lik in self._liks or self._joint or [self.likelihood]:
             if lik is not None:  # None: a term drawn from its prior
                 lik.reset()
+        for shift in self.level_shifts:
+            shift.reset()
         self.tune = tune > 0
         # grow-from-root sweeps open the tuning phase; at least half of it stays exact (a
         # warm start grows one value per leaf: none for outputs that share their trees, nor
@@ -464,9 +467,20 @@ class _TreeStep(BlockedStep):
         else:
             # ``sweeps`` exact sweeps, each with its own latent variables; the rest of the
             # point is held (the other steps update it once per iteration)
-            runs = [self._sweep_trees(point, warm) for _ in range(self.sweeps)]
+            with self._pieces_held(point):
+                runs = [self._sweep_trees(point, warm) for _ in range(self.sweeps)]
             stats = {k: nanmean([s[k] for s in runs]) for k in runs[0]}
         return self._finish(point, stats, warm)
+
+    def _pieces_held(self, point: dict) -> ExitStack:
+        """A block in which the conjugate likelihoods evaluate their pieces at ``point``
+        once (:meth:`~pymc_trees.bart.structure.TreeLikelihood.held_at`), for the sweeps of
+        one iteration that loop in Python."""
+        stack = ExitStack()
+        for lik in self._joint or self._liks or [self.likelihood]:
+            if isinstance(lik, TreeLikelihood):
+                stack.enter_context(lik.held_at(point))
+        return stack
 
     def _sweeps_in_kernel(self) -> bool:
         """Whether kernel calls run all the iteration's sweeps: CGM's moves against
@@ -583,10 +597,10 @@ class _TreeStep(BlockedStep):
     def _finish(self, point, stats, warm):
         new_point = dict(point)
         for shift in self.level_shifts:
-            k = shift.ratio(new_point, self.sampler.n)
-            if k is None:
+            got = shift.terms(new_point, self.sampler.n)
+            if got is None:
                 continue
-            mu0, sd0 = (float(x) for x in shift.prior(new_point))
+            k, mu0, sd0 = got
             c = float(new_point[shift.name])
             s = self.sampler.level_shift(self.rng, c, mu0, sd0, k)
             new_point[shift.name] = np.asarray(c + s, dtype=point[shift.name].dtype)

@@ -297,7 +297,8 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
         w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n), split_prior="uniform")
         pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
-        assert [lk.family for lk in CGMTreeStep([w])._liks] == ["asymmetric_laplace"] * 2
+        step = CGMTreeStep([w])  # built once: checked here, then sampled with
+        assert [lk.family for lk in step._liks] == ["asymmetric_laplace"] * 2
         # the power check needs N_eff 760 (q = 0.25) and 600 (q = 0.75): tolerances 4.22 and
         # 4.11 / sqrt(N_eff) against TV(prior, posterior) 0.46 and 0.50.  With the uniform
         # split prior 13,000 draws give N_eff 1,028 and 884 with this seed (tolerances 0.132
@@ -307,7 +308,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
         # Output 1 on output 0's posterior is TV 0.24 away (quadrature), its mean of f 0.8 to
         # 1.8 away
         idata = pm.sample(draws=13000, tune=300, chains=2, cores=1, random_seed=41,
-                          progressbar=False, compute_convergence_checks=False)
+                          progressbar=False, compute_convergence_checks=False, step=step)
     fr = pmt.forests(idata, "w").values  # (chain, draw, output)
     ws = idata.posterior["w"].values  # (chain, draw, output, row)
     prior = _prior()
@@ -343,7 +344,8 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
         w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n))
         pm.Normal("y", mu=w[0] + C_ROWS * w[1], sigma=sigma, observed=Y_REAL)
-        assert [lk.family for lk in CGMTreeStep([w])._liks] == ["normal", "normal"]
+        step = CGMTreeStep([w], sweeps=5)  # built once: checked here, then sampled with
+        assert [lk.family for lk in step._liks] == ["normal", "normal"]
         # the outputs explain the same rows, so the Gibbs sweep over them mixes slowly: N_eff
         # per draw (two chains) 0.030 for output 0, 0.048 for output 1.  The tolerance is 4.18
         # and 4.52 / sqrt(N_eff) against TV(prior, posterior) 0.43 and 0.30, so the test has
@@ -355,8 +357,7 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
         # floor, in 25 s (26,000 draws of one sweep gave about 2,500 for output 1 in 54 to
         # 61 s; 5 sweeps looped in Python, 2,341 and 3,351 at 8,000 draws in as much time)
         idata = pm.sample(draws=8_000, tune=300, chains=2, cores=1, random_seed=43,
-                          progressbar=False, compute_convergence_checks=False,
-                          cgm_tree={"sweeps": 5})
+                          progressbar=False, compute_convergence_checks=False, step=step)
     prior = _prior()
     logs = {(p0, p1): (math.log(prior[p0]) + math.log(prior[p1]) + gaussian_log_marginal(
         Y_REAL, sigma, [(incidence_rows(p0, n), leaf_sd),
@@ -445,6 +446,59 @@ def test_likelihood_forms_are_read_from_the_graph(form):
     # log density uses the same graph, so the pieces follow it
     np.testing.assert_allclose(np.broadcast_to(a_got, 6), a, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(np.broadcast_to(b_got, 6), b, rtol=1e-6)
+
+
+def test_pieces_held_at_one_point_are_evaluated_once_and_only_there():
+    """Within ``held_at(point)`` the sweeps of one iteration evaluate the compiled pieces once
+    at that point; a new point (another noise scale) is evaluated afresh inside the block and
+    gives its own precisions, the same as outside it."""
+    from pymc_trees.bart.structure import tree_likelihood
+
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        pm.StudentT("y", nu=3.0, mu=f, sigma=pm.HalfNormal("s", 1.0), observed=Y_REAL)
+    lik = tree_likelihood(model, f, 6)
+    calls = []
+    pieces = lik.pieces
+    lik.pieces = lambda point: calls.append(1) or pieces(point)
+    point = model.initial_point()
+    other = {**point, "s_log__": point["s_log__"] + 1.0}
+    f0 = np.zeros(6)
+    z_other, w_other = lik.pseudo_data(other, 0.0, f0, np.random.default_rng(2))
+    calls.clear()
+    with lik.held_at(point):
+        for _ in range(3):
+            lik.pseudo_data(point, 0.0, f0, np.random.default_rng(1))
+        assert len(calls) == 1
+        z, w = lik.pseudo_data(other, 0.0, f0, np.random.default_rng(2))
+        assert len(calls) == 2
+    np.testing.assert_array_equal(w, w_other)
+    np.testing.assert_array_equal(z, z_other)
+    lik.pseudo_data(point, 0.0, f0, np.random.default_rng(1))
+    assert len(calls) == 3
+
+
+def test_a_level_shift_is_evaluated_once_a_chain_only_when_nothing_sampled_moves_it():
+    """The level shift's slopes and prior are kept from a chain's first iteration when no
+    sampled variable enters them, and evaluated at every point when one does (here the
+    intercept's prior mean is a model variable)."""
+    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+
+    for hyper in (False, True):
+        with pm.Model() as model:
+            f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+            mu_a = pm.Normal("mu_a", 0.0, 1.0) if hyper else 0.5
+            a = pm.Normal("a", mu_a, 2.0)
+            pm.Normal("y", mu=a + 2.0 * f, sigma=1.0, observed=Y_REAL)
+        (shift,) = level_shifts(model, f, tree_likelihood(model, f, 6))
+        assert shift.static is not hyper
+        point = model.initial_point()
+        k, mu0, sd0 = shift.terms(point, 6)
+        assert (k, sd0) == (0.5, 2.0)
+        moved = {**point, "mu_a": np.asarray(1.5)} if hyper else point
+        assert shift.terms(moved, 6)[1] == (1.5 if hyper else 0.5)
+        shift.reset()
+        assert shift.terms(moved, 6) == (0.5, 1.5 if hyper else 0.5, 2.0)
 
 
 # --- calibration per link, and the link check at sampling time ---------------------------

@@ -13,8 +13,16 @@ from numba import njit
 from polyagamma import random_polyagamma
 from scipy.special import log_ndtr, ndtri_exp
 
-__all__ = ["probit_latents", "logit_latents", "student_t_latents",
+__all__ = ["as_rows", "probit_latents", "logit_latents", "student_t_latents",
            "asymmetric_laplace_latents", "polya_gamma", "pg_mean", "pg_var"]
+
+
+def as_rows(x, shape: tuple) -> np.ndarray:
+    """``x`` as float64 of ``shape``: itself when it has that shape already, else a
+    broadcast view (``np.broadcast_to`` costs about 10 us a call, several a sweep of a small
+    model)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
 def probit_latents(rng: np.random.Generator, y: np.ndarray,
@@ -64,7 +72,8 @@ def polya_gamma(rng: np.random.Generator, h: np.ndarray, c: np.ndarray) -> np.nd
     """
     h = np.asarray(h, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
-    h, c = np.broadcast_arrays(h, c)
+    if h.shape != c.shape:
+        h, c = np.broadcast_arrays(h, c)
     out = np.zeros(h.shape)
     exact = (h > 0) & (h <= PG_DEVROYE_MAX) & (h == np.round(h))
     series = (h > 0) & ~exact
@@ -135,7 +144,7 @@ def logit_latents(rng: np.random.Generator, successes: np.ndarray, trials: np.nd
     ``successes = alpha`` and ``trials = y + alpha`` in ``eta = logit p`` (bart-math 8).
     Rows with no trials get ``omega = 0`` and ``z = 0``."""
     eta = np.asarray(eta, dtype=np.float64)
-    trials = np.broadcast_to(np.asarray(trials, dtype=np.float64), eta.shape)
+    trials = as_rows(trials, eta.shape)
     omega = polya_gamma(rng, trials, eta)
     kappa = np.asarray(successes, dtype=np.float64) - 0.5 * trials
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -149,9 +158,10 @@ def student_t_latents(rng: np.random.Generator, y: np.ndarray, eta: np.ndarray, 
     ``lambda_i ~ Gamma((nu + 1) / 2, rate = (nu + ((y_i - eta_i) / sigma_i)^2) / 2)``, then
     ``z_i = y_i`` and ``omega_i = lambda_i / sigma_i^2``."""
     eta = np.asarray(eta, dtype=np.float64)
-    nu = np.broadcast_to(np.asarray(nu, dtype=np.float64), eta.shape)
-    sigma = np.broadcast_to(np.asarray(sigma, dtype=np.float64), eta.shape)
-    y = np.broadcast_to(np.asarray(y, dtype=np.float64), eta.shape)
+    # nu and sigma as they come (numpy broadcasts them against the rows: the same draws)
+    nu = np.asarray(nu, dtype=np.float64)
+    sigma = np.asarray(sigma, dtype=np.float64)
+    y = as_rows(y, eta.shape)
     rate = 0.5 * (nu + ((y - eta) / sigma) ** 2)
     lam = rng.gamma(0.5 * (nu + 1.0), 1.0 / rate)
     return np.array(y), lam / sigma**2
@@ -171,9 +181,10 @@ def asymmetric_laplace_latents(rng: np.random.Generator, y: np.ndarray, eta: np.
     psi / 2)`` at u = 0).  Then ``z_i = y_i - theta v_i`` and ``omega_i = 1 / (tau^2 v_i)``.
     """
     eta = np.asarray(eta, dtype=np.float64)
-    b = np.broadcast_to(np.asarray(b, dtype=np.float64), eta.shape)
-    kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), eta.shape)
-    y = np.broadcast_to(np.asarray(y, dtype=np.float64), eta.shape)
+    # b and kappa as they come (numpy broadcasts them against the rows: the same draws)
+    b = np.asarray(b, dtype=np.float64)
+    kappa = np.asarray(kappa, dtype=np.float64)
+    y = as_rows(y, eta.shape)
     theta = (1.0 / kappa - kappa) / b
     tau2 = 2.0 / (b * b)
     psi = theta * theta / tau2 + 2.0
@@ -184,7 +195,7 @@ def asymmetric_laplace_latents(rng: np.random.Generator, y: np.ndarray, eta: np.
     inv_v = rng.wald(mean, psi)
     v = np.where(pos, 1.0 / inv_v, 0.0)
     if not np.all(pos):
-        v[~pos] = rng.gamma(0.5, 2.0 / psi[~pos])
+        v[~pos] = rng.gamma(0.5, 2.0 / as_rows(psi, eta.shape)[~pos])
     return y - theta * v, 1.0 / (tau2 * v)
 
 
