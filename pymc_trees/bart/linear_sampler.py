@@ -128,8 +128,8 @@ class LinearForestSampler(ForestSampler):
         return super()._forest_key() + (self.slope.tobytes(), self.lin.tobytes())
 
     def _load_tree_sums(self) -> None:
-        if not self._take_values_seen():
-            self._linear_values(0.0, self._fsum)
+        if not self._tree_sums.take_sums(self._forest_key()):
+            self._linear_values(0.0, self._tree_sums.buf)
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                   move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
@@ -149,7 +149,7 @@ class LinearForestSampler(ForestSampler):
             rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                               float(self.prior.beta), float(self.prec0))
             linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin,
-                         self.mix, z, omega, self._fsum, f.arrays(), self.slope,
+                         self.mix, z, omega, self._tree_sums.buf, f.arrays(), self.slope,
                          self._scratch, self._sums, proposed[:3], accepted[:3])
         return acceptance_rates(accepted, proposed, MOVES)
 
@@ -201,7 +201,7 @@ class LinearForestSampler(ForestSampler):
         first (any state is a valid start for the exact sweeps that follow)."""
         self._sync()
         self.slope[:] = 0.0
-        self._values_seen = None
+        self._tree_sums.forget()
         out = super().gfr_sweep(rng, z, omega)
         self._sync()
         self.slope[:] = 0.0

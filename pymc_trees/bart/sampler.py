@@ -13,6 +13,7 @@ from pymc_trees.bart.kernels.bundles import (SweepData, TreeRules, new_scratch,
                                             read_only_rows)
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
+from pymc_trees.bart.tree_sums import TreeSums
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
                                             dart_prior_draw, forest_values, mask_dtype,
                                             mask_width, new_forest, pack_forest, reweight,
@@ -227,8 +228,9 @@ class ForestSampler:
     forest: Forest = field(init=False)
     # what follows from the trees and the rows, let go by release_rows and left out of a
     # pickle (not annotated: not a dataclass field)
-    _ROW_ATTRS = ("_scratch", "_fsum", "_values_seen", "_f_in_fsum", "_gfr", "_particles",
-                  "_row_bufs", "_counts")
+    # (the trees' sum at the rows and the leaves' counts: ``_tree_sums``, which releases and
+    # pickles itself)
+    _ROW_ATTRS = ("_scratch", "_gfr", "_particles", "_row_bufs")
 
     def __post_init__(self):
         self.X = np.ascontiguousarray(self.X, dtype=np.float64)
@@ -352,15 +354,15 @@ class ForestSampler:
         self.forest = new_forest(self.prior.m, self.n, self._root_wavail,
                                  root_mask=self._root_mask[0, 0])
         self._alloc_scratch()
-        self._values_seen = None
         self._particles = None
 
     def _alloc_scratch(self) -> None:
         n, p = self._shape
         self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
                                     self.forest.capacity, bool(self.iscat.any()))
-        self._fsum = np.zeros(n)
-        self._values_seen = self._f_in_fsum = None  # a new _fsum holds no trees' sum
+        if getattr(self, "_tree_sums", None) is None:
+            self._tree_sums = TreeSums()
+        self._tree_sums.allocate(n)  # a new buffer holds no trees' sum
 
     def release_rows(self) -> None:
         """Let go of the arrays that follow from the trees and the rows: the rows' leaves and
@@ -372,6 +374,7 @@ class ForestSampler:
         f.leaf_of_row = np.zeros((f.m, 0), f.leaf_of_row.dtype)
         for name in self._ROW_ATTRS:
             setattr(self, name, None)
+        self._tree_sums.release()
 
     def ensure_rows(self) -> Forest:
         """The forest with its rows' leaves (routed again after :meth:`release_rows`), and the
@@ -380,7 +383,7 @@ class ForestSampler:
         if f.leaf_of_row.shape[1] != self.n:
             f.leaf_of_row = np.zeros((f.m, self.n), f.leaf_of_row.dtype)
             route_leaves(f.var, f.cut, f.left, f.right, self.Xb, f.leaf_of_row)
-            self._values_seen = None
+            self._tree_sums.forget()
         if getattr(self, "_scratch", None) is None:
             self._alloc_scratch()
         return f
@@ -388,23 +391,19 @@ class ForestSampler:
     def values(self) -> np.ndarray:
         """The term at the training rows, shape (n,), summed tree by tree from the offset."""
         self.ensure_rows()
-        mark = getattr(self, "_f_in_fsum", None)
-        self._f_in_fsum = None
-        if mark is not None and mark == (self._forest_key(), float(self.offset)):
-            out = self._fsum.copy()  # the last CGM sweep summed them, in tree order
-        else:
+        # the last CGM sweep summed them, in tree order, when the trees are still the same
+        out = self._tree_sums.take_values(self._forest_key(), self.offset)
+        if out is None:
             out = np.empty(self.n)
             forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
         self._remember_values(out)
         return out
 
     def _remember_values(self, out: np.ndarray) -> None:
-        """Keep the trees' sum at the training rows, ``out`` minus the offset, in ``_fsum``
-        for the next sweep (the step asks for the values after every sweep, so that sweep
-        need not sum m trees over n rows again); ``_values_seen`` holds the trees' key.
-        Writing into ``_fsum`` rather than keeping a copy of ``out`` saves n floats."""
-        np.subtract(out, float(self.offset), out=self._fsum)
-        self._values_seen = self._forest_key()
+        """Keep the trees' sum at the training rows, ``out`` minus the offset, for the next
+        sweep (:class:`~pymc_trees.bart.tree_sums.TreeSums`: the step asks for the values
+        after every sweep, so that sweep need not sum m trees over n rows again)."""
+        self._tree_sums.keep(out, float(self.offset), self._forest_key())
 
     def __getstate__(self) -> dict:
         """Pickled (PyMC sends the step to each worker process) without the per-row arrays
@@ -444,22 +443,15 @@ class ForestSampler:
                 f.value.tobytes())
 
     def _load_tree_sums(self) -> None:
-        """``self._fsum`` = the sum of the trees at the training rows (no offset): from the
-        last :meth:`values` when the trees are the same as then (the step asks for the values
-        after every sweep, so the next sweep need not sum m trees over n rows again), else
-        summed.  The two agree up to rounding."""
-        if not self._take_values_seen():
+        """The buffer of ``_tree_sums`` = the sum of the trees at the training rows (no
+        offset): from the last :meth:`values` when the trees are the same as then (the step
+        asks for the values after every sweep, so the next sweep need not sum m trees over n
+        rows again), else summed.  The two agree up to rounding."""
+        sums = self._tree_sums
+        if not sums.take_sums(self._forest_key()):
             f = self.forest
-            forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
-            self._inexact_sweeps = 0  # summed afresh
-
-    def _take_values_seen(self) -> bool:
-        """Whether ``_fsum`` holds the current trees' sum (:meth:`_remember_values`); the
-        caller is about to change ``_fsum``, so it no longer does afterwards."""
-        seen = getattr(self, "_values_seen", None)
-        self._values_seen = None
-        self._f_in_fsum = None
-        return seen is not None and seen == self._forest_key()
+            forest_values(f.value, f.leaf_of_row, 0.0, sums.buf)
+            sums.inexact = 0  # summed afresh
 
     def _forest_with_room(self, sweeps: int = 1):
         """The forest, with room for the two nodes each of ``sweeps`` sweeps may add to its
@@ -498,16 +490,17 @@ class ForestSampler:
         counts = self._leaf_counts() if same else np.zeros((0, 0))
         # the values from the residual (exact_values False), but summed exactly after
         # EXACT_VALUES_EVERY - 1 such sweeps in a row
-        inexact = getattr(self, "_inexact_sweeps", 0)
-        exact = bool(self.exact_values) or inexact >= EXACT_VALUES_EVERY - 1
+        sums = self._tree_sums
+        exact = bool(self.exact_values) or sums.inexact >= EXACT_VALUES_EVERY - 1
         cgm_sweep(rng, data, rules, move_cumprobs, read_only_rows(z),
-                  omega, float(omega[0]) if same else 0.0, self._fsum, f.arrays(),
+                  omega, float(omega[0]) if same else 0.0, sums.buf, f.arrays(),
                   self._scratch, counts, tally, float(self.offset), exact, int(sweeps))
-        self._inexact_sweeps = 0 if exact or not same else inexact + int(sweeps)
-        # _fsum now holds the offset plus the trees' values in tree order: values() takes them
-        self._f_in_fsum = (self._forest_key(), float(self.offset))
+        sums.inexact = 0 if exact or not same else sums.inexact + int(sweeps)
+        # the buffer now holds the offset plus the trees' values in tree order: values()
+        # takes them
+        sums.swept(self._forest_key(), self.offset)
         # the sweep kept the counts with equal precisions; they belong to the trees' rules
-        self._counts = (self._structure_key(), counts) if same else None
+        sums.counts = (self._structure_key(), counts) if same else None
         return acceptance_rates(tally[1], tally[0], MOVES)
 
     def _structure_key(self) -> tuple:
@@ -519,7 +512,7 @@ class ForestSampler:
         """Every leaf's number of training rows, shape (m, capacity): the ones the last sweep
         kept when the trees' rules are still the same (a sweep with equal precisions keeps
         them up to date), else counted."""
-        kept = getattr(self, "_counts", None)
+        kept = self._tree_sums.counts
         f = self.forest
         if kept is not None and kept[1].shape == f.var.shape and kept[0] == self._structure_key():
             return kept[1]
@@ -626,8 +619,8 @@ class ForestSampler:
             self._old_bfs = np.empty(f.capacity, np.int32)
             self._node_cache = new_node_cache(1 + 2 * C * 32, self.layout.q)
         z, omega = read_only_rows(z), read_only_rows(omega)
-        self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
-        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        self._tree_sums.forget()  # its buffer is rewritten
+        forest_values(f.value, f.leaf_of_row, 0.0, self._tree_sums.buf)
         sc = self._scratch
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         # the prior's numbers as given (their types decide numba's powers, hence the draws)
@@ -638,7 +631,7 @@ class ForestSampler:
                 state = rng.bit_generator.state
                 buf = PGBuffers(*self._particles, self._pool, *self._node_cache,
                                 self._old_bfs)
-                status, ch = pg_tree_update(rng, t, data, rules, z, omega, self._fsum,
+                status, ch = pg_tree_update(rng, t, data, rules, z, omega, self._tree_sums.buf,
                                             f.arrays(), buf, sc)
                 if status == OK:
                     break
@@ -653,7 +646,7 @@ class ForestSampler:
                     f.ensure_capacity(2 * f.capacity)
                     self._alloc_scratch()
                     self._old_bfs = np.empty(f.capacity, np.int32)
-                    forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+                    forest_values(f.value, f.leaf_of_row, 0.0, self._tree_sums.buf)
                     sc = self._scratch
             changed += ch
         return {"tree_changed": changed / f.m}
@@ -666,8 +659,8 @@ class ForestSampler:
         f = self.ensure_rows()
         n, p = self.n, self.layout.q
         z, omega = read_only_rows(z), read_only_rows(omega)
-        self._values_seen = self._f_in_fsum = None  # _fsum is rewritten
-        forest_values(f.value, f.leaf_of_row, 0.0, self._fsum)
+        self._tree_sums.forget()  # its buffer is rewritten
+        forest_values(f.value, f.leaf_of_row, 0.0, self._tree_sums.buf)
         if getattr(self, "_gfr", None) is None or self._gfr[-1].size != f.capacity:
             self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
         r = self._scratch.r
@@ -676,18 +669,19 @@ class ForestSampler:
         # the prior's numbers as given (their types decide numba's powers, hence the draws)
         rules = TreeRules(pr.min_leaf, pr.alpha, pr.beta, self.prec0)
         for t in range(f.m):
-            remove_tree(t, f.value, f.leaf_of_row, self._fsum, z, r)
+            remove_tree(t, f.value, f.leaf_of_row, self._tree_sums.buf, z, r)
             while True:
                 state = rng.bit_generator.state
-                status = gfr_tree(rng, t, data, rules, GFR_MAX_DEPTH, r, omega, self._fsum,
+                status = gfr_tree(rng, t, data, rules, GFR_MAX_DEPTH, r, omega,
+                                  self._tree_sums.buf,
                                   f.arrays(), self._gfr)
                 if status == GFR_OK:
                     break
                 rng.bit_generator.state = state
-                fsum = self._fsum
+                fsum = self._tree_sums.buf
                 f.ensure_capacity(2 * f.capacity)
                 self._alloc_scratch()
-                self._fsum = fsum
+                self._tree_sums.buf = fsum
                 r_old, r = r, self._scratch.r
                 r[:] = r_old
                 self._gfr = new_gfr_scratch(n, p, self.layout.max_cuts, f.capacity)
@@ -782,8 +776,9 @@ class ForestSampler:
         kept of the previous trees (their sum at the rows, particles, grow-from-root and row
         buffers) is let go."""
         self.forest = forest
-        self._gfr = self._particles = self._row_bufs = self._counts = None
+        self._gfr = self._particles = self._row_bufs = None
         self._alloc_scratch()
+        self._tree_sums.counts = None
 
     def sample_prior(self, rng: np.random.Generator) -> Forest:
         """A forest of m independent prior trees (does not touch the sampler's state)."""

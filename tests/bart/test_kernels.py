@@ -322,9 +322,9 @@ def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categ
 
 
 def test_sweep_reuses_tree_sums_only_for_the_same_trees():
-    """The tree sums a CGM sweep starts from come from the last values() (kept in ``_fsum``)
-    only while the trees (rules, links, leaf values) and ``_fsum`` are unchanged since; after
-    a level shift, new scratch or a sweep they are summed again."""
+    """The tree sums a CGM sweep starts from come from the last values() (kept in
+    ``_tree_sums``) only while the trees (rules, links, leaf values) and its buffer are
+    unchanged since; after a level shift, new scratch or a sweep they are summed again."""
     rng = np.random.default_rng(2)
     X = rng.uniform(size=(300, 3))
     y = np.sin(5 * X[:, 0]) + 0.1 * rng.standard_normal(300)
@@ -338,21 +338,27 @@ def test_sweep_reuses_tree_sums_only_for_the_same_trees():
     def check():
         fs._load_tree_sums()
         forest_values(f.value, f.leaf_of_row, 0.0, direct)
-        np.testing.assert_allclose(fs._fsum, direct, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fs._tree_sums.buf, direct, rtol=0, atol=1e-12)
 
     fs.values()
     check()  # the cached sums
-    assert fs._values_seen is None  # taken by the sweep's start, which writes _fsum
+    # taken by the sweep's start, which writes the buffer
+    assert fs._tree_sums.holds(fs._forest_key()) is None
     fs.values()
+    assert fs._tree_sums.holds(fs._forest_key()) == "sums"
     fs.level_shift(rng, 0.0, 0.0, 1.0)  # every leaf moves: the cache must not be used
-    assert fs._values_seen != fs._forest_key()
+    assert fs._tree_sums.holds(fs._forest_key()) is None
     check()
     fs.values()
-    fs._alloc_scratch()  # a new, zeroed _fsum (the forest's capacity grew)
+    fs._alloc_scratch()  # a new, zeroed buffer (the forest's capacity grew)
     check()
     fs.values()
     fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)  # starts from the cache
-    assert np.all(np.isfinite(fs._fsum)) and fs._values_seen is None
+    assert np.all(np.isfinite(fs._tree_sums.buf))
+    assert fs._tree_sums.holds(fs._forest_key()) == "values"  # for values() to take
+    swept = fs._tree_sums.buf.copy()
+    np.testing.assert_array_equal(fs.values(), swept)
+    fs.cgm_sweep(rng, y - 0.3, np.full(300, 4.0), cp)
     check()
 
 
@@ -397,7 +403,7 @@ def test_sweep_keeps_every_leafs_row_count():
 
     def check():
         f = fs.forest
-        key, kept = fs._counts
+        key, kept = fs._tree_sums.counts
         assert key == fs._structure_key()
         recount = np.zeros(f.var.shape)
         leaf_counts(f.leaf_of_row, recount)
@@ -411,7 +417,7 @@ def test_sweep_keeps_every_leafs_row_count():
     assert accepted > 0  # the trees did change
     # unequal precisions: the counts are not kept; the next equal-precision sweep counts anew
     fs.cgm_sweep(rng, y - 0.3, rng.uniform(1.0, 5.0, n), cp)
-    assert fs._counts is None
+    assert fs._tree_sums.counts is None
     fs.gfr_sweep(rng, y - 0.3, np.full(n, 4.0))
     fs.cgm_sweep(rng, y - 0.3, np.full(n, 4.0), cp)
     check()
