@@ -473,9 +473,8 @@ class _TreeStep(BlockedStep):
         return self._finish(point, stats, warm)
 
     def _pieces_held(self, point: dict) -> ExitStack:
-        """A block in which the conjugate likelihoods evaluate their pieces at ``point``
-        once (:meth:`~pymc_trees.bart.structure.TreeLikelihood.held_at`), for the sweeps of
-        one iteration that loop in Python."""
+        """A block in which the conjugate likelihoods evaluate their pieces at ``point`` once
+        (:meth:`~pymc_trees.bart.structure.TreeLikelihood.held_at`): one iteration's sweeps."""
         stack = ExitStack()
         for lik in self._joint or self._liks or [self.likelihood]:
             if isinstance(lik, TreeLikelihood):
