@@ -673,8 +673,7 @@ class ForestSampler:
             while True:
                 state = rng.bit_generator.state
                 status = gfr_tree(rng, t, data, rules, GFR_MAX_DEPTH, r, omega,
-                                  self._tree_sums.buf,
-                                  f.arrays(), self._gfr)
+                                  self._tree_sums.buf, f.arrays(), self._gfr)
                 if status == GFR_OK:
                     break
                 rng.bit_generator.state = state

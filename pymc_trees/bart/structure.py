@@ -96,6 +96,14 @@ def _compile(model, outs, inputs=(), mode=None):
     return _PointFn(model, outs, inputs, mode)
 
 
+def _held_fixed(model, outs, moved_only_in_form) -> bool:
+    """Whether no sampled variable reaches the graphs ``outs``, besides the random variables
+    ``moved_only_in_form`` (which reach them only through a shape or a difference that does
+    not depend on their value): their values can then be computed once a chain."""
+    values = set(model.value_vars) - {model.rvs_to_values[v] for v in moved_only_in_form}
+    return not any(v in values for v in ancestors(model.replace_rvs_by_values(outs)))
+
+
 @dataclass
 class TreeLikelihood:
     """The observed likelihood of a tree term, compiled to per-row arrays.
@@ -277,9 +285,7 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     outs = [y, a, b, *(par for _, par in params)]
     fn = _compile(model, outs)
     # f itself only reaches a and b through its shape (zeros_like), never through its value
-    values = set(model.value_vars) - {model.rvs_to_values[f_rv]}
-    static = not fam.draws_latents and not any(
-        v in values for v in ancestors(model.replace_rvs_by_values(outs)))
+    static = not fam.draws_latents and _held_fixed(model, outs, [f_rv])
     lik = TreeLikelihood(observed_name=obs.name, observed=obs, family=fam.name, link=fam.link,
                          eta=eta, pieces=fn, n=n, static=static)
     point = model.initial_point()
@@ -564,11 +570,9 @@ def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
         d_c = graph_replace(d_c, {f_rv: zeros}, strict=False)
         # c and f reach the slopes only through the unit difference and f's shape (mu is
         # affine in both): static when no other sampled variable does
-        values = set(model.value_vars) - {model.rvs_to_values[c], model.rvs_to_values[f_rv]}
-        static = not any(v in values for v in ancestors(
-            model.replace_rvs_by_values([d_c, d_f, mu0, sd0])))
         shift = LevelShift(name=c.name, prior=_compile(model, [mu0, sd0]),
-                           slopes=_compile(model, [d_c, d_f]), static=static)
+                           slopes=_compile(model, [d_c, d_f]),
+                           static=_held_fixed(model, [d_c, d_f, mu0, sd0], [c, f_rv]))
         if shift.ratio(model.initial_point(), lik.n) is not None:
             out.append(shift)
     return out
