@@ -150,8 +150,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
                     gk.group_log_q(rows, 0, mid, gcp, hp, vt, kl, prec0, w, S)
                     + gk.group_log_q(rows, mid, cnt, gcp, hp, vt, kr, prec0, w, S)))
                 if ok:
-                    gk.prune_commit(t, f.var, f.left, f.right, f.free, f.n_free,
-                                    f.leaf_of_row, value, idx, mu, out_i)
+                    gk.prune_commit(t, fa, value, idx, mu, out_i)
                 f_prop[:, rows] = f_cur[:, rows]
         else:
             st = gk.restructure_propose(rng, move == 3, t, data, rules, w, fa, value, gc,

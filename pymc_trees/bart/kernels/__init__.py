@@ -18,26 +18,28 @@ Every sweep and move kernel takes the bundles (``SweepData``, ``TreeRules``, ``F
 ``PGBuffers``, ``GFRScratch``) and unpacks the fields it reads (numba passes a named tuple of
 arrays as one argument, at no cost).
 
-**The four versions of a move.**  Grow, prune and change (and swap) are written in
-``cgm``, ``linear``, ``general`` and ``general_linear``; the shared-output sweep is
-``general`` with J outputs.  Their structural part is already one (``tree_edit``: the node
-picked, the rule drawn from the prior, the partition, the availability, the commit).  What
-differs is the leaf's part of the ratio: (a) the leaf's score, the conjugate marginal
-likelihood of ``(W, S)`` (``cgm``), of the five sums ``(W, Wz, Wzz, S, Sz)`` with a regressor
-that depends on the split above (``linear``), or a Newton proposal of the new leaf values
-with its prior and forward and reverse densities, finished by the caller with the exact
-log-likelihood (``general``, ``general_linear``); (b) where the row sums come from (``cgm``
-fuses them into the pass that takes the previous tree out of the residual, and rejects on
-an upper bound before counting the children's available rules; the others sum the leaf's
-rows after the proposal); (c) the move set: ``linear`` and ``general_linear`` change only a
-node above two leaves, have no swap and fixed move probabilities (0.3, 0.3, 0.4; a user's
-``move_probs`` is refused), ``cgm`` and ``general`` change any internal node with its subtree
-and swap.  One grow per kind would take the structural proposal from ``tree_edit`` and a
-leaf model with three operations: score a candidate leaf's rows (returning its statistics and
-log factor), commit them, and finish the ratio (the identity for the conjugate forms, the
-row callback for the general ones), with the fused pass and the bound as optional hooks of
-the conjugate model; numba specialises a kernel on a jitted function passed as an argument,
-so the leaf model costs no call at run time, but the change at any internal node and the
-subtree re-routing must first be given to the linear kinds (their reverse moves differ).
-Not done, and not measured.
+**The four versions of a move.**  Grow, prune and change (and swap) run in ``cgm``,
+``linear``, ``general`` and ``general_linear``; the shared-output sweep is ``general`` with J
+outputs.  The tree's part of each move is written once, in ``tree_edit``, and every sweep
+calls it: the node picked (``pick_split``/``propose_split``, ``pick_prune``,
+``pick_restructure``, ``pick_pair_rule``), the tree prior's and the proposal's part of the log
+ratio (``grow_tree_logr``, ``children_logr``, ``prune_tree_logr``, ``pair_children_logr``,
+``prior_subtree``), the swap's partner and its impossible case (``swap_partner``), and the
+edits (``split_leaf``, ``merge_children``, ``commit_children``, ``commit_subtree``,
+``restore_rules``).  What each sweep writes itself is the leaves' part: (a) the leaf's
+score, the conjugate marginal likelihood of ``(W, S)`` (``cgm``), of the five sums ``(W, Wz,
+Wzz, S, Sz)`` with a regressor that depends on the split above (``linear``), or a Newton
+proposal of the new leaf values with its prior and forward and reverse densities, finished
+by the caller with the exact log-likelihood (``general``, ``general_linear``); (b) where the
+row sums come from (``cgm`` fuses them into the pass that takes the previous tree out of the
+residual, and rejects on an upper bound before counting the children's available rules; the
+others sum the leaf's rows after the proposal); (c) the move set: ``linear`` and
+``general_linear`` change only a node above two leaves, have no swap and fixed move
+probabilities (0.3, 0.3, 0.4; a user's ``move_probs`` is refused), ``cgm`` and ``general``
+change any internal node with its subtree and swap.  A new move is its tree part here plus
+a leaf part in each sweep that takes it; a new leaf form is a new leaf part for the existing
+tree parts.  The leaves' parts are not one function with a leaf model passed in: numba
+would compile the sweep once per model anyway (a jitted function argument specialises the
+kernel), so it would save no compilation, and the linear kinds' change would first need the
+subtree re-routing of the constant ones (their reverse moves differ).
 """

@@ -16,18 +16,19 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.nodes import (alloc_node, draw_leaf_values, draw_levels, draw_rule,
-                                           free_node, log_1m_psplit, log_ml, log_psplit,
-                                           split_node)
+from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_levels, draw_rule,
+                                           log_1m_psplit, log_ml, log_psplit)
 from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, values_two,
                                               split_sums, subtree_sums)
-from pymc_trees.bart.kernels.tree_edit import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
-                                               above_leaves, accept_move, accept_u,
-                                               children_masks, collect_subtree_rows,
-                                               commit_children, commit_subtree, count_nodes,
-                                               leaf_rows, partition_rows, pick_node,
-                                               prior_subtree, prunable_after_grow,
-                                               route_segments, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, above_leaves, accept_move,
+                                               accept_u, children_logr, children_masks,
+                                               collect_subtree_rows, commit_subtree,
+                                               count_nodes, grow_tree_logr, leaf_rows,
+                                               merge_children, partition_rows, pick_node,
+                                               pick_prune, pick_restructure, prior_subtree,
+                                               prunable_after_grow, prune_tree_logr,
+                                               restore_rules, route_segments, split_leaf,
+                                               swap_partner, swap_rules)
 
 __all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "cgm_sweep", "forest_summary"]
 
@@ -61,8 +62,7 @@ def _old_subtree(t, root, skip_root_rule, forest, W, S, split_prior, rules, stac
 
 
 @numba.njit(cache=True)
-def _grow_proposal(rng, t, split_prior, var, left, right, parent, wavail, amask, n_nodes, lo,
-                   hi):
+def _grow_proposal(rng, t, split_prior, forest, lo, hi):
     """The part of a grow's proposal that the tree alone decides, drawn before the pass over
     the rows (it reads no residual): a splittable leaf uniformly, then a feature and a
     cutpoint from the prior (:func:`draw_rule`; for a categorical feature the set of levels
@@ -71,12 +71,15 @@ def _grow_proposal(rng, t, split_prior, var, left, right, parent, wavail, amask,
     after the grow; ``leaf = -1`` when no leaf can split.  Leaves the leaf's available
     cutpoints in ``lo``, ``hi``.  The random numbers are drawn in the order
     :func:`pick_split` draws them."""
+    var, left, right, parent, wavail = (forest.var, forest.left, forest.right, forest.parent,
+                                        forest.wavail)
+    n_nodes = forest.n_nodes
     b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
     if b == 0:
         return -1, 0, 0, 0, 0, 0
     ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
     w_new = prunable_after_grow(t, ell, var, left, right, parent, wavail, n_nodes)
-    load_mask(amask, t, ell, lo, hi)
+    load_mask(forest.amask, t, ell, lo, hi)
     v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
     return ell, b, w_new, v, c, nc
 
@@ -116,8 +119,7 @@ def _grow(rng, t, proposal, fusion, counts, data, rules, pg, pp, forest, scratch
         WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
     d = depth[t, ell]
     logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
-            + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
-            + math.log(pp * b) - math.log(pg * w_new))
+            + grow_tree_logr(d, b, w_new, pg, pp, alpha, beta))
     u = rng.random()
     # The children's availability enters only through their factors log(1 - p_split(d + 1))
     # <= 0, so ``logr`` bounds the full log ratio from above: when the bound already rejects,
@@ -130,14 +132,10 @@ def _grow(rng, t, proposal, fusion, counts, data, rules, pg, pp, forest, scratch
     # the children's available cutpoints, from their bin counts
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
-    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+    logr += children_logr(d, wL, wR, alpha, beta)
     if not accept_u(u, logr):
         return 0
-    kl = alloc_node(t, var, n_nodes, free, n_free)
-    kr = alloc_node(t, var, n_nodes, free, n_free)
-    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
+    kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt)
     W[kl] = WL
     S[kl] = SL
     W[kr] = WR
@@ -150,30 +148,13 @@ def _prune(rng, t, rules, pg, pp, forest, scratch):
     """A prune of tree t: a prunable node uniformly, its two leaves merged when accepted;
     -1 when no node is prunable, else 1/0 for accepted/rejected."""
     _, alpha, beta, prec0 = rules
-    var, left, right, parent, depth = (forest.var, forest.left, forest.right, forest.parent,
-                                       forest.depth)
-    wavail, free, n_free, n_nodes = forest.wavail, forest.free, forest.n_free, forest.n_nodes
     leaf_of_row, W, S = forest.leaf_of_row, scratch.W, scratch.S
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    if w == 0:
+    eta, kl, kr, w, b_new = pick_prune(rng, t, forest)
+    if eta < 0:
         return -1
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
-    kl = left[t, eta]
-    kr = right[t, eta]
-    d = depth[t, eta]
-    b_new = b + 1
-    if wavail[t, kl] > 0.0:
-        b_new -= 1
-    if wavail[t, kr] > 0.0:
-        b_new -= 1
     grow_logr = (log_ml(W[kl], S[kl], prec0) + log_ml(W[kr], S[kr], prec0)
                  - log_ml(W[kl] + W[kr], S[kl] + S[kr], prec0)
-                 + log_psplit(d, alpha, beta)
-                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
-                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
-                 - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
-                 + math.log(pp * b_new) - math.log(pg * w))
+                 + prune_tree_logr(t, eta, kl, kr, w, b_new, pg, pp, alpha, beta, forest))
     if not accept_move(rng, -grow_logr):
         return 0
     n = leaf_of_row.shape[1]
@@ -182,32 +163,23 @@ def _prune(rng, t, rules, pg, pp, forest, scratch):
         leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
     W[eta] = W[kl] + W[kr]
     S[eta] = S[kl] + S[kr]
-    var[t, eta] = LEAF
-    left[t, eta] = -1
-    right[t, eta] = -1
-    free_node(t, kl, var, free, n_free)
-    free_node(t, kr, var, free, n_free)
+    merge_children(t, eta, kl, kr, forest)
     return 1
 
 
 @numba.njit(cache=True)
-def _change_proposal(rng, is_swap, t, split_prior, var, left, right, parent, wavail, amask,
-                     n_nodes, lo, hi):
+def _change_proposal(rng, is_swap, t, split_prior, forest, lo, hi):
     """The part of a change's or a swap's proposal that the tree alone decides, drawn before
     the pass over the rows: the node (CHANGE) or the child of the parent-child pair (SWAP)
-    uniformly, and for a change the new rule's feature and cutpoint from the prior at the
-    node (as :func:`_grow_proposal`; the node keeps its rows, hence its available cutpoints,
-    which are left in ``lo``, ``hi``).  Returns ``(node, v, c)``, ``node = -1`` when no node
-    qualifies."""
-    flag = SWAPPABLE if is_swap else INTERNAL
-    count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
-    if count == 0:
-        return -1, 0, 0
-    chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
-    if is_swap:
+    uniformly (:func:`pick_restructure`), and for a change the new rule's feature and
+    cutpoint from the prior at the node (as :func:`_grow_proposal`; the node keeps its rows,
+    hence its available cutpoints, which are left in ``lo``, ``hi``).  Returns ``(node, v,
+    c)``, ``node = -1`` when no node qualifies."""
+    chosen, _, _, _ = pick_restructure(rng, is_swap, t, forest)
+    if chosen < 0 or is_swap:
         return chosen, 0, 0
-    load_mask(amask, t, chosen, lo, hi)
-    v, c, _ = draw_rule(rng, lo, hi, split_prior, wavail[t, chosen])
+    load_mask(forest.amask, t, chosen, lo, hi)
+    v, c, _ = draw_rule(rng, lo, hi, split_prior, forest.wavail[t, chosen])
     return chosen, v, c
 
 
@@ -240,17 +212,12 @@ def _change_or_swap(rng, is_swap, t, proposal, fusion, counts, data, rules, fore
     root = parent[t, chosen] if is_swap else chosen
     kl = left[t, root]
     kr = right[t, root]
-    v_root, c_root = var[t, root], cut[t, root]
-    v_l, c_l, v_r, c_r = var[t, kl], cut[t, kl], var[t, kr], cut[t, kr]
+    old_rules = (var[t, root], cut[t, root], var[t, kl], cut[t, kl], var[t, kr], cut[t, kr])
     both = False
     sib = kl
     if is_swap:
-        sib = kr if chosen == kl else kl
-        v_s, c_s = var[t, sib], cut[t, sib]
-        both = v_s >= 0 and v_s == var[t, chosen] and c_s == cut[t, chosen]
-        if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
-            # The proposal would leave both children with the same rule; its reverse move
-            # (swap with both children) does not lead back, so the move has ratio 0.
+        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
+        if not possible:
             return 0
     root_wsum = wavail[t, root]
     if fused:
@@ -294,12 +261,7 @@ def _change_or_swap(rng, is_swap, t, proposal, fusion, counts, data, rules, fore
     if accept:
         commit_subtree(t, root, forest, scratch, W, S, nW, nS)
         return 1
-    var[t, root] = v_root
-    cut[t, root] = c_root
-    var[t, kl] = v_l
-    cut[t, kl] = c_l
-    var[t, kr] = v_r
-    cut[t, kr] = c_r
+    restore_rules(t, root, kl, kr, old_rules, var, cut)
     return 0
 
 
@@ -392,13 +354,11 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
         a = b = chosen = -1
         v = c = nc = nb = w_new = 0
         if move == GROW:
-            chosen, nb, w_new, v, c, nc = _grow_proposal(rng, t, split_prior, var, left, right,
-                                                         parent, wavail, amask, n_nodes, lo, hi)
+            chosen, nb, w_new, v, c, nc = _grow_proposal(rng, t, split_prior, forest, lo, hi)
             fused = omega_const > 0.0 and chosen >= 0 and lo[v] >= 0
             a = b = chosen
         elif move != PRUNE:
-            chosen, v, c = _change_proposal(rng, move == SWAP, t, split_prior, var, left, right,
-                                            parent, wavail, amask, n_nodes, lo, hi)
+            chosen, v, c = _change_proposal(rng, move == SWAP, t, split_prior, forest, lo, hi)
             fused = (omega_const > 0.0 and move == CHANGE
                      and _fusable_change(t, chosen, v, lo, var, left, right))
             if fused:

@@ -49,13 +49,13 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (INTERNAL, PRUNABLE, SPLITTABLE_LEAF, SWAPPABLE,
-                                               children_masks, collect_subtree_rows,
-                                               commit_children, commit_subtree, count_nodes,
-                                               pick_node, prior_subtree, propose_split,
-                                               split_segment, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks,
+                                               collect_subtree_rows, commit_subtree,
+                                               grow_tree_logr, merge_children, pick_prune,
+                                               pick_restructure, prior_subtree, propose_split,
+                                               prune_tree_logr, restore_rules, split_leaf,
+                                               split_segment, swap_partner, swap_rules)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 # The leaf proposals and the row-callback protocol have their own modules; the names other
 # modules and the tests read from here (``gk.DEFENSIVE``, ``gk.call_all``, ...) stay importable.
@@ -65,8 +65,7 @@ from pymc_trees.bart.kernels.newton import (DEFENSIVE, draw_at, draw_q, group_lo
 from pymc_trees.bart.kernels.row_calls import (ROW_SIGNATURE, RowBuffers, RowState, call_all,
                                                call_rows, clean_gh, clean_ll, clean_rows, decide,
                                                gaussian_pre, gaussian_rows, new_row_buffers)
-from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
-                                           log_psplit, split_node)
+from pymc_trees.bart.kernels.nodes import draw_node_rule, log_1m_psplit, log_psplit
 
 __all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_log_q",
            "reverse_old_leaves", "grow_propose", "grow_commit", "prune_propose", "prune_commit",
@@ -115,10 +114,8 @@ def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
     d = depth[t, ell]
     draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
     draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
-    logr = (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
-            + log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
-            + math.log(pp * nb) - math.log(pg * w_new)
+    logr = (grow_tree_logr(d, nb, w_new, pg, pp, alpha, beta)
+            + children_logr(d, wL, wR, alpha, beta)
             + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
             - q_at(mu, 0, S[0], S[1], 0, prec0, w) - q_at(mu, 1, S[0], S[1], 1, prec0, w))
     out_i[0] = ell
@@ -137,15 +134,9 @@ def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
 def grow_commit(t, forest, value, idx, nmask, b):
     """Carry out the grow that :func:`grow_propose` described in the :class:`RowBuffers`
     ``b`` (its ``out_i``, ``mu``, ``out_f``)."""
-    (var, cut, left, right, parent, depth, _, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
     mu, out_i, out_f = b.mu, b.out_i, b.out_f
     ell, v, c, nc, cnt, mid = out_i[0], out_i[1], out_i[2], out_i[3], out_i[4], out_i[5]
-    kl = alloc_node(t, var, n_nodes, free, n_free)
-    kr = alloc_node(t, var, n_nodes, free, n_free)
-    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    commit_children(t, kl, kr, out_f[1], out_f[2], wavail, amask, nmask, leaf_of_row, idx,
-                    mid, cnt)
+    kl, kr = split_leaf(t, ell, v, c, nc, out_f[1], out_f[2], forest, nmask, idx, mid, cnt)
     for j in range(value.shape[0]):
         value[j, t, kl] = mu[j, 0]
         value[j, t, kr] = mu[j, 1]
@@ -182,31 +173,14 @@ def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
     densities of the two leaves' values.  ``b`` the :class:`RowBuffers` (its ``S``, ``mu``,
     ``out_i``, ``out_f``)."""
     _, alpha, beta, prec0 = rules
-    var, left, right, parent, depth = (forest.var, forest.left, forest.right, forest.parent,
-                                       forest.depth)
-    wavail, n_nodes, leaf_of_row = forest.wavail, forest.n_nodes, forest.leaf_of_row
     S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
-    n_prunable = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    if n_prunable == 0:
+    node, kl, kr, n_prunable, b_new = pick_prune(rng, t, forest)
+    if node < 0:
         return -1
-    nb = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    node = pick_node(rng, t, PRUNABLE, n_prunable, var, left, right, parent, wavail, n_nodes)
-    kl = left[t, node]
-    kr = right[t, node]
-    d = depth[t, node]
-    b_new = nb + 1
-    if wavail[t, kl] > 0.0:
-        b_new -= 1
-    if wavail[t, kr] > 0.0:
-        b_new -= 1
-    cnt, mid = two_leaf_rows(t, kl, kr, leaf_of_row, idx)
+    cnt, mid = two_leaf_rows(t, kl, kr, forest.leaf_of_row, idx)
     group_sums(idx, 0, cnt, g, h, S, 0)
     draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
-    struct = (log_psplit(d, alpha, beta)
-              + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
-              + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
-              - log_1m_psplit(d, alpha, beta, wavail[t, node] > 0.0)
-              + math.log(pp * b_new) - math.log(pg * n_prunable))
+    struct = prune_tree_logr(t, node, kl, kr, n_prunable, b_new, pg, pp, alpha, beta, forest)
     vt = value[:, t]
     out_i[0] = node
     out_i[1] = cnt
@@ -217,20 +191,18 @@ def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
 
 
 @numba.njit(cache=True)
-def prune_commit(t, var, left, right, free, n_free, leaf_of_row, value, idx, mu, out_i):
-    """Carry out the prune that :func:`prune_propose` described."""
+def prune_commit(t, forest, value, idx, mu, out_i):
+    """Carry out the prune that :func:`prune_propose` described (``forest`` a
+    ``ForestArrays``)."""
     node, cnt = out_i[0], out_i[1]
-    kl = left[t, node]
-    kr = right[t, node]
+    kl = forest.left[t, node]
+    kr = forest.right[t, node]
+    leaf_of_row = forest.leaf_of_row
     for q in range(cnt):
         leaf_of_row[t, idx[q]] = node
     for j in range(value.shape[0]):
         value[j, t, node] = mu[j, 0]
-    var[t, node] = LEAF
-    left[t, node] = -1
-    right[t, node] = -1
-    free_node(t, kl, var, free, n_free)
-    free_node(t, kr, var, free, n_free)
+    merge_children(t, node, kl, kr, forest)
 
 
 @numba.njit(cache=True)
@@ -308,37 +280,27 @@ def restructure_propose(rng, is_swap, t, data, rules, w, forest, value, g, h, sc
     :class:`RowBuffers` (its ``nV``, ``S``, ``out_i``, ``out_f``)."""
     Xb, XbT, split_prior = data.Xb, data.XbT, data.split_prior
     min_leaf, alpha, beta, prec0 = rules
-    var, cut, left, right, parent, depth = (forest.var, forest.cut, forest.left, forest.right,
-                                            forest.parent, forest.depth)
-    wavail, ncut, amask, n_nodes = forest.wavail, forest.ncut, forest.amask, forest.n_nodes
+    var, cut, left, right, depth = (forest.var, forest.cut, forest.left, forest.right,
+                                    forest.depth)
+    wavail, ncut, amask = forest.wavail, forest.ncut, forest.amask
     leaf_of_row = forest.leaf_of_row
     idx, lo, hi, stack, in_sub = sc.idx, sc.lo, sc.hi, sc.stack, sc.in_sub
     nV, S, out_i, out_f = b.nV, b.S, b.out_i, b.out_f
-    flag = SWAPPABLE if is_swap else INTERNAL
-    count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
-    if count == 0:
+    chosen, root, kl, kr = pick_restructure(rng, is_swap, t, forest)
+    if chosen < 0:
         return -1
-    chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
-    root = parent[t, chosen] if is_swap else chosen
-    kl = left[t, root]
-    kr = right[t, root]
-    v_root, c_root = var[t, root], cut[t, root]
-    v_l, c_l, v_r, c_r = var[t, kl], cut[t, kl], var[t, kr], cut[t, kr]
     out_i[0] = root
-    out_i[2] = v_root
-    out_i[3] = c_root
-    out_i[4] = v_l
-    out_i[5] = c_l
-    out_i[6] = v_r
-    out_i[7] = c_r
+    out_i[2] = var[t, root]
+    out_i[3] = cut[t, root]
+    out_i[4] = var[t, kl]
+    out_i[5] = cut[t, kl]
+    out_i[6] = var[t, kr]
+    out_i[7] = cut[t, kr]
     both = False
     sib = kl
     if is_swap:
-        sib = kr if chosen == kl else kl
-        v_s, c_s = var[t, sib], cut[t, sib]
-        both = v_s >= 0 and v_s == var[t, chosen] and c_s == cut[t, chosen]
-        if not both and v_s >= 0 and v_s == v_root and c_s == c_root:
-            # both children would carry the same rule; the reverse move does not lead back
+        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
+        if not possible:
             return 0
     cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
     out_i[1] = cnt
@@ -441,14 +403,8 @@ def restructure_commit(t, root, forest, sc, value, b):
 def restructure_revert(t, var, cut, left, right, out_i):
     """Put back the rules that :func:`restructure_propose` changed."""
     root = out_i[0]
-    kl = left[t, root]
-    kr = right[t, root]
-    var[t, root] = out_i[2]
-    cut[t, root] = out_i[3]
-    var[t, kl] = out_i[4]
-    cut[t, kl] = out_i[5]
-    var[t, kr] = out_i[6]
-    cut[t, kr] = out_i[7]
+    restore_rules(t, root, left[t, root], right[t, root],
+                  (out_i[2], out_i[3], out_i[4], out_i[5], out_i[6], out_i[7]), var, cut)
 
 
 @numba.njit(cache=True)
@@ -684,8 +640,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
-                    prune_commit(t, f.var, f.left, f.right, f.free, f.n_free, f.leaf_of_row,
-                                 value, sc.idx, b.mu, b.out_i)
+                    prune_commit(t, f, value, sc.idx, b.mu, b.out_i)
         else:
             s = restructure_propose(rng, move == 3, t, data, rules, w, f, value, b.gc, st.h, sc,
                                     b)

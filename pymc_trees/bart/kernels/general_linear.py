@@ -32,16 +32,15 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, SPLITTABLE_LEAF, children_masks,
-                                               commit_children, count_nodes, partition_rows,
-                                               pick_node, propose_split)
-from pymc_trees.bart.kernels.forest import LEAF, load_mask
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, commit_children,
+                                               grow_tree_logr, merge_children,
+                                               pair_children_logr, pick_pair_rule, pick_prune,
+                                               propose_split, prune_tree_logr, split_leaf)
+from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.general import two_leaf_rows
 from pymc_trees.bart.kernels.newton import DEFENSIVE, log_mixture
 from pymc_trees.bart.kernels.row_calls import clean_gh, clean_ll, decide
 from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
-from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
-                                           log_psplit, split_node)
 
 __all__ = ["linear_leaf_log_q", "linear_leaf_prior", "draw_linear_q", "general_linear_sweep",
            "new_linear_buffers", "LinearBuffers"]
@@ -225,10 +224,8 @@ def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
     d = f.depth[t, ell]
     ro = reg[ell]
     o0, o1 = f.value[t, ell], slope[t, ell]
-    logr = (log_psplit(d, rules.alpha, rules.beta) - log_1m_psplit(d, rules.alpha, rules.beta, True)
-            + log_1m_psplit(d + 1, rules.alpha, rules.beta, wL > 0.0)
-            + log_1m_psplit(d + 1, rules.alpha, rules.beta, wR > 0.0)
-            + math.log(nb) - math.log(w_new)
+    logr = (grow_tree_logr(d, nb, w_new, 1.0, 1.0, rules.alpha, rules.beta)
+            + children_logr(d, wL, wR, rules.alpha, rules.beta)
             + leaves - linear_leaf_prior(o0, o1, ro >= 0, prec0))
     logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
     W, Wz, Wzz, S, Sz = _sums(b.rows, 0, cnt, ro, Z, b.gc_p, b.h_p)
@@ -236,12 +233,7 @@ def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
     ok = decide(rng, logr)
     if ok:
         _keep(b.rows, cnt, st, b)
-        kl = alloc_node(t, f.var, f.n_nodes, f.free, f.n_free)
-        kr = alloc_node(t, f.var, f.n_nodes, f.free, f.n_free)
-        split_node(t, ell, v, c, nc, kl, kr, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
-                   f.depth)
-        commit_children(t, kl, kr, wL, wR, f.wavail, f.amask, sc.nmask, f.leaf_of_row, idx, mid,
-                        cnt)
+        kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, f, sc.nmask, idx, mid, cnt)
         reg[ell] = -1
         _set_children(t, kl, kr, j, kid, f, slope, reg)
     _reset(b, st, cnt)
@@ -252,31 +244,16 @@ def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
 def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
     """Returns -1 when no node is prunable, else 1/0."""
     prec0 = rules.prec0
-    alpha, beta = rules.alpha, rules.beta
-    w = count_nodes(t, PRUNABLE, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
-    if w == 0:
+    eta, kl, kr, w, b_new = pick_prune(rng, t, f)
+    if eta < 0:
         return -1
-    nb = count_nodes(t, SPLITTABLE_LEAF, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
-    eta = pick_node(rng, t, PRUNABLE, w, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
-    kl = f.left[t, eta]
-    kr = f.right[t, eta]
-    d = f.depth[t, eta]
-    b_new = nb + 1
-    if f.wavail[t, kl] > 0.0:
-        b_new -= 1
-    if f.wavail[t, kr] > 0.0:
-        b_new -= 1
     par = f.parent[t, eta]
     j = regcol[f.var[t, par]] if par >= 0 and lt else -1  # the merged leaf's regressor
     idx = sc.idx
     cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
     W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
     m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
-    struct = (log_psplit(d, alpha, beta)
-              + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
-              + log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
-              - log_1m_psplit(d, alpha, beta, f.wavail[t, eta] > 0.0)
-              + math.log(b_new) - math.log(w))
+    struct = prune_tree_logr(t, eta, kl, kr, w, b_new, 1.0, 1.0, rules.alpha, rules.beta, f)
     rl, rr = reg[kl], reg[kr]
     logr = (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
             - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
@@ -297,11 +274,7 @@ def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
         reg[eta] = j
         reg[kl] = -1
         reg[kr] = -1
-        f.var[t, eta] = LEAF
-        f.left[t, eta] = -1
-        f.right[t, eta] = -1
-        free_node(t, kl, f.var, f.free, f.n_free)
-        free_node(t, kr, f.var, f.free, f.n_free)
+        merge_children(t, eta, kl, kr, f)
     _reset(b, st, cnt)
     return 1 if ok else 0
 
@@ -312,35 +285,17 @@ def _change(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_f
     them; the move keeps them so), the children's coefficients from their q.  The rule's
     probability cancels between prior and proposal.  Returns -1 when impossible, else 1/0."""
     prec0 = rules.prec0
-    alpha, beta = rules.alpha, rules.beta
-    w = count_nodes(t, PRUNABLE, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
-    if w == 0:
-        return -1
-    eta = pick_node(rng, t, PRUNABLE, w, f.var, f.left, f.right, f.parent, f.wavail, f.n_nodes)
-    kl = f.left[t, eta]
-    kr = f.right[t, eta]
     idx = sc.idx
     # the rows in increasing order (the rule's draw reads them; the old children's split
     # point is not needed: each row's old leaf is in leaf_of_row)
-    n = f.leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        lf = f.leaf_of_row[t, i]
-        idx[cnt] = i
-        cnt += (lf == kl) | (lf == kr)
-    load_mask(f.amask, t, eta, sc.lo, sc.hi)
-    v, c, nc = draw_node_rule(rng, sc.lo, sc.hi, data.split_prior, f.wavail[t, eta], data.Xb,
-                              idx, 0, cnt, rules.min_leaf)
-    mid = partition_rows(data.XbT, idx, 0, cnt, v, c, sc.tmp)
+    eta, kl, kr, cnt, v, c, nc, mid = pick_pair_rule(rng, t, data, rules.min_leaf, f, sc)
+    if eta < 0:
+        return -1
     j = regcol[v] if lt else -1
     kid = b.kid
     wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
-    d = f.depth[t, eta]
     rl, rr = reg[kl], reg[kr]
-    logr = (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0)
-            - log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kl] > 0.0)
-            - log_1m_psplit(d + 1, alpha, beta, f.wavail[t, kr] > 0.0)
+    logr = (pair_children_logr(t, eta, kl, kr, wL, wR, rules.alpha, rules.beta, f)
             + leaves
             - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
             - linear_leaf_prior(f.value[t, kr], slope[t, kr], rr >= 0, prec0))

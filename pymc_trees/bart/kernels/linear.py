@@ -29,12 +29,12 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, SPLITTABLE_LEAF, accept_move, accept_u,
-                                               children_masks, commit_children, count_nodes,
-                                               partition_rows, pick_node, propose_split)
-from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.nodes import (alloc_node, draw_node_rule, free_node, log_1m_psplit,
-                                           log_psplit, split_node)
+from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.kernels.tree_edit import (accept_move, accept_u, children_logr,
+                                               children_masks, commit_children,
+                                               grow_tree_logr, merge_children,
+                                               pair_children_logr, pick_pair_rule, pick_prune,
+                                               propose_split, prune_tree_logr, split_leaf)
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
@@ -195,8 +195,6 @@ def _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
     min_leaf, alpha, beta, prec0 = rules
     regcol, Z = lrows
     W, Wz, Wzz, S, Sz, reg = sums
-    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
     r, idx, hist, lo, hi, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi,
                                    scratch.nmask)
     ell, b, w_new, cnt, v, c, nc, mid = propose_split(rng, t, data, min_leaf, forest, scratch)
@@ -205,25 +203,20 @@ def _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
     j = regcol[v] if active else -1  # the children's regressor
     WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
     WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
-    d = depth[t, ell]
+    d = forest.depth[t, ell]
     logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
             + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
             - linear_log_ml(W[ell], Wz[ell], Wzz[ell], S[ell], Sz[ell], reg[ell] >= 0, prec0)
-            + log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
-            + math.log(b) - math.log(w_new))
+            + grow_tree_logr(d, b, w_new, 1.0, 1.0, alpha, beta))
     u = rng.random()
     if not accept_u(u, logr):
         return 0
     wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
                             hi, nmask)
-    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+    logr += children_logr(d, wL, wR, alpha, beta)
     if not accept_u(u, logr):
         return 0
-    kl = alloc_node(t, var, n_nodes, free, n_free)
-    kr = alloc_node(t, var, n_nodes, free, n_free)
-    split_node(t, ell, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
-    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
+    kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt)
     W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
     W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
     reg[ell] = -1
@@ -238,23 +231,11 @@ def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
     _, alpha, beta, prec0 = rules
     regcol, Z = lrows
     W, Wz, Wzz, S, Sz, reg = sums
-    var, left, right, parent, depth = (forest.var, forest.left, forest.right, forest.parent,
-                                       forest.depth)
-    wavail, free, n_free, n_nodes = forest.wavail, forest.free, forest.n_free, forest.n_nodes
-    leaf_of_row, r, idx = forest.leaf_of_row, scratch.r, scratch.idx
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    if w == 0:
+    var, parent, leaf_of_row = forest.var, forest.parent, forest.leaf_of_row
+    r, idx = scratch.r, scratch.idx
+    eta, kl, kr, w, b_new = pick_prune(rng, t, forest)
+    if eta < 0:
         return -1
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
-    kl = left[t, eta]
-    kr = right[t, eta]
-    d = depth[t, eta]
-    b_new = b + 1
-    if wavail[t, kl] > 0.0:
-        b_new -= 1
-    if wavail[t, kr] > 0.0:
-        b_new -= 1
     par = parent[t, eta]
     j = regcol[var[t, par]] if par >= 0 and active else -1  # the merged leaf's regressor
     n = leaf_of_row.shape[1]
@@ -267,11 +248,7 @@ def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
     grow_logr = (linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
                  + linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
                  - linear_log_ml(Wm, Wzm, Wzzm, Sm, Szm, j >= 0, prec0)
-                 + log_psplit(d, alpha, beta)
-                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
-                 + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
-                 - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
-                 + math.log(b_new) - math.log(w))
+                 + prune_tree_logr(t, eta, kl, kr, w, b_new, 1.0, 1.0, alpha, beta, forest))
     if not accept_move(rng, -grow_logr):
         return 0
     for q in range(cnt):
@@ -280,64 +257,43 @@ def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
     reg[eta] = j
     reg[kl] = -1
     reg[kr] = -1
-    var[t, eta] = LEAF
-    left[t, eta] = -1
-    right[t, eta] = -1
-    free_node(t, kl, var, free, n_free)
-    free_node(t, kr, var, free, n_free)
+    merge_children(t, eta, kl, kr, forest)
     return 1
 
 
 @numba.njit(cache=True)
 def _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
     """A new rule from the prior at a node whose children are both leaves (chosen uniformly
-    among such nodes, which the move keeps so); the rule's probability cancels between prior
-    and proposal, leaving the children's marginal likelihoods and their factors
-    ``1 - p_split`` (their availability may change).  -1 when impossible, else 1/0."""
-    Xb, XbT, ncuts, iscat, split_prior = data
+    among such nodes, which the move keeps so; :func:`pick_pair_rule`); the rule's
+    probability cancels between prior and proposal, leaving the children's marginal
+    likelihoods and their factors ``1 - p_split`` (their availability may change).  -1 when
+    impossible, else 1/0."""
+    XbT, ncuts, iscat, split_prior = data.XbT, data.ncuts, data.iscat, data.split_prior
     min_leaf, alpha, beta, prec0 = rules
     regcol, Z = lrows
     W, Wz, Wzz, S, Sz, reg = sums
-    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
-    r, idx, hist, lo, hi, tmp, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo,
-                                        scratch.hi, scratch.tmp, scratch.nmask)
-    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
-    if w == 0:
+    r, idx, hist, lo, hi, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi,
+                                   scratch.nmask)
+    eta, kl, kr, cnt, v, c, nc, mid = pick_pair_rule(rng, t, data, min_leaf, forest, scratch)
+    if eta < 0:
         return -1
-    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
-    kl = left[t, eta]
-    kr = right[t, eta]
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        lf = leaf_of_row[t, i]
-        idx[cnt] = i
-        cnt += (lf == kl) | (lf == kr)
-    load_mask(amask, t, eta, lo, hi)
-    v, c, nc = draw_node_rule(rng, lo, hi, split_prior, wavail[t, eta], Xb, idx, 0, cnt,
-                              min_leaf)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
     j = regcol[v] if active else -1
     WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
     WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
-    d = depth[t, eta]
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
     logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
             + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
             - linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
             - linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
-            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
-            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0))
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
-    logr += (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
-             + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+            + pair_children_logr(t, eta, kl, kr, wL, wR, alpha, beta, forest))
     if not accept_move(rng, logr):
         return 0
-    var[t, eta] = v
-    cut[t, eta] = c
-    ncut[t, eta] = nc
-    commit_children(t, kl, kr, wL, wR, wavail, amask, nmask, leaf_of_row, idx, mid, cnt)
+    forest.var[t, eta] = v
+    forest.cut[t, eta] = c
+    forest.ncut[t, eta] = nc
+    commit_children(t, kl, kr, wL, wR, forest.wavail, forest.amask, nmask, forest.leaf_of_row,
+                    idx, mid, cnt)
     W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
     W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
     reg[kl] = j

@@ -5,8 +5,13 @@ output) and by Particle Gibbs: the node classes a move picks from (:func:`count_
 :func:`split_segment`, :func:`route_segments`), the children's and a subtree's available
 rules (:func:`children_masks`, :func:`prior_subtree`) and the commits of an accepted move
 (:func:`commit_children`, :func:`commit_subtree`, :func:`swap_rules`); the Metropolis decision
-(:func:`accept_move`, :func:`accept_u`).  None of them reads a residual or a likelihood: the
-row sums are in :mod:`pymc_trees.bart.kernels.row_sums`."""
+(:func:`accept_move`, :func:`accept_u`).  At the end, the tree's part of each move, which
+every sweep calls and adds its leaves' part to: the node of a prune, a change or a swap
+(:func:`pick_prune`, :func:`pick_pair_rule`, :func:`pick_restructure`, :func:`swap_partner`),
+the tree prior's and the proposal's log ratio (:func:`grow_tree_logr`, :func:`children_logr`,
+:func:`prune_tree_logr`, :func:`pair_children_logr`) and the edits (:func:`split_leaf`,
+:func:`merge_children`, :func:`restore_rules`).  None of them reads a residual or a
+likelihood: the row sums are in :mod:`pymc_trees.bart.kernels.row_sums`."""
 
 from __future__ import annotations
 
@@ -16,14 +21,17 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask, store_mask
-from pymc_trees.bart.kernels.nodes import (availability_below, draw_node_rule, log_1m_psplit,
-                                           node_availability, rule_valid)
+from pymc_trees.bart.kernels.nodes import (alloc_node, availability_below, draw_node_rule,
+                                           free_node, log_1m_psplit, log_psplit,
+                                           node_availability, rule_valid, split_node)
 
 __all__ = ["SPLITTABLE_LEAF", "PRUNABLE", "INTERNAL", "SWAPPABLE", "partition_rows", "accept_move",
            "accept_u", "count_nodes", "pick_node", "propose_split", "pick_split", "leaf_rows",
            "leaf_rule", "prunable_after_grow", "children_masks", "commit_children",
            "split_segment", "route_segments", "prior_subtree", "commit_subtree",
-           "collect_subtree_rows", "swap_rules"]
+           "collect_subtree_rows", "swap_rules", "grow_tree_logr", "children_logr", "split_leaf",
+           "pick_prune", "prune_tree_logr", "merge_children", "pick_pair_rule",
+           "pair_children_logr", "pick_restructure", "swap_partner", "restore_rules"]
 
 @numba.njit(cache=True)
 def partition_rows(XbT, idx, start, end, v, c, tmp):
@@ -402,3 +410,176 @@ def swap_rules(t, root, chosen, sib, both, var, cut):
     if both:
         var[t, sib] = v_root
         cut[t, sib] = c_root
+
+
+# The tree's part of each move, written once: every sweep (conjugate, linear, general, linear
+# in the general step) picks its node, scores the tree prior and the proposal, and edits the
+# tree through these; only the leaves' part of the ratio is its own.
+
+@numba.njit(cache=True, inline="always")
+def grow_tree_logr(d, nb, w_new, pg, pp, alpha, beta):
+    """The tree's part of a grow's log ratio at a leaf of depth ``d`` whose children are not
+    yet counted: ``log p_split(d) - log(1 - p_split(d))`` (the leaf was splittable) plus the
+    proposal's ``log(pp * nb) - log(pg * w_new)`` (``nb`` splittable leaves before, ``w_new``
+    prunable nodes after; ``pg = pp = 1`` where grow and prune are equally likely).  The
+    children's factors are :func:`children_logr`."""
+    return (log_psplit(d, alpha, beta) - log_1m_psplit(d, alpha, beta, True)
+            + math.log(pp * nb) - math.log(pg * w_new))
+
+
+@numba.njit(cache=True, inline="always")
+def children_logr(d, wL, wR, alpha, beta):
+    """The prior factors ``log(1 - p_split(d + 1))`` of two new leaves below a node of depth
+    ``d``, with available weights ``wL``, ``wR`` (a leaf without an available rule has
+    factor 1)."""
+    return (log_1m_psplit(d + 1, alpha, beta, wL > 0.0)
+            + log_1m_psplit(d + 1, alpha, beta, wR > 0.0))
+
+
+@numba.njit(cache=True, inline="always")
+def split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt):
+    """Carry out an accepted grow of leaf ``ell`` of tree t with rule ``(v, c)`` (``nc``
+    cutpoints available): two nodes allocated, the rule set, the children given their
+    available weights, the masks :func:`children_masks` kept in ``nmask`` and their rows
+    ``idx[:mid]``, ``idx[mid:cnt]``.  Returns the children ``(kl, kr)``."""
+    var, n_nodes, free, n_free = forest.var, forest.n_nodes, forest.free, forest.n_free
+    kl = alloc_node(t, var, n_nodes, free, n_free)
+    kr = alloc_node(t, var, n_nodes, free, n_free)
+    split_node(t, ell, v, c, nc, kl, kr, var, forest.cut, forest.ncut, forest.left,
+               forest.right, forest.parent, forest.depth)
+    commit_children(t, kl, kr, wL, wR, forest.wavail, forest.amask, nmask, forest.leaf_of_row,
+                    idx, mid, cnt)
+    return kl, kr
+
+
+@numba.njit(cache=True, inline="always")
+def pick_prune(rng, t, forest):
+    """A prune's node: a prunable node of tree t (both children leaves) uniformly.  Returns
+    ``(node, kl, kr, w, b_new)``: its children, the tree's prunable nodes ``w`` and its
+    splittable leaves after the prune ``b_new``; ``node = -1`` when no node is prunable."""
+    var, left, right, parent, wavail, n_nodes = (forest.var, forest.left, forest.right,
+                                                 forest.parent, forest.wavail, forest.n_nodes)
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if w == 0:
+        return -1, 0, 0, 0, 0
+    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
+    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    kl = left[t, eta]
+    kr = right[t, eta]
+    b_new = b + 1
+    if wavail[t, kl] > 0.0:
+        b_new -= 1
+    if wavail[t, kr] > 0.0:
+        b_new -= 1
+    return eta, kl, kr, w, b_new
+
+
+@numba.njit(cache=True, inline="always")
+def prune_tree_logr(t, eta, kl, kr, w, b_new, pg, pp, alpha, beta, forest):
+    """The tree's part of the log ratio of the grow that a prune of node ``eta`` (children
+    ``kl``, ``kr``; :func:`pick_prune`'s ``w``, ``b_new``) undoes; the prune's own is its
+    negative.  The node's split and its leaves' factors against the merged leaf's, and the
+    proposal's ``log(pp * b_new) - log(pg * w)``."""
+    d = forest.depth[t, eta]
+    wavail = forest.wavail
+    return (log_psplit(d, alpha, beta)
+            + log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+            + log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0)
+            - log_1m_psplit(d, alpha, beta, wavail[t, eta] > 0.0)
+            + math.log(pp * b_new) - math.log(pg * w))
+
+
+@numba.njit(cache=True, inline="always")
+def merge_children(t, eta, kl, kr, forest):
+    """Carry out an accepted prune's edit of the tree: node ``eta`` becomes a leaf and its
+    children ``kl``, ``kr`` are freed (the caller moves their rows and statistics)."""
+    var = forest.var
+    var[t, eta] = LEAF
+    forest.left[t, eta] = -1
+    forest.right[t, eta] = -1
+    free_node(t, kl, var, forest.free, forest.n_free)
+    free_node(t, kr, var, forest.free, forest.n_free)
+
+
+@numba.njit(cache=True, inline="always")
+def pick_pair_rule(rng, t, data, min_leaf, forest, scratch):
+    """The proposal of a change at a node above two leaves (the linear sweeps' change): such
+    a node uniformly, its rows into ``idx[:cnt]`` in increasing order, a new rule from the
+    prior at the node (which keeps its rows, so its available cutpoints), the rows
+    partitioned by it (``idx[:mid]`` left).  Returns ``(node, kl, kr, cnt, v, c, nc, mid)``,
+    ``node = -1`` when no node qualifies."""
+    var, left, right, parent, wavail, n_nodes = (forest.var, forest.left, forest.right,
+                                                 forest.parent, forest.wavail, forest.n_nodes)
+    leaf_of_row, idx, lo, hi = forest.leaf_of_row, scratch.idx, scratch.lo, scratch.hi
+    w = count_nodes(t, PRUNABLE, var, left, right, parent, wavail, n_nodes)
+    if w == 0:
+        return -1, 0, 0, 0, 0, 0, 0, 0
+    eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
+    kl = left[t, eta]
+    kr = right[t, eta]
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        lf = leaf_of_row[t, i]
+        idx[cnt] = i
+        cnt += (lf == kl) | (lf == kr)
+    load_mask(forest.amask, t, eta, lo, hi)
+    v, c, nc = draw_node_rule(rng, lo, hi, data.split_prior, wavail[t, eta], data.Xb, idx, 0,
+                              cnt, min_leaf)
+    mid = partition_rows(data.XbT, idx, 0, cnt, v, c, scratch.tmp)
+    return eta, kl, kr, cnt, v, c, nc, mid
+
+
+@numba.njit(cache=True, inline="always")
+def pair_children_logr(t, eta, kl, kr, wL, wR, alpha, beta, forest):
+    """The tree's part of a change at node ``eta`` above the leaves ``kl``, ``kr``: the new
+    children's factors (available weights ``wL``, ``wR``) against the old ones'.  The rule's
+    prior probability cancels with its proposal's."""
+    d = forest.depth[t, eta]
+    wavail = forest.wavail
+    return (children_logr(d, wL, wR, alpha, beta)
+            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kl] > 0.0)
+            - log_1m_psplit(d + 1, alpha, beta, wavail[t, kr] > 0.0))
+
+
+@numba.njit(cache=True, inline="always")
+def pick_restructure(rng, is_swap, t, forest):
+    """The node of a change (any internal node) or of a swap (a child whose parent is
+    internal: the pair's child), uniformly.  Returns ``(chosen, root, kl, kr)``: the subtree
+    the move rewrites is below ``root`` (the chosen node for a change, its parent for a
+    swap), ``kl``, ``kr`` the root's children; ``chosen = -1`` when no node qualifies."""
+    var, left, right, parent, wavail, n_nodes = (forest.var, forest.left, forest.right,
+                                                 forest.parent, forest.wavail, forest.n_nodes)
+    flag = SWAPPABLE if is_swap else INTERNAL
+    count = count_nodes(t, flag, var, left, right, parent, wavail, n_nodes)
+    if count == 0:
+        return -1, 0, 0, 0
+    chosen = pick_node(rng, t, flag, count, var, left, right, parent, wavail, n_nodes)
+    root = parent[t, chosen] if is_swap else chosen
+    return chosen, root, left[t, root], right[t, root]
+
+
+@numba.njit(cache=True, inline="always")
+def swap_partner(t, chosen, root, kl, kr, var, cut):
+    """For a swap of ``chosen`` with its parent ``root`` (children ``kl``, ``kr``): ``(sib,
+    both, possible)``, the sibling, whether it carries the chosen child's rule too (then both
+    children take the parent's), and False when the swap has prior ratio 0 (the sibling
+    carries the parent's rule: both children would end with the same rule, and the reverse
+    swap does not lead back)."""
+    sib = kr if chosen == kl else kl
+    v_s, c_s = var[t, sib], cut[t, sib]
+    both = v_s >= 0 and v_s == var[t, chosen] and c_s == cut[t, chosen]
+    possible = both or not (v_s >= 0 and v_s == var[t, root] and c_s == cut[t, root])
+    return sib, both, possible
+
+
+@numba.njit(cache=True, inline="always")
+def restore_rules(t, root, kl, kr, old, var, cut):
+    """Put back the rules of ``root`` and its children ``kl``, ``kr`` after a rejected change
+    or swap; ``old = (v_root, c_root, v_l, c_l, v_r, c_r)`` as they were before."""
+    var[t, root] = old[0]
+    cut[t, root] = old[1]
+    var[t, kl] = old[2]
+    cut[t, kl] = old[3]
+    var[t, kr] = old[4]
+    cut[t, kr] = old[5]
