@@ -17,9 +17,9 @@ extensions = [
     "numpydoc",
 ]
 
-# The notebooks are jupytext percent scripts (docs/notebooks/*.py), the same files the test
-# suite runs; they are executed at build time with the small sizes CI uses, so the site never
-# shows output the code no longer produces.
+# The notebooks are jupytext percent scripts (docs/notebooks/*.py); they are executed at build
+# time with small sizes, so the site never shows output the code no longer produces.  This
+# build is where CI runs them (tests/test_notebooks.py checks that it still does).
 nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}
 nb_execution_mode = "force"
 nb_execution_timeout = 900
