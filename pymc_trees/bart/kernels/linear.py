@@ -33,8 +33,9 @@ from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.tree_edit import (accept_move, accept_u, children_logr,
                                                children_masks, commit_children,
                                                grow_tree_logr, merge_children,
-                                               pair_children_logr, pick_pair_rule, pick_prune,
-                                               propose_split, prune_tree_logr, split_leaf)
+                                               pair_children_logr, pair_rows, pick_pair_rule,
+                                               pick_prune, propose_split, prune_tree_logr,
+                                               split_leaf)
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
@@ -238,12 +239,7 @@ def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
         return -1
     par = parent[t, eta]
     j = regcol[var[t, par]] if par >= 0 and active else -1  # the merged leaf's regressor
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        lf = leaf_of_row[t, i]
-        idx[cnt] = i
-        cnt += (lf == kl) | (lf == kr)
+    cnt = pair_rows(t, kl, kr, leaf_of_row, idx)
     Wm, Wzm, Wzzm, Sm, Szm = _rows_sums(idx, 0, cnt, j, Z, r, omega)
     grow_logr = (linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
                  + linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)

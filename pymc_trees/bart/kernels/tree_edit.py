@@ -30,7 +30,7 @@ __all__ = ["SPLITTABLE_LEAF", "PRUNABLE", "INTERNAL", "SWAPPABLE", "partition_ro
            "leaf_rule", "prunable_after_grow", "children_masks", "commit_children",
            "split_segment", "route_segments", "prior_subtree", "commit_subtree",
            "collect_subtree_rows", "swap_rules", "grow_tree_logr", "children_logr", "split_leaf",
-           "pick_prune", "prune_tree_logr", "merge_children", "pick_pair_rule",
+           "pick_prune", "prune_tree_logr", "merge_children", "pair_rows", "pick_pair_rule",
            "pair_children_logr", "pick_restructure", "swap_partner", "restore_rules"]
 
 @numba.njit(cache=True)
@@ -501,6 +501,19 @@ def merge_children(t, eta, kl, kr, forest):
     free_node(t, kr, var, forest.free, forest.n_free)
 
 
+@numba.njit(cache=True)
+def pair_rows(t, kl, kr, leaf_of_row, idx):
+    """The rows of leaves ``kl`` and ``kr`` of tree t into ``idx`` in increasing order (the
+    two leaves' rows interleaved); returns their number."""
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):  # written always, kept when in either leaf: no branch on the data
+        lf = leaf_of_row[t, i]
+        idx[cnt] = i
+        cnt += (lf == kl) | (lf == kr)
+    return cnt
+
+
 @numba.njit(cache=True, inline="always")
 def pick_pair_rule(rng, t, data, min_leaf, forest, scratch):
     """The proposal of a change at a node above two leaves (the linear sweeps' change): such
@@ -517,12 +530,7 @@ def pick_pair_rule(rng, t, data, min_leaf, forest, scratch):
     eta = pick_node(rng, t, PRUNABLE, w, var, left, right, parent, wavail, n_nodes)
     kl = left[t, eta]
     kr = right[t, eta]
-    n = leaf_of_row.shape[1]
-    cnt = 0
-    for i in range(n):
-        lf = leaf_of_row[t, i]
-        idx[cnt] = i
-        cnt += (lf == kl) | (lf == kr)
+    cnt = pair_rows(t, kl, kr, leaf_of_row, idx)
     load_mask(forest.amask, t, eta, lo, hi)
     v, c, nc = draw_node_rule(rng, lo, hi, data.split_prior, wavail[t, eta], data.Xb, idx, 0,
                               cnt, min_leaf)
