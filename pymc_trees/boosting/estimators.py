@@ -608,7 +608,9 @@ _PARAMS_DOC = """
         Seeds row and column sampling; with a seed a fit is reproduced exactly.
     n_jobs : int, optional
         Threads for histogram building (None: numba's current setting).  The trees do not
-        depend on it.
+        depend on it.  With several such processes at once, set ``OMP_WAIT_POLICY=PASSIVE``
+        (or ``n_jobs=1``): idle OpenMP threads otherwise spin on the other processes' cores
+        (``docs/boosting.md``).
     categorical_features : "from_dtype" or list of int or str, or bool mask, default "from_dtype"
         Which columns are categorical (scikit-learn's HistGradientBoosting name).
         ``"from_dtype"``: a DataFrame's unordered ``category`` and string columns (ordered
