@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
     """With more than one pytest-xdist worker (``make test``), compile the numba kernels the
-    tests use in two processes side by side before any test runs (tests/warm_kernels.py):
+    tests use in three processes side by side before any test runs (tests/warm_kernels.py):
     in a fresh clone both workers would otherwise compile the same kernels at once.  Runs in
     the controller after the workers were started (they collect meanwhile) and counts in the
     session's time.  A failure here is reported and the tests run anyway (they compile what
@@ -36,16 +37,29 @@ def pytest_sessionstart(session):
     here = Path(__file__).parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(here.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    groups = "abc"
     start = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, str(here / "warm_kernels.py"), group],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for group in ("a", "b")]
-    outs = [p.communicate()[0] for p in procs]
+             for group in groups]
+    outs, ends = [None] * len(procs), [0.0] * len(procs)
+
+    def wait(i):
+        outs[i] = procs[i].communicate()[0]
+        ends[i] = time.perf_counter() - start
+
+    threads = [threading.Thread(target=wait, args=(i,)) for i in range(len(procs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     took = time.perf_counter() - start
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    for group, p, out in zip("ab", procs, outs):
+    for group, p, out in zip(groups, procs, outs):
         if p.returncode != 0 and tr is not None:
             tr.write_line(f"warm_kernels.py {group} failed (the tests compile what they "
                           f"need):\n{out.decode(errors='replace')[-2000:]}")
     if tr is not None:
-        tr.write_line(f"numba kernels compiled in two processes: {took:.0f} s")
+        each = ", ".join(f"{g} {e:.0f} s" for g, e in zip(groups, ends))
+        tr.write_line(f"numba kernels compiled in {len(groups)} processes: {took:.0f} s "
+                      f"({each})")

@@ -4,14 +4,14 @@
 empty, and both workers' first tests sample the default model, so each compiled the same
 kernels at once (78 to 130 s in the first test of each worker, one that takes 8 s warm)
 and later families (the general step, Particle Gibbs, linear leaves, boosting) wherever they
-first came.  ``conftest.py`` runs the two groups below as two processes side by side, before
+first came.  ``conftest.py`` runs the three groups below as three processes side by side, before
 the workers start, when the tests run in more than one worker; the workers then load every
 kernel from the cache.  Each group compiles what a handful of tiny fits reach, with the
 argument types the tests use (bins of 8 and 16 bits, categorical and missing values, one and
 two outputs).  A kernel missed here is still compiled where a test first needs it: this only
 moves work, it changes no result.
 
-Run by hand: ``python tests/warm_kernels.py a`` (or ``b``).
+Run by hand: ``python tests/warm_kernels.py a`` (or ``b``, ``c``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ def _data(n=40, p=3, seed=0):
 def group_a() -> None:
     """The default Gaussian model end to end (grow-from-root warm start, CGM, DART, packing,
     prediction), a table with missing values and a categorical column, the probit's latent
-    draws, the boosting learner's histogram grower, and more than 255 cutpoints (16-bit bins)
-    with a leaf index widened to 16 bits."""
+    draws, and more than 255 cutpoints (16-bit bins) with a leaf index widened to 16 bits."""
     import pandas as pd
     import pymc as pm
 
@@ -59,13 +58,6 @@ def group_a() -> None:
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         idata = pm.sample(**SAMPLE)
     pmt.predict(idata, df.iloc[:5])
-    # the boosting learner's histogram grower here rather than in group b: compiled cold,
-    # group a took 194 s and group b 252 s side by side with it in b (its kernels share
-    # nothing with the samplers')
-    from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
-
-    BoostedTreesRegressor(n_estimators=3).fit(X, y).predict(X)
-    BoostedTreesClassifier(n_estimators=3).fit(X, y > 0).predict(X)
     # more than 255 cutpoints (16-bit bins) with missing values, and the leaf index widened
     # to 16 bits, as tests/bart/test_memory.py takes them (CGM's sweep for these types
     # compiles in about 40 s of one core)
@@ -86,13 +78,10 @@ def group_a() -> None:
 
 def group_b() -> None:
     """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves (also in
-    the general step), outputs that share their trees, and the boosting learner's exact
-    grower."""
+    the general step) and outputs that share their trees."""
     import pymc as pm
 
     import pymc_trees as pmt
-    from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
-
     X, y = _data()
     with pm.Model():
         f = pmt.BARTTree("f", X, y, m=3, sampler="pg")
@@ -118,11 +107,23 @@ def group_b() -> None:
         f = pmt.BARTTree("f", X, Y=Y2, m=3, shape=(2, len(y)), separate_trees=False)
         pm.Normal("y", f, 1.0, observed=Y2)
         pm.sample(**SAMPLE)
-    BoostedTreesRegressor(n_estimators=3, tree_method="exact").fit(X, y).predict(X)
-    BoostedTreesClassifier(n_estimators=3, tree_method="exact").fit(X, y > 0).predict(X)
+
+
+def group_c() -> None:
+    """The boosting learner's histogram and exact growers.  Their kernels share nothing with
+    the samplers', so they compile in a third process beside the two groups above, which
+    the two cores share out: cold, on their own caches side by side, group a took 110 s and
+    group b 83 s with the histogram grower in a (17.7 s of one core alone) and the exact
+    grower in b (2.0 s)."""
+    from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
+
+    X, y = _data()
+    for method in ("hist", "exact"):
+        BoostedTreesRegressor(n_estimators=3, tree_method=method).fit(X, y).predict(X)
+        BoostedTreesClassifier(n_estimators=3, tree_method=method).fit(X, y > 0).predict(X)
 
 
 if __name__ == "__main__":
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        {"a": group_a, "b": group_b}[sys.argv[1]]()
+        {"a": group_a, "b": group_b, "c": group_c}[sys.argv[1]]()
