@@ -38,8 +38,14 @@ others sum the leaf's rows after the proposal); (c) the move set: ``linear`` and
 probabilities (0.3, 0.3, 0.4; a user's ``move_probs`` is refused), ``cgm`` and ``general``
 change any internal node with its subtree and swap.  A new move is its tree part here plus
 a leaf part in each sweep that takes it; a new leaf form is a new leaf part for the existing
-tree parts.  The leaves' parts are not one function with a leaf model passed in: numba
-would compile the sweep once per model anyway (a jitted function argument specialises the
-kernel), so it would save no compilation, and the linear kinds' change would first need the
-subtree re-routing of the constant ones (their reverse moves differ).
+tree parts.  The leaves' parts are not one function per move with the leaf
+form passed in, for two measured reasons (``docs/design.md``, "One move per leaf form,
+measured"): the generic version exists, since a constant leaf is a linear leaf without a
+regressor, and constant leaves run through it (``linear`` and ``general_linear`` with every
+tree constant) take 2.25 times the conjugate sweep's time at 10,000 and 100,000 rows and
+2.06 times the general sweep's (``benchmarks/generic_moves.py``); and a leaf model passed as
+a jitted function argument is not cached by numba (the kernel misses the disk cache in every
+new process: the linear sweep's own compile is 7.9 s, loading it 0.02 s).  A third leaf form
+with the same moves should take its leaf part by an ``overload`` chosen by the type of its
+leaf bundle (a ``NamedTuple``), which numba caches (checked on a small kernel).
 """
