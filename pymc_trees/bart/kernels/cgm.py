@@ -11,26 +11,28 @@ take in :mod:`pymc_trees.bart.kernels.bundles`."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_levels, draw_rule,
                                            log_1m_psplit, log_ml, log_psplit)
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
+                                                     grow_proposal, leaf_form_is, leaf_score,
+                                                     merged_score, merged_sums,
+                                                     partitioned_rows, prune, set_children,
+                                                     set_merged)
 from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, values_two,
                                               split_sums, subtree_sums)
-from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, above_leaves, accept_move,
-                                               accept_u, children_logr, children_masks,
-                                               collect_subtree_rows, commit_subtree,
-                                               count_nodes, grow_tree_logr, leaf_rows,
-                                               merge_children, partition_rows, pick_node,
-                                               pick_prune, pick_restructure, prior_subtree,
-                                               prunable_after_grow, prune_tree_logr,
-                                               restore_rules, route_segments, split_leaf,
-                                               swap_partner, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (above_leaves, accept_u, collect_subtree_rows,
+                                               commit_subtree, leaf_rows, partition_rows,
+                                               pick_restructure, prior_subtree, restore_rules,
+                                               route_segments, swap_partner, swap_rules)
 
-__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "cgm_sweep", "forest_summary"]
+__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "ConstantLeaves", "cgm_sweep", "forest_summary"]
 
 GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
 
@@ -61,110 +63,126 @@ def _old_subtree(t, root, skip_root_rule, forest, W, S, split_prior, rules, stac
     return total
 
 
-@numba.njit(cache=True)
-def _grow_proposal(rng, t, split_prior, forest, lo, hi):
-    """The part of a grow's proposal that the tree alone decides, drawn before the pass over
-    the rows (it reads no residual): a splittable leaf uniformly, then a feature and a
-    cutpoint from the prior (:func:`draw_rule`; for a categorical feature the set of levels
-    is drawn once the leaf's rows are known, :func:`draw_levels`).  Returns ``(leaf, b,
-    w_new, v, c, nc)``, ``b`` the tree's splittable leaves, ``w_new`` its prunable nodes
-    after the grow; ``leaf = -1`` when no leaf can split.  Leaves the leaf's available
-    cutpoints in ``lo``, ``hi``.  The random numbers are drawn in the order
-    :func:`pick_split` draws them."""
-    var, left, right, parent, wavail = (forest.var, forest.left, forest.right, forest.parent,
-                                        forest.wavail)
-    n_nodes = forest.n_nodes
-    b = count_nodes(t, SPLITTABLE_LEAF, var, left, right, parent, wavail, n_nodes)
-    if b == 0:
-        return -1, 0, 0, 0, 0, 0
-    ell = pick_node(rng, t, SPLITTABLE_LEAF, b, var, left, right, parent, wavail, n_nodes)
-    w_new = prunable_after_grow(t, ell, var, left, right, parent, wavail, n_nodes)
-    load_mask(forest.amask, t, ell, lo, hi)
-    v, c, nc = draw_rule(rng, lo, hi, split_prior, wavail[t, ell])
-    return ell, b, w_new, v, c, nc
+class ConstantLeaves(NamedTuple):
+    """The constant leaves' form of the conjugate moves
+    (:mod:`~pymc_trees.bart.kernels.conjugate_moves`): every leaf's ``(W, S)`` (shape (K,)),
+    the sums of its rows' precisions and precision-weighted residuals, and what taking them
+    needs: ``prec0`` the leaf prior's precision, ``r`` and ``omega`` (n,) the residual and the
+    row precisions, ``omega_const`` their common value (0: unequal), ``counts`` (m, K) the
+    leaves' row counts (equal precisions), ``sums`` (4,) scratch, and the pass's fusion: with
+    ``fused`` the pass over the rows summed the grow's left child already (``nl`` rows,
+    residual sum ``sl``)."""
+
+    W: np.ndarray
+    S: np.ndarray
+    prec0: float
+    r: np.ndarray
+    omega: np.ndarray
+    omega_const: float
+    counts: np.ndarray
+    sums: np.ndarray
+    fused: bool
+    nl: float
+    sl: float
 
 
-@numba.njit(cache=True)
-def _grow(rng, t, proposal, fusion, counts, data, rules, pg, pp, forest, scratch, omega,
-          omega_const, sums):
-    """The grow proposed by :func:`_grow_proposal`, after the pass over the rows: returns -1
-    when impossible, else 1/0 for accepted/rejected.  ``proposal`` is what
-    :func:`_grow_proposal` returned, ``(leaf, b, w_new, v, c, nc)``; ``fusion = (fused, nl,
-    sl)``: ``fused`` says that the pass summed the leaf's rows that the rule sends left (``nl``
-    rows, residual sum ``sl``, equal precisions); otherwise the leaf's rows are collected and
-    summed here.  The leaf's rows are partitioned between the children only when the
-    likelihood does not already reject.  ``pg``, ``pp`` are the grow and prune probabilities;
-    the bundles as in :func:`cgm_sweep`."""
-    ell, b, w_new, v, c, nc = proposal
-    fused, nl, sl = fusion
-    Xb, XbT, ncuts, iscat, split_prior = data
-    min_leaf, alpha, beta, prec0 = rules
-    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
-    (r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,
-     nmask) = scratch
-    if ell < 0:
-        return -1
-    if fused:
-        cnt = int(counts[t, ell])
-        WL = omega_const * nl
-        SL = omega_const * sl
-        WR = omega_const * (cnt - nl)
-        SR = S[ell] - SL
-    else:
-        cnt = leaf_rows(t, ell, leaf_of_row, idx)
+def _constant(leaves) -> bool:
+    return leaf_form_is(leaves, ConstantLeaves)
+
+
+@overload(leaf_score)
+def _leaf_score(leaves, k):
+    if _constant(leaves):
+        return lambda leaves, k: log_ml(leaves.W[k], leaves.S[k], leaves.prec0)
+
+
+@overload(children_sums)
+def _children_sums(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+    """With ``fused``, the children's sums from the pass (the rows are collected only once
+    the bound accepts); otherwise the leaf's rows collected and summed by the rule without
+    moving them (:func:`split_sums`)."""
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+        oc, S = leaves.omega_const, leaves.S
+        if leaves.fused:
+            cnt = int(leaves.counts[t, ell])
+            WL = oc * leaves.nl
+            SL = oc * leaves.sl
+            return (WL, SL, oc * (cnt - leaves.nl), S[ell] - SL), cnt, -1, c
+        idx, lo = scratch.idx, scratch.lo
+        cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
         if lo[v] < 0:
-            c = draw_levels(rng, lo, v, Xb, idx, 0, cnt, min_leaf)
-        split_sums(XbT, v, c, idx, cnt, r, omega, omega_const, sums, S[ell])
-        WL, SL, WR, SR = sums[0], sums[1], sums[2], sums[3]
-    d = depth[t, ell]
-    logr = (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0) - log_ml(W[ell], S[ell], prec0)
-            + grow_tree_logr(d, b, w_new, pg, pp, alpha, beta))
-    u = rng.random()
-    # The children's availability enters only through their factors log(1 - p_split(d + 1))
-    # <= 0, so ``logr`` bounds the full log ratio from above: when the bound already rejects,
-    # the children are not counted (the same decision as with the full ratio).
-    if not accept_u(u, logr):
-        return 0
-    if fused:
-        cnt = leaf_rows(t, ell, leaf_of_row, idx)
-    mid = partition_rows(XbT, idx, 0, cnt, v, c, tmp)
-    # the children's available cutpoints, from their bin counts
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
-    logr += children_logr(d, wL, wR, alpha, beta)
-    if not accept_u(u, logr):
-        return 0
-    kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt)
-    W[kl] = WL
-    S[kl] = SL
-    W[kr] = WR
-    S[kr] = SR
-    return 1
+            c = draw_levels(rng, lo, v, data.Xb, idx, 0, cnt, min_leaf)
+        sums = leaves.sums
+        split_sums(data.XbT, v, c, idx, cnt, leaves.r, leaves.omega, oc, sums, S[ell])
+        return (sums[0], sums[1], sums[2], sums[3]), cnt, -1, c
+    return impl
 
 
-@numba.njit(cache=True)
-def _prune(rng, t, rules, pg, pp, forest, scratch):
-    """A prune of tree t: a prunable node uniformly, its two leaves merged when accepted;
-    -1 when no node is prunable, else 1/0 for accepted/rejected."""
-    _, alpha, beta, prec0 = rules
-    leaf_of_row, W, S = forest.leaf_of_row, scratch.W, scratch.S
-    eta, kl, kr, w, b_new = pick_prune(rng, t, forest)
-    if eta < 0:
-        return -1
-    grow_logr = (log_ml(W[kl], S[kl], prec0) + log_ml(W[kr], S[kr], prec0)
-                 - log_ml(W[kl] + W[kr], S[kl] + S[kr], prec0)
-                 + prune_tree_logr(t, eta, kl, kr, w, b_new, pg, pp, alpha, beta, forest))
-    if not accept_move(rng, -grow_logr):
-        return 0
-    n = leaf_of_row.shape[1]
-    for i in range(n):
-        lf = leaf_of_row[t, i]
-        leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
-    W[eta] = W[kl] + W[kr]
-    S[eta] = S[kl] + S[kr]
-    merge_children(t, eta, kl, kr, forest)
-    return 1
+@overload(children_score)
+def _children_score(leaves, ch):
+    if _constant(leaves):
+        return lambda leaves, ch: (log_ml(ch[0], ch[1], leaves.prec0)
+                                   + log_ml(ch[2], ch[3], leaves.prec0))
+
+
+@overload(partitioned_rows)
+def _partitioned_rows(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
+        idx = scratch.idx
+        if leaves.fused:
+            cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
+        return cnt, partition_rows(data.XbT, idx, 0, cnt, v, c, scratch.tmp)
+    return impl
+
+
+@overload(set_children)
+def _set_children(leaves, t, ell, kl, kr, ch):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, ch):
+        W, S = leaves.W, leaves.S
+        W[kl] = ch[0]
+        S[kl] = ch[1]
+        W[kr] = ch[2]
+        S[kr] = ch[3]
+    return impl
+
+
+@overload(merged_sums)
+def _merged_sums(leaves, t, eta, kl, kr, forest, scratch):
+    if _constant(leaves):
+        return lambda leaves, t, eta, kl, kr, forest, scratch: (
+            leaves.W[kl] + leaves.W[kr], leaves.S[kl] + leaves.S[kr])
+
+
+@overload(merged_score)
+def _merged_score(leaves, mg):
+    if _constant(leaves):
+        return lambda leaves, mg: log_ml(mg[0], mg[1], leaves.prec0)
+
+
+@overload(set_merged)
+def _set_merged(leaves, t, eta, kl, kr, mg, forest, scratch):
+    """The merged leaf's rows relabelled in one pass over all rows (the two leaves' rows
+    are not collected: the prune needs only their kept sums)."""
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, mg, forest, scratch):
+        leaf_of_row = forest.leaf_of_row
+        for i in range(leaf_of_row.shape[1]):
+            lf = leaf_of_row[t, i]
+            leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
+        leaves.W[eta] = mg[0]
+        leaves.S[eta] = mg[1]
+    return impl
 
 
 @numba.njit(cache=True)
@@ -172,7 +190,7 @@ def _change_proposal(rng, is_swap, t, split_prior, forest, lo, hi):
     """The part of a change's or a swap's proposal that the tree alone decides, drawn before
     the pass over the rows: the node (CHANGE) or the child of the parent-child pair (SWAP)
     uniformly (:func:`pick_restructure`), and for a change the new rule's feature and
-    cutpoint from the prior at the node (as :func:`_grow_proposal`; the node keeps its rows,
+    cutpoint from the prior at the node (as :func:`~pymc_trees.bart.kernels.conjugate_moves.grow_proposal`; the node keeps its rows,
     hence its available cutpoints, which are left in ``lo``, ``hi``).  Returns ``(node, v,
     c)``, ``node = -1`` when no node qualifies."""
     chosen, _, _, _ = pick_restructure(rng, is_swap, t, forest)
@@ -354,7 +372,7 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
         a = b = chosen = -1
         v = c = nc = nb = w_new = 0
         if move == GROW:
-            chosen, nb, w_new, v, c, nc = _grow_proposal(rng, t, split_prior, forest, lo, hi)
+            chosen, nb, w_new, v, c, nc = grow_proposal(rng, t, split_prior, forest, lo, hi)
             fused = omega_const > 0.0 and chosen >= 0 and lo[v] >= 0
             a = b = chosen
         elif move != PRUNE:
@@ -424,11 +442,13 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
             for k in range(nk):
                 W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
                 S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
+        leaves = ConstantLeaves(W, S, prec0, r, omega, omega_const, counts, sums, fused, nl,
+                                sl)
         if move == GROW:
-            res = _grow(rng, t, (chosen, nb, w_new, v, c, nc), (fused, nl, sl), counts, data,
-                        rules, pg, pp, forest, scratch, omega, omega_const, sums)
+            res = grow(rng, t, (chosen, nb, w_new, v, c, nc), leaves, data, rules, pg, pp,
+                       forest, scratch)
         elif move == PRUNE:
-            res = _prune(rng, t, rules, pg, pp, forest, scratch)
+            res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
         else:
             res = _change_or_swap(rng, move == SWAP, t, (chosen, v, c), (fused, nl, sl), counts,
                                   data, rules, forest, scratch, omega, omega_const, sums)

@@ -28,19 +28,23 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.extending import overload
 
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
+                                                     grow_proposal, leaf_form_is, leaf_score,
+                                                     merged_score, merged_sums,
+                                                     partitioned_rows, prune, set_children,
+                                                     set_merged)
 from pymc_trees.bart.kernels.forest import LEAF
-from pymc_trees.bart.kernels.tree_edit import (accept_move, accept_u, children_logr,
-                                               children_masks, commit_children,
-                                               grow_tree_logr, merge_children,
-                                               pair_children_logr, pair_rows, pick_pair_rule,
-                                               pick_prune, propose_split, prune_tree_logr,
-                                               split_leaf)
+from pymc_trees.bart.kernels.nodes import draw_levels
+from pymc_trees.bart.kernels.tree_edit import (accept_move, children_masks, commit_children,
+                                               leaf_rows, pair_children_logr, pair_rows,
+                                               partition_rows, pick_pair_rule)
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
            "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
            "linear_level_shift_sums", "pack_linear_leaves", "draw_linear_leaf", "LinearRows",
-           "LinearSums"]
+           "LinearSums", "LinearLeaves"]
 
 
 def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
@@ -186,75 +190,136 @@ class LinearRows(NamedTuple):
     Z: np.ndarray
 
 
-@numba.njit(cache=True)
-def _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
-    """Grow (as likely as prune, so their probabilities cancel); -1 when impossible, else
-    1/0 for accepted/rejected.  ``lrows`` a :class:`LinearRows`, ``omega`` (n,) the row
-    precisions, ``sums`` a
-    :class:`LinearSums`, ``active`` whether tree t's leaves are linear."""
-    Xb, XbT, ncuts, iscat, split_prior = data
-    min_leaf, alpha, beta, prec0 = rules
-    regcol, Z = lrows
-    W, Wz, Wzz, S, Sz, reg = sums
-    r, idx, hist, lo, hi, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi,
-                                   scratch.nmask)
-    ell, b, w_new, cnt, v, c, nc, mid = propose_split(rng, t, data, min_leaf, forest, scratch)
-    if ell < 0:
-        return -1
-    j = regcol[v] if active else -1  # the children's regressor
-    WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
-    WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
-    d = forest.depth[t, ell]
-    logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-            + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
-            - linear_log_ml(W[ell], Wz[ell], Wzz[ell], S[ell], Sz[ell], reg[ell] >= 0, prec0)
-            + grow_tree_logr(d, b, w_new, 1.0, 1.0, alpha, beta))
-    u = rng.random()
-    if not accept_u(u, logr):
-        return 0
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
-    logr += children_logr(d, wL, wR, alpha, beta)
-    if not accept_u(u, logr):
-        return 0
-    kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt)
-    W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
-    W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
-    reg[ell] = -1
-    reg[kl] = j
-    reg[kr] = j
-    return 1
+class LinearLeaves(NamedTuple):
+    """The linear leaves' form of the conjugate moves
+    (:mod:`~pymc_trees.bart.kernels.conjugate_moves`): the tree's :class:`LinearSums`, the
+    :class:`LinearRows`, the residual ``r`` and row precisions ``omega`` (n,), whether tree t's
+    leaves are linear (``active``) and the leaf prior's precision ``prec0``.  A new leaf's
+    regressor is the column of the split above it (-1 under a categorical split or in a
+    constant tree), so a grow and a prune sum the new leaves' rows after partitioning them."""
+
+    sums: LinearSums
+    lrows: LinearRows
+    r: np.ndarray
+    omega: np.ndarray
+    active: bool
+    prec0: float
 
 
-@numba.njit(cache=True)
-def _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums):
-    """Prune (the reverse of :func:`_grow`); -1 when impossible, else 1/0."""
-    _, alpha, beta, prec0 = rules
-    regcol, Z = lrows
-    W, Wz, Wzz, S, Sz, reg = sums
-    var, parent, leaf_of_row = forest.var, forest.parent, forest.leaf_of_row
-    r, idx = scratch.r, scratch.idx
-    eta, kl, kr, w, b_new = pick_prune(rng, t, forest)
-    if eta < 0:
-        return -1
-    par = parent[t, eta]
-    j = regcol[var[t, par]] if par >= 0 and active else -1  # the merged leaf's regressor
-    cnt = pair_rows(t, kl, kr, leaf_of_row, idx)
-    Wm, Wzm, Wzzm, Sm, Szm = _rows_sums(idx, 0, cnt, j, Z, r, omega)
-    grow_logr = (linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
-                 + linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
-                 - linear_log_ml(Wm, Wzm, Wzzm, Sm, Szm, j >= 0, prec0)
-                 + prune_tree_logr(t, eta, kl, kr, w, b_new, 1.0, 1.0, alpha, beta, forest))
-    if not accept_move(rng, -grow_logr):
-        return 0
-    for q in range(cnt):
-        leaf_of_row[t, idx[q]] = eta
-    W[eta], Wz[eta], Wzz[eta], S[eta], Sz[eta] = Wm, Wzm, Wzzm, Sm, Szm
-    reg[eta] = j
-    reg[kl] = -1
-    reg[kr] = -1
-    merge_children(t, eta, kl, kr, forest)
-    return 1
+def _linear(leaves) -> bool:
+    return leaf_form_is(leaves, LinearLeaves)
+
+
+@overload(leaf_score)
+def _leaf_score(leaves, k):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, k):
+        W, Wz, Wzz, S, Sz, reg = leaves.sums
+        return linear_log_ml(W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0, leaves.prec0)
+    return impl
+
+
+@overload(children_sums)
+def _children_sums(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+    """The leaf's rows partitioned by the rule, then each child's five sums with the
+    children's regressor (the column of the new split)."""
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+        idx, lo = scratch.idx, scratch.lo
+        cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
+        if lo[v] < 0:
+            c = draw_levels(rng, lo, v, data.Xb, idx, 0, cnt, min_leaf)
+        mid = partition_rows(data.XbT, idx, 0, cnt, v, c, scratch.tmp)
+        regcol, Z = leaves.lrows
+        j = regcol[v] if leaves.active else -1
+        L = _rows_sums(idx, 0, mid, j, Z, leaves.r, leaves.omega)
+        R = _rows_sums(idx, mid, cnt, j, Z, leaves.r, leaves.omega)
+        return (j, L, R), cnt, mid, c
+    return impl
+
+
+@overload(children_score)
+def _children_score(leaves, ch):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, ch):
+        j, (WL, WzL, WzzL, SL, SzL), (WR, WzR, WzzR, SR, SzR) = ch
+        return (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, leaves.prec0)
+                + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, leaves.prec0))
+    return impl
+
+
+@overload(partitioned_rows)
+def _partitioned_rows(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
+    if _linear(leaves):
+        return lambda leaves, t, ell, cnt, mid, v, c, data, forest, scratch: (cnt, mid)
+
+
+@overload(set_children)
+def _set_children(leaves, t, ell, kl, kr, ch):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, ch):
+        W, Wz, Wzz, S, Sz, reg = leaves.sums
+        j, (WL, WzL, WzzL, SL, SzL), (WR, WzR, WzzR, SR, SzR) = ch
+        W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
+        W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
+        reg[ell] = -1
+        reg[kl] = j
+        reg[kr] = j
+    return impl
+
+
+@overload(merged_sums)
+def _merged_sums(leaves, t, eta, kl, kr, forest, scratch):
+    """The two leaves' rows collected and summed with the merged leaf's regressor (the
+    column of the split above the pruned node)."""
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, forest, scratch):
+        regcol, Z = leaves.lrows
+        par = forest.parent[t, eta]
+        j = regcol[forest.var[t, par]] if par >= 0 and leaves.active else -1
+        idx = scratch.idx
+        cnt = pair_rows(t, kl, kr, forest.leaf_of_row, idx)
+        return j, cnt, _rows_sums(idx, 0, cnt, j, Z, leaves.r, leaves.omega)
+    return impl
+
+
+@overload(merged_score)
+def _merged_score(leaves, mg):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, mg):
+        j, _, (Wm, Wzm, Wzzm, Sm, Szm) = mg
+        return linear_log_ml(Wm, Wzm, Wzzm, Sm, Szm, j >= 0, leaves.prec0)
+    return impl
+
+
+@overload(set_merged)
+def _set_merged(leaves, t, eta, kl, kr, mg, forest, scratch):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, mg, forest, scratch):
+        W, Wz, Wzz, S, Sz, reg = leaves.sums
+        j, cnt, (Wm, Wzm, Wzzm, Sm, Szm) = mg
+        idx, leaf_of_row = scratch.idx, forest.leaf_of_row
+        for q in range(cnt):
+            leaf_of_row[t, idx[q]] = eta
+        W[eta], Wz[eta], Wzz[eta], S[eta], Sz[eta] = Wm, Wzm, Wzzm, Sm, Szm
+        reg[eta] = j
+        reg[kl] = -1
+        reg[kr] = -1
+    return impl
 
 
 @numba.njit(cache=True)
@@ -420,13 +485,15 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
                 Sz[k] += wr * zz
         active = lin[t] != 0
         sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
+        leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0)
         u = rng.random()
         if u < P_GROW:
             move = 0
-            res = _grow(rng, t, data, rules, active, lrows, omega, forest, scratch, sums_t)
+            proposal = grow_proposal(rng, t, data.split_prior, forest, scratch.lo, scratch.hi)
+            res = grow(rng, t, proposal, leaves, data, rules, 1.0, 1.0, forest, scratch)
         elif u < P_GROW + P_PRUNE:
             move = 1
-            res = _prune(rng, t, rules, active, lrows, omega, forest, scratch, sums_t)
+            res = prune(rng, t, leaves, rules, 1.0, 1.0, forest, scratch)
         else:
             move = 2
             res = _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums_t)
