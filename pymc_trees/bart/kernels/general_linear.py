@@ -31,13 +31,15 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.extending import overload
 
-from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, commit_children,
-                                               grow_tree_logr, merge_children,
-                                               pair_children_logr, pick_pair_rule, pick_prune,
-                                               propose_split, prune_tree_logr, split_leaf)
+from pymc_trees.bart.kernels.general_moves import (evaluate, fill_rows, grow, keep_rows,
+                                                   leaf_form_is, old_leaf_log_q,
+                                                   propose_children, propose_merged, prune,
+                                                   set_children, set_merged, two_leaf_rows)
+from pymc_trees.bart.kernels.tree_edit import (children_masks, commit_children,
+                                               pair_children_logr, pick_pair_rule)
 from pymc_trees.bart.kernels.forest import LEAF
-from pymc_trees.bart.kernels.general import two_leaf_rows
 from pymc_trees.bart.kernels.newton import DEFENSIVE, log_mixture
 from pymc_trees.bart.kernels.row_calls import clean_gh, clean_ll, decide
 from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
@@ -209,74 +211,140 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
                     - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
 
 
-@numba.njit(cache=True)
-def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
-    """Returns -1 when no leaf can split, else 1/0 for accepted/rejected."""
-    prec0 = rules.prec0
-    idx = sc.idx
-    ell, nb, w_new, cnt, v, c, nc, mid = propose_split(
-        rng, t, data, rules.min_leaf, f, sc)
-    if ell < 0:
-        return -1
-    j = regcol[v] if lt else -1
-    kid = b.kid
-    wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
-    d = f.depth[t, ell]
-    ro = reg[ell]
-    o0, o1 = f.value[t, ell], slope[t, ell]
-    logr = (grow_tree_logr(d, nb, w_new, 1.0, 1.0, rules.alpha, rules.beta)
-            + children_logr(d, wL, wR, rules.alpha, rules.beta)
-            + leaves - linear_leaf_prior(o0, o1, ro >= 0, prec0))
-    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
-    W, Wz, Wzz, S, Sz = _sums(b.rows, 0, cnt, ro, Z, b.gc_p, b.h_p)
-    logr += linear_leaf_log_q(o0, o1, W, Wz, Wzz, S, Sz, ro >= 0, prec0)
-    ok = decide(rng, logr)
-    if ok:
-        _keep(b.rows, cnt, st, b)
-        kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, f, sc.nmask, idx, mid, cnt)
-        reg[ell] = -1
-        _set_children(t, kl, kr, j, kid, f, slope, reg)
-    _reset(b, st, cnt)
-    return 1 if ok else 0
+class LinearProposals(NamedTuple):
+    """Linear leaves in the general step's grow and prune
+    (:mod:`~pymc_trees.bart.kernels.general_moves`): the :class:`LinearRows` (``regcol``,
+    ``Z``), the leaves' slopes (m, K) and regressors ``reg`` (K,) of the tree being moved,
+    whether it is linear (``lt``), the leaf prior's precision, and per row ``gc = g + h c``
+    and ``h`` (n,) of the state the move starts from.  The proposals' coefficients go to the
+    buffers' ``kid``: ``(l0, l1, r0, r1)`` for a grow's children, ``(m0, m1)`` for a merged
+    leaf."""
+
+    lrows: tuple
+    slope: np.ndarray
+    reg: np.ndarray
+    lt: bool
+    prec0: float
+    gc: np.ndarray
+    h: np.ndarray
 
 
-@numba.njit(cache=True)
-def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
-    """Returns -1 when no node is prunable, else 1/0."""
-    prec0 = rules.prec0
-    eta, kl, kr, w, b_new = pick_prune(rng, t, f)
-    if eta < 0:
-        return -1
-    par = f.parent[t, eta]
-    j = regcol[f.var[t, par]] if par >= 0 and lt else -1  # the merged leaf's regressor
-    idx = sc.idx
-    cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
-    W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
-    m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
-    struct = prune_tree_logr(t, eta, kl, kr, w, b_new, 1.0, 1.0, rules.alpha, rules.beta, f)
-    rl, rr = reg[kl], reg[kr]
-    logr = (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
-            - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
-            - linear_leaf_prior(f.value[t, kr], slope[t, kr], rr >= 0, prec0)
-            - linear_leaf_log_q(m0, m1, W, Wz, Wzz, S, Sz, j >= 0, prec0))
-    for q in range(cnt):
-        i = idx[q]
-        b.rows[q] = i
-        b.f_prop[i] = b.f_minus[i] + _at(m0, m1, i, j, Z)
-    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
-    logr += _old_pair_log_q(t, kl, kr, b.rows, mid, cnt, Z, f, slope, reg, b, prec0)
-    ok = decide(rng, logr)
-    if ok:
-        _keep(b.rows, cnt, st, b)
+def _linear(leaves) -> bool:
+    return leaf_form_is(leaves, LinearProposals)
+
+
+@overload(propose_children)
+def _propose_children(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
+        regcol, Z = leaves.lrows
+        prec0 = leaves.prec0
+        j = regcol[v] if leaves.lt else -1
+        WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, leaves.gc, leaves.h)
+        WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, leaves.gc, leaves.h)
+        l0, l1 = draw_linear_q(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+        r0, r1 = draw_linear_q(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
+        kid = b.kid
+        kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
+        new = (linear_leaf_prior(l0, l1, j >= 0, prec0) + linear_leaf_prior(r0, r1, j >= 0, prec0)
+               - linear_leaf_log_q(l0, l1, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
+               - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
+        old = linear_leaf_prior(forest.value[t, ell], leaves.slope[t, ell], leaves.reg[ell] >= 0,
+                                prec0)
+        return tree_logr + new - old, j
+    return impl
+
+
+@overload(propose_merged)
+def _propose_merged(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
+        regcol, Z = leaves.lrows
+        prec0, slope, reg = leaves.prec0, leaves.slope, leaves.reg
+        par = forest.parent[t, eta]
+        # the merged leaf's regressor: the column of the split above the pruned node
+        j = regcol[forest.var[t, par]] if par >= 0 and leaves.lt else -1
+        W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, leaves.gc, leaves.h)
+        m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
+        b.kid[0], b.kid[1] = m0, m1
+        value = forest.value
+        return (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
+                - linear_leaf_prior(value[t, kl], slope[t, kl], reg[kl] >= 0, prec0)
+                - linear_leaf_prior(value[t, kr], slope[t, kr], reg[kr] >= 0, prec0)
+                - linear_leaf_log_q(m0, m1, W, Wz, Wzz, S, Sz, j >= 0, prec0)), j
+    return impl
+
+
+@overload(fill_rows)
+def _fill_rows(leaves, idx, mid, cnt, j, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, idx, mid, cnt, j, b):
+        Z, kid = leaves.lrows[1], b.kid
         for q in range(cnt):
-            f.leaf_of_row[t, idx[q]] = eta
-        f.value[t, eta], slope[t, eta] = m0, m1
+            i = idx[q]
+            b.rows[q] = i
+            b.f_prop[i] = b.f_minus[i] + (_at(kid[0], kid[1], i, j, Z) if q < mid
+                                          else _at(kid[2], kid[3], i, j, Z))
+    return impl
+
+
+@overload(evaluate)
+def _evaluate_hook(leaves, rows_fn, pre, rows, cnt, logr, st, b):
+    if _linear(leaves):
+        return lambda leaves, rows_fn, pre, rows, cnt, logr, st, b: logr + _evaluate(
+            rows_fn, pre, rows, cnt, st, b)
+
+
+@overload(old_leaf_log_q)
+def _old_leaf_log_q(leaves, t, k, rows, start, end, forest, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, k, rows, start, end, forest, b):
+        rk = leaves.reg[k]
+        W, Wz, Wzz, S, Sz = _sums(rows, start, end, rk, leaves.lrows[1], b.gc_p, b.h_p)
+        return linear_leaf_log_q(forest.value[t, k], leaves.slope[t, k], W, Wz, Wzz, S, Sz,
+                                 rk >= 0, leaves.prec0)
+    return impl
+
+
+@overload(keep_rows)
+def _keep_rows_hook(leaves, rows, cnt, st, b):
+    if _linear(leaves):
+        return lambda leaves, rows, cnt, st, b: _keep(rows, cnt, st, b)
+
+
+@overload(set_children)
+def _set_children_hook(leaves, t, ell, kl, kr, j, forest, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, j, forest, b):
+        leaves.reg[ell] = -1
+        _set_children(t, kl, kr, j, b.kid, forest, leaves.slope, leaves.reg)
+    return impl
+
+
+@overload(set_merged)
+def _set_merged(leaves, t, eta, kl, kr, idx, cnt, j, forest, b):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, idx, cnt, j, forest, b):
+        reg = leaves.reg
+        for q in range(cnt):
+            forest.leaf_of_row[t, idx[q]] = eta
+        forest.value[t, eta], leaves.slope[t, eta] = b.kid[0], b.kid[1]
         reg[eta] = j
         reg[kl] = -1
         reg[kr] = -1
-        merge_children(t, eta, kl, kr, f)
-    _reset(b, st, cnt)
-    return 1 if ok else 0
+    return impl
 
 
 @numba.njit(cache=True)
@@ -542,11 +610,15 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
             b.gc[i] = st.g[i] + st.h[i] * c
         u = rng.random()
         move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
-        if move == 0:
-            s = _grow(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
-                      pre)
-        elif move == 1:
-            s = _prune(rng, t, lin[t], rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+        leaves = LinearProposals(lrows, slope, reg, lin[t] != 0, rules.prec0, b.gc, st.h)
+        if move <= 1:
+            # grow and prune equally likely: their probabilities cancel
+            if move == 0:
+                s, cnt = grow(rng, t, leaves, data, rules, 1.0, 1.0, f, sc, st, b, rows_fn,
+                              pre)
+            else:
+                s, cnt = prune(rng, t, leaves, rules, 1.0, 1.0, f, sc, st, b, rows_fn, pre)
+            _reset(b, st, cnt)
         else:
             s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,
                         rows_fn, pre)
