@@ -1,13 +1,14 @@
-"""What writing each tree move once for every leaf form would cost: constant leaves run
-through the linear-leaf moves, against their own moves, in the same run.
+"""What folding the constant leaves into the linear form would cost: constant leaves run
+through the linear leaves' sweeps, against their own, in the same run.
 
 A constant leaf is a linear leaf without a regressor (``j = -1`` in
 :mod:`pymc_trees.bart.kernels.linear` and :mod:`~pymc_trees.bart.kernels.general_linear`),
 so the linear sweeps with every tree's kind fixed at constant (``lin = 0``, ``mix`` off)
-sample exactly the constant-leaf model, with grow, prune and change written once for both
-forms.  The tree's part of every move is shared already (:mod:`~pymc_trees.bart.kernels
-.tree_edit`); this script measures what the constant form's own leaf parts buy, which is
-the figure ``docs/design.md`` ("One move per leaf form, measured") quotes for keeping them.
+sample exactly the constant-leaf model with one leaf part for both forms.  The tree's part of
+every move, and grow and prune themselves, are shared already
+(:mod:`~pymc_trees.bart.kernels.tree_edit`, ``conjugate_moves``, ``general_moves``); this
+script measures what the constant form's own pass and leaf part buy, the figure
+``docs/design.md`` ("One move per leaf form, measured") quotes for keeping them.
 
 * conjugate (Gaussian, the default path): ``ForestSampler.cgm_sweep`` with the linear
   sweep's move mix (grow 0.3, prune 0.3, change 0.4, no swap) against
@@ -18,8 +19,9 @@ the figure ``docs/design.md`` ("One move per leaf form, measured") quotes for ke
   model): the general step's compiled kernel with the same move mix against the linear
   general kernel with constant trees, at the model's initial point.
 
-Each figure is the median of ``--rounds`` rounds of ``--sweeps`` sweeps (the two samplers
-alternate within a round, after a common burn-in), seconds per sweep.  One core.
+Each figure is the median of ``--rounds`` rounds of sweeps (max(5, 200,000 / n) conjugate
+sweeps, 20 general ones; the two samplers alternate within a round, after a common burn-in),
+seconds per sweep.  One core.
 
 Run: ``python benchmarks/generic_moves.py`` (about 4 minutes).
 """

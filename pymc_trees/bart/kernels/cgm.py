@@ -190,7 +190,8 @@ def _change_proposal(rng, is_swap, t, split_prior, forest, lo, hi):
     """The part of a change's or a swap's proposal that the tree alone decides, drawn before
     the pass over the rows: the node (CHANGE) or the child of the parent-child pair (SWAP)
     uniformly (:func:`pick_restructure`), and for a change the new rule's feature and
-    cutpoint from the prior at the node (as :func:`~pymc_trees.bart.kernels.conjugate_moves.grow_proposal`; the node keeps its rows,
+    cutpoint from the prior at the node (as
+    :func:`~pymc_trees.bart.kernels.conjugate_moves.grow_proposal`; the node keeps its rows,
     hence its available cutpoints, which are left in ``lo``, ``hi``).  Returns ``(node, v,
     c)``, ``node = -1`` when no node qualifies."""
     chosen, _, _, _ = pick_restructure(rng, is_swap, t, forest)
