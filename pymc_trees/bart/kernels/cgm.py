@@ -69,9 +69,11 @@ class ConstantLeaves(NamedTuple):
     the sums of its rows' precisions and precision-weighted residuals, and what taking them
     needs: ``prec0`` the leaf prior's precision, ``r`` and ``omega`` (n,) the residual and the
     row precisions, ``omega_const`` their common value (0: unequal), ``counts`` (m, K) the
-    leaves' row counts (equal precisions), ``sums`` (4,) scratch, and the pass's fusion: with
-    ``fused`` the pass over the rows summed the grow's left child already (``nl`` rows,
-    residual sum ``sl``)."""
+    leaves' row counts (equal precisions), ``sums`` (4,) scratch, and ``fusion`` (3,), written
+    by the sweep before each move: ``(1, nl, sl)`` when the pass over the rows summed the
+    grow's left child already (``nl`` rows, residual sum ``sl``), else ``(0, ., .)``; and the
+    arrays of the rows the hooks read: ``Xb``, ``XbT``, ``leaf_of_row``, and the sweep's
+    ``idx``, ``lo``, ``tmp``.  Built once a sweep."""
 
     W: np.ndarray
     S: np.ndarray
@@ -81,9 +83,13 @@ class ConstantLeaves(NamedTuple):
     omega_const: float
     counts: np.ndarray
     sums: np.ndarray
-    fused: bool
-    nl: float
-    sl: float
+    fusion: np.ndarray
+    Xb: np.ndarray
+    XbT: np.ndarray
+    leaf_of_row: np.ndarray
+    idx: np.ndarray
+    lo: np.ndarray
+    tmp: np.ndarray
 
 
 def _constant(leaves) -> bool:
@@ -92,52 +98,62 @@ def _constant(leaves) -> bool:
 
 @overload(leaf_score)
 def _leaf_score(leaves, k):
-    if _constant(leaves):
-        return lambda leaves, k: log_ml(leaves.W[k], leaves.S[k], leaves.prec0)
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, k):
+        return log_ml(leaves.W[k], leaves.S[k], leaves.prec0)
+    return impl
 
 
 @overload(children_sums)
-def _children_sums(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+def _children_sums(leaves, rng, t, ell, v, c, min_leaf):
     """With ``fused``, the children's sums from the pass (the rows are collected only once
     the bound accepts); otherwise the leaf's rows collected and summed by the rule without
     moving them (:func:`split_sums`)."""
     if not _constant(leaves):
         return None
 
-    def impl(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+    def impl(leaves, rng, t, ell, v, c, min_leaf):
         oc, S = leaves.omega_const, leaves.S
-        if leaves.fused:
+        fusion = leaves.fusion
+        if fusion[0] != 0.0:
             cnt = int(leaves.counts[t, ell])
-            WL = oc * leaves.nl
-            SL = oc * leaves.sl
-            return (WL, SL, oc * (cnt - leaves.nl), S[ell] - SL), cnt, -1, c
-        idx, lo = scratch.idx, scratch.lo
-        cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
+            WL = oc * fusion[1]
+            SL = oc * fusion[2]
+            return (WL, SL, oc * (cnt - fusion[1]), S[ell] - SL), cnt, -1, c
+        idx, lo = leaves.idx, leaves.lo
+        cnt = leaf_rows(t, ell, leaves.leaf_of_row, idx)
+        rule = c
         if lo[v] < 0:
-            c = draw_levels(rng, lo, v, data.Xb, idx, 0, cnt, min_leaf)
+            rule = draw_levels(rng, lo, v, leaves.Xb, idx, 0, cnt, min_leaf)
         sums = leaves.sums
-        split_sums(data.XbT, v, c, idx, cnt, leaves.r, leaves.omega, oc, sums, S[ell])
-        return (sums[0], sums[1], sums[2], sums[3]), cnt, -1, c
+        split_sums(leaves.XbT, v, rule, idx, cnt, leaves.r, leaves.omega, oc, sums, S[ell])
+        return (sums[0], sums[1], sums[2], sums[3]), cnt, -1, rule
     return impl
 
 
 @overload(children_score)
 def _children_score(leaves, ch):
-    if _constant(leaves):
-        return lambda leaves, ch: (log_ml(ch[0], ch[1], leaves.prec0)
-                                   + log_ml(ch[2], ch[3], leaves.prec0))
-
-
-@overload(partitioned_rows)
-def _partitioned_rows(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
     if not _constant(leaves):
         return None
 
-    def impl(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
-        idx = scratch.idx
-        if leaves.fused:
-            cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
-        return cnt, partition_rows(data.XbT, idx, 0, cnt, v, c, scratch.tmp)
+    def impl(leaves, ch):
+        return log_ml(ch[0], ch[1], leaves.prec0) + log_ml(ch[2], ch[3], leaves.prec0)
+    return impl
+
+
+@overload(partitioned_rows)
+def _partitioned_rows(leaves, t, ell, cnt, mid, v, c):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, ell, cnt, mid, v, c):
+        idx = leaves.idx
+        rows = cnt
+        if leaves.fusion[0] != 0.0:
+            rows = leaf_rows(t, ell, leaves.leaf_of_row, idx)
+        return rows, partition_rows(leaves.XbT, idx, 0, rows, v, c, leaves.tmp)
     return impl
 
 
@@ -156,27 +172,35 @@ def _set_children(leaves, t, ell, kl, kr, ch):
 
 
 @overload(merged_sums)
-def _merged_sums(leaves, t, eta, kl, kr, forest, scratch):
-    if _constant(leaves):
-        return lambda leaves, t, eta, kl, kr, forest, scratch: (
+def _merged_sums(leaves, t, eta, kl, kr, pv):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, pv):
+        return (
             leaves.W[kl] + leaves.W[kr], leaves.S[kl] + leaves.S[kr])
+    return impl
 
 
 @overload(merged_score)
 def _merged_score(leaves, mg):
-    if _constant(leaves):
-        return lambda leaves, mg: log_ml(mg[0], mg[1], leaves.prec0)
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, mg):
+        return log_ml(mg[0], mg[1], leaves.prec0)
+    return impl
 
 
 @overload(set_merged)
-def _set_merged(leaves, t, eta, kl, kr, mg, forest, scratch):
+def _set_merged(leaves, t, eta, kl, kr, mg):
     """The merged leaf's rows relabelled in one pass over all rows (the two leaves' rows
     are not collected: the prune needs only their kept sums)."""
     if not _constant(leaves):
         return None
 
-    def impl(leaves, t, eta, kl, kr, mg, forest, scratch):
-        leaf_of_row = forest.leaf_of_row
+    def impl(leaves, t, eta, kl, kr, mg):
+        leaf_of_row = leaves.leaf_of_row
         for i in range(leaf_of_row.shape[1]):
             lf = leaf_of_row[t, i]
             leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
@@ -354,6 +378,9 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
     acc = np.zeros(8 * K)
     sel = np.zeros(K)  # 1 at the nodes whose rows the pass sums for the proposal
     sums = np.zeros(4)
+    fusion = np.zeros(3)  # the pass's fusion for the grow: (fused, nl, sl)
+    leaves = ConstantLeaves(W, S, prec0, r, omega, omega_const, counts, sums, fusion, Xb, XbT,
+                            leaf_of_row, idx, lo, tmp)
     zero_k = np.zeros(K)
     n4 = n - (n & 3)
     # r: the residual against every tree but the one being updated
@@ -443,8 +470,9 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
             for k in range(nk):
                 W[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
                 S[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
-        leaves = ConstantLeaves(W, S, prec0, r, omega, omega_const, counts, sums, fused, nl,
-                                sl)
+        fusion[0] = 1.0 if fused else 0.0
+        fusion[1] = nl
+        fusion[2] = sl
         if move == GROW:
             res = grow(rng, t, (chosen, nb, w_new, v, c, nc), leaves, data, rules, pg, pp,
                        forest, scratch)

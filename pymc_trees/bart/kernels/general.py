@@ -53,8 +53,8 @@ import numba
 from pymc_trees.bart.kernels.general_leaves import (ConstantProposals, children_values,
                                                     evaluate_rows, keep_state_rows,
                                                     merged_values, reset_rows)
-from pymc_trees.bart.kernels.general_moves import (grow, grow_proposal, prune, prune_proposal,
-                                                   two_leaf_rows)
+from pymc_trees.bart.kernels.general_moves import (MoveRows, grow, grow_proposal, prune,
+                                                   prune_proposal, two_leaf_rows)
 from pymc_trees.bart.kernels.tree_edit import (collect_subtree_rows, commit_subtree,
                                                merge_children, pick_restructure,
                                                prior_subtree, restore_rules, split_leaf,
@@ -89,6 +89,17 @@ def tree_values(t, value, leaf_of_row, out):
             out[j, i] = value[j, t, k]
 
 
+@numba.njit(cache=True, inline="always")
+def _python_loop_leaves(value, w, prec0, g, h, idx, b):
+    """The constant leaves' bundle for the Python loop's proposals, which read neither the
+    state nor the proposal's rows (the loop evaluates the likelihood itself): ``b``'s row
+    arrays stand in for them."""
+    return ConstantProposals(value, w, prec0, g, h, idx, b.S, b.mu,
+                             RowState(b.f_prop, b.ll_p, b.g_p, b.h_p),
+                             MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus, b.g_p,
+                                      b.h_p, b.gc_p))
+
+
 @numba.njit(cache=True)
 def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
     """Propose to split a leaf of tree t (:func:`~pymc_trees.bart.kernels.general_moves
@@ -104,9 +115,9 @@ def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
     :class:`SweepScratch` (its ``idx``, ``hist``, ``lo``, ``hi``, ``tmp``, ``nmask``), ``b``
     the :class:`RowBuffers` (its ``mu``, ``out_i``, ``out_f`` and the scratch ``S`` of shape
     (2, J, 2))."""
-    leaves = ConstantProposals(value, w, rules.prec0, g, h)
+    leaves = _python_loop_leaves(value, w, rules.prec0, g, h, sc.idx, b)
     ell, v, c, nc, cnt, mid, wL, wR, logr, _ = grow_proposal(rng, t, leaves, data, rules, pg,
-                                                             pp, forest, sc, b)
+                                                             pp, forest, sc)
     if ell < 0:
         return -1
     out_i, out_f = b.out_i, b.out_f
@@ -144,9 +155,8 @@ def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
     ratio,)``; the log ratio lacks the log-likelihood difference and the reverse proposal
     densities of the two leaves' values.  ``b`` the :class:`RowBuffers` (its ``S``, ``mu``,
     ``out_i``, ``out_f``)."""
-    leaves = ConstantProposals(value, w, rules.prec0, g, h)
-    node, _, _, cnt, mid, logr, _ = prune_proposal(rng, t, leaves, rules, pg, pp, forest, idx,
-                                                   b)
+    leaves = _python_loop_leaves(value, w, rules.prec0, g, h, idx, b)
+    node, _, _, cnt, mid, logr, _ = prune_proposal(rng, t, leaves, rules, pg, pp, forest, idx)
     if node < 0:
         return -1
     b.out_i[0] = node
@@ -503,6 +513,9 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
     for j in range(J):
         for i in range(n):
             b.f_prop[j, i] = st.f[j, i]
+    leaves = ConstantProposals(value, w, prec0, b.gc, st.h, sc.idx, b.S, b.mu, st,
+                               MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus,
+                                        b.g_p, b.h_p, b.gc_p))
     for t in range(m):
         lr = f.leaf_of_row[t]
         for j in range(J):  # tree t's values, the rest of the term and the proposals' gc
@@ -517,12 +530,11 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
         while move < 3 and u >= move_cp[move]:
             move += 1
         cnt = 0
-        leaves = ConstantProposals(value, w, prec0, b.gc, st.h)
         if move == 0:
-            s, cnt = grow(rng, t, leaves, data, rules, pg, pp, f, sc, st, b, rows_fn, pre)
+            s, cnt = grow(rng, t, leaves, data, rules, pg, pp, f, sc, rows_fn, pre)
             ok = s == 1
         elif move == 1:
-            s, cnt = prune(rng, t, leaves, rules, pg, pp, f, sc, st, b, rows_fn, pre)
+            s, cnt = prune(rng, t, leaves, rules, pg, pp, f, sc, rows_fn, pre)
             ok = s == 1
         else:
             s = restructure_propose(rng, move == 3, t, data, rules, w, f, value, b.gc, st.h, sc,

@@ -14,12 +14,12 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from pymc_trees.bart.kernels.general_moves import (evaluate, fill_rows, keep_rows,
+from pymc_trees.bart.kernels.general_moves import (MoveRows, evaluate, fill_rows, keep_rows,
                                                    leaf_form_is, old_leaf_log_q,
                                                    propose_children, propose_merged,
                                                    set_children, set_merged)
 from pymc_trees.bart.kernels.newton import draw_at, group_log_q, group_sums, prior_at, q_at
-from pymc_trees.bart.kernels.row_calls import clean_gh, clean_ll
+from pymc_trees.bart.kernels.row_calls import RowState, clean_gh, clean_ll
 
 __all__ = ["ConstantProposals", "evaluate_rows", "keep_state_rows", "reset_rows",
            "children_values", "merged_values"]
@@ -27,18 +27,26 @@ __all__ = ["ConstantProposals", "evaluate_rows", "keep_state_rows", "reset_rows"
 
 class ConstantProposals(NamedTuple):
     """Constant leaves in the general step's moves: ``value`` (J, m, K) the leaf values,
-    ``w`` the defensive weight of every proposal, ``prec0`` the leaf prior's precision, and
-    per output and row ``gc = g + h c`` and ``h`` (J, n) of the state the move starts from
-    (:mod:`~pymc_trees.bart.kernels.general`)."""
+    ``w`` the defensive weight of every proposal, ``prec0`` the leaf prior's precision, per
+    output and row ``gc = g + h c`` and ``h`` (J, n) of the state the move starts from
+    (:mod:`~pymc_trees.bart.kernels.general`), the sweep's row list ``idx``, the proposals'
+    sums ``S`` (2, J, 2) and values ``mu`` (J, 2), the state ``st`` (a
+    :class:`~pymc_trees.bart.kernels.row_calls.RowState`) and the proposal's rows ``mv`` (a
+    :class:`~pymc_trees.bart.kernels.general_moves.MoveRows`).  Built once a sweep."""
 
     value: np.ndarray
     w: float
     prec0: float
     gc: np.ndarray
     h: np.ndarray
+    idx: np.ndarray
+    S: np.ndarray
+    mu: np.ndarray
+    st: RowState
+    mv: MoveRows
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def evaluate_rows(rows_fn, pre, rows, cnt, logr_rest, st, b):
     """Evaluate the likelihood at ``b.f_prop`` on ``rows[:cnt]`` (the rows a move changes),
     fill the proposal's row arrays there and return the log ratio without the reverse proposal
@@ -68,7 +76,7 @@ def evaluate_rows(rows_fn, pre, rows, cnt, logr_rest, st, b):
     return logr_rest + d
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def keep_state_rows(rows, cnt, st, b):
     for q in range(cnt):
         st.ll[rows[q]] = b.ll_p[rows[q]]
@@ -89,7 +97,7 @@ def reset_rows(rows, cnt, st, b):
             fp[rows[q]] = sf[rows[q]]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def children_values(t, kl, kr, value, mu):
     """A kept grow's children take the proposed vectors ``mu[:, 0]`` and ``mu[:, 1]``."""
     for j in range(value.shape[0]):
@@ -97,7 +105,7 @@ def children_values(t, kl, kr, value, mu):
         value[j, t, kr] = mu[j, 1]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def merged_values(t, node, idx, cnt, value, mu, leaf_of_row):
     """A kept prune's rows ``idx[:cnt]`` go to ``node``, which takes ``mu[:, 0]``."""
     for q in range(cnt):
@@ -111,12 +119,12 @@ def _constant(leaves) -> bool:
 
 
 @overload(propose_children)
-def _propose_children(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
+def _propose_children(leaves, rng, t, ell, v, mid, cnt, tree_logr):
     if not _constant(leaves):
         return None
 
-    def impl(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
-        S, mu, prec0, w = b.S, b.mu, leaves.prec0, leaves.w
+    def impl(leaves, rng, t, ell, v, mid, cnt, tree_logr):
+        S, mu, prec0, w, idx = leaves.S, leaves.mu, leaves.prec0, leaves.w, leaves.idx
         group_sums(idx, 0, mid, leaves.gc, leaves.h, S, 0)
         group_sums(idx, mid, cnt, leaves.gc, leaves.h, S, 1)
         draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
@@ -129,13 +137,13 @@ def _propose_children(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, 
 
 
 @overload(propose_merged)
-def _propose_merged(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
+def _propose_merged(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
     if not _constant(leaves):
         return None
 
-    def impl(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
-        S, mu, prec0, w = b.S, b.mu, leaves.prec0, leaves.w
-        group_sums(idx, 0, cnt, leaves.gc, leaves.h, S, 0)
+    def impl(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
+        S, mu, prec0, w = leaves.S, leaves.mu, leaves.prec0, leaves.w
+        group_sums(leaves.idx, 0, cnt, leaves.gc, leaves.h, S, 0)
         draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
         vt = leaves.value[:, t]
         return (-struct + prior_at(mu, 0, prec0) - prior_at(vt, kl, prec0)
@@ -144,51 +152,69 @@ def _propose_merged(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
 
 
 @overload(fill_rows)
-def _fill_rows(leaves, idx, mid, cnt, j, b):
+def _fill_rows(leaves, mid, cnt, j):
     if not _constant(leaves):
         return None
 
-    def impl(leaves, idx, mid, cnt, j, b):
-        J = b.mu.shape[0]
+    def impl(leaves, mid, cnt, j):
+        mu, idx, mv = leaves.mu, leaves.idx, leaves.mv
+        J = mu.shape[0]
         for q in range(cnt):
             i = idx[q]
-            b.rows[q] = i
+            mv.rows[q] = i
             side = 0 if q < mid else 1
             for o in range(J):
-                b.f_prop[o, i] = b.f_minus[o, i] + b.mu[o, side]
+                mv.f_prop[o, i] = mv.f_minus[o, i] + mu[o, side]
     return impl
 
 
 @overload(evaluate)
-def _evaluate_hook(leaves, rows_fn, pre, rows, cnt, logr, st, b):
-    if _constant(leaves):
-        return lambda leaves, rows_fn, pre, rows, cnt, logr, st, b: evaluate_rows(
-            rows_fn, pre, rows, cnt, logr, st, b)
+def _evaluate_hook(leaves, rows_fn, pre, cnt, logr):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, rows_fn, pre, cnt, logr):
+        return evaluate_rows(rows_fn, pre, leaves.mv.rows, cnt, logr, leaves.st, leaves.mv)
+    return impl
 
 
 @overload(old_leaf_log_q)
-def _old_leaf_log_q(leaves, t, k, rows, start, end, forest, b):
-    if _constant(leaves):
-        return lambda leaves, t, k, rows, start, end, forest, b: group_log_q(
-            rows, start, end, b.gc_p, b.h_p, leaves.value[:, t], k, leaves.prec0, leaves.w,
-            b.S)
+def _old_leaf_log_q(leaves, t, k, start, end):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, k, start, end):
+        mv = leaves.mv
+        return group_log_q(mv.rows, start, end, mv.gc_p, mv.h_p, leaves.value[:, t], k,
+                           leaves.prec0, leaves.w, leaves.S)
+    return impl
 
 
 @overload(keep_rows)
-def _keep_rows_hook(leaves, rows, cnt, st, b):
-    if _constant(leaves):
-        return lambda leaves, rows, cnt, st, b: keep_state_rows(rows, cnt, st, b)
+def _keep_rows_hook(leaves, cnt):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, cnt):
+        keep_state_rows(leaves.mv.rows, cnt, leaves.st, leaves.mv)
+    return impl
 
 
 @overload(set_children)
-def _set_children(leaves, t, ell, kl, kr, j, forest, b):
-    if _constant(leaves):
-        return lambda leaves, t, ell, kl, kr, j, forest, b: children_values(
-            t, kl, kr, leaves.value, b.mu)
+def _set_children(leaves, t, ell, kl, kr, j):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, j):
+        children_values(t, kl, kr, leaves.value, leaves.mu)
+    return impl
 
 
 @overload(set_merged)
-def _set_merged(leaves, t, eta, kl, kr, idx, cnt, j, forest, b):
-    if _constant(leaves):
-        return lambda leaves, t, eta, kl, kr, idx, cnt, j, forest, b: merged_values(
-            t, eta, idx, cnt, leaves.value, b.mu, forest.leaf_of_row)
+def _set_merged(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
+        merged_values(t, eta, leaves.idx, cnt, leaves.value, leaves.mu, leaf_of_row)
+    return impl

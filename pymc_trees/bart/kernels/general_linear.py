@@ -33,7 +33,8 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from pymc_trees.bart.kernels.general_moves import (evaluate, fill_rows, grow, keep_rows,
+from pymc_trees.bart.kernels.general_moves import (MoveRows, evaluate, fill_rows, grow,
+                                                   keep_rows,
                                                    leaf_form_is, old_leaf_log_q,
                                                    propose_children, propose_merged, prune,
                                                    set_children, set_merged, two_leaf_rows)
@@ -161,9 +162,9 @@ def _keep(rows, cnt, st, b):
 
 
 @numba.njit(cache=True, inline="always")
-def _set_children(t, kl, kr, j, kid, f, slope, reg):
+def _set_children(t, kl, kr, j, kid, value, slope, reg):
     """A kept split's children: coefficients ``kid = (l0, l1, r0, r1)``, regressor j."""
-    f.value[t, kl], slope[t, kl], f.value[t, kr], slope[t, kr] = kid[0], kid[1], kid[2], kid[3]
+    value[t, kl], slope[t, kl], value[t, kr], slope[t, kr] = kid[0], kid[1], kid[2], kid[3]
     reg[kl] = j
     reg[kr] = j
 
@@ -214,19 +215,24 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
 class LinearProposals(NamedTuple):
     """Linear leaves in the general step's grow and prune
     (:mod:`~pymc_trees.bart.kernels.general_moves`): the :class:`LinearRows` (``regcol``,
-    ``Z``), the leaves' slopes (m, K) and regressors ``reg`` (K,) of the tree being moved,
-    whether it is linear (``lt``), the leaf prior's precision, and per row ``gc = g + h c``
-    and ``h`` (n,) of the state the move starts from.  The proposals' coefficients go to the
-    buffers' ``kid``: ``(l0, l1, r0, r1)`` for a grow's children, ``(m0, m1)`` for a merged
-    leaf."""
+    ``Z``), the leaves' slopes (m, K), the moved tree's leaf regressors ``reg`` (K,), the
+    trees' kinds ``lin`` (m,), the leaf prior's precision, per row ``gc = g + h c`` of the
+    state the move starts from, the forest's ``value`` (m, K), the sweep's row list ``idx``,
+    ``kid`` (4,) the proposals' coefficients (``(l0, l1, r0, r1)`` for a grow's children,
+    ``(m0, m1)`` for a merged leaf), the state ``st`` and the proposal's rows ``mv`` (a
+    :class:`~pymc_trees.bart.kernels.general_moves.MoveRows`).  Built once a sweep."""
 
     lrows: tuple
     slope: np.ndarray
     reg: np.ndarray
-    lt: bool
+    lin: np.ndarray
     prec0: float
     gc: np.ndarray
-    h: np.ndarray
+    value: np.ndarray
+    idx: np.ndarray
+    kid: np.ndarray
+    st: tuple
+    mv: MoveRows
 
 
 def _linear(leaves) -> bool:
@@ -234,44 +240,42 @@ def _linear(leaves) -> bool:
 
 
 @overload(propose_children)
-def _propose_children(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
+def _propose_children(leaves, rng, t, ell, v, mid, cnt, tree_logr):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, rng, t, ell, v, idx, mid, cnt, tree_logr, forest, b):
+    def impl(leaves, rng, t, ell, v, mid, cnt, tree_logr):
         regcol, Z = leaves.lrows
-        prec0 = leaves.prec0
-        j = regcol[v] if leaves.lt else -1
-        WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, leaves.gc, leaves.h)
-        WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, leaves.gc, leaves.h)
+        prec0, idx, gc, h = leaves.prec0, leaves.idx, leaves.gc, leaves.st.h
+        j = regcol[v] if leaves.lin[t] != 0 else -1
+        WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, gc, h)
+        WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, gc, h)
         l0, l1 = draw_linear_q(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
         r0, r1 = draw_linear_q(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
-        kid = b.kid
+        kid = leaves.kid
         kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
         new = (linear_leaf_prior(l0, l1, j >= 0, prec0) + linear_leaf_prior(r0, r1, j >= 0, prec0)
                - linear_leaf_log_q(l0, l1, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
                - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
-        old = linear_leaf_prior(forest.value[t, ell], leaves.slope[t, ell], leaves.reg[ell] >= 0,
-                                prec0)
+        old = linear_leaf_prior(leaves.value[t, ell], leaves.slope[t, ell],
+                                leaves.reg[ell] >= 0, prec0)
         return tree_logr + new - old, j
     return impl
 
 
 @overload(propose_merged)
-def _propose_merged(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
+def _propose_merged(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
+    def impl(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
         regcol, Z = leaves.lrows
-        prec0, slope, reg = leaves.prec0, leaves.slope, leaves.reg
-        par = forest.parent[t, eta]
+        prec0, slope, reg, value = leaves.prec0, leaves.slope, leaves.reg, leaves.value
         # the merged leaf's regressor: the column of the split above the pruned node
-        j = regcol[forest.var[t, par]] if par >= 0 and leaves.lt else -1
-        W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, leaves.gc, leaves.h)
+        j = regcol[pv] if pv >= 0 and leaves.lin[t] != 0 else -1
+        W, Wz, Wzz, S, Sz = _sums(leaves.idx, 0, cnt, j, Z, leaves.gc, leaves.st.h)
         m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
-        b.kid[0], b.kid[1] = m0, m1
-        value = forest.value
+        leaves.kid[0], leaves.kid[1] = m0, m1
         return (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
                 - linear_leaf_prior(value[t, kl], slope[t, kl], reg[kl] >= 0, prec0)
                 - linear_leaf_prior(value[t, kr], slope[t, kr], reg[kr] >= 0, prec0)
@@ -280,67 +284,75 @@ def _propose_merged(leaves, rng, t, eta, kl, kr, idx, cnt, struct, forest, b):
 
 
 @overload(fill_rows)
-def _fill_rows(leaves, idx, mid, cnt, j, b):
+def _fill_rows(leaves, mid, cnt, j):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, idx, mid, cnt, j, b):
-        Z, kid = leaves.lrows[1], b.kid
+    def impl(leaves, mid, cnt, j):
+        Z, kid, idx, mv = leaves.lrows[1], leaves.kid, leaves.idx, leaves.mv
         for q in range(cnt):
             i = idx[q]
-            b.rows[q] = i
-            b.f_prop[i] = b.f_minus[i] + (_at(kid[0], kid[1], i, j, Z) if q < mid
-                                          else _at(kid[2], kid[3], i, j, Z))
+            mv.rows[q] = i
+            mv.f_prop[i] = mv.f_minus[i] + (_at(kid[0], kid[1], i, j, Z) if q < mid
+                                            else _at(kid[2], kid[3], i, j, Z))
     return impl
 
 
 @overload(evaluate)
-def _evaluate_hook(leaves, rows_fn, pre, rows, cnt, logr, st, b):
-    if _linear(leaves):
-        return lambda leaves, rows_fn, pre, rows, cnt, logr, st, b: logr + _evaluate(
-            rows_fn, pre, rows, cnt, st, b)
-
-
-@overload(old_leaf_log_q)
-def _old_leaf_log_q(leaves, t, k, rows, start, end, forest, b):
+def _evaluate_hook(leaves, rows_fn, pre, cnt, logr):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, t, k, rows, start, end, forest, b):
+    def impl(leaves, rows_fn, pre, cnt, logr):
+        return logr + _evaluate(rows_fn, pre, leaves.mv.rows, cnt, leaves.st, leaves.mv)
+    return impl
+
+
+@overload(old_leaf_log_q)
+def _old_leaf_log_q(leaves, t, k, start, end):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, k, start, end):
         rk = leaves.reg[k]
-        W, Wz, Wzz, S, Sz = _sums(rows, start, end, rk, leaves.lrows[1], b.gc_p, b.h_p)
-        return linear_leaf_log_q(forest.value[t, k], leaves.slope[t, k], W, Wz, Wzz, S, Sz,
+        mv = leaves.mv
+        W, Wz, Wzz, S, Sz = _sums(mv.rows, start, end, rk, leaves.lrows[1], mv.gc_p, mv.h_p)
+        return linear_leaf_log_q(leaves.value[t, k], leaves.slope[t, k], W, Wz, Wzz, S, Sz,
                                  rk >= 0, leaves.prec0)
     return impl
 
 
 @overload(keep_rows)
-def _keep_rows_hook(leaves, rows, cnt, st, b):
-    if _linear(leaves):
-        return lambda leaves, rows, cnt, st, b: _keep(rows, cnt, st, b)
-
-
-@overload(set_children)
-def _set_children_hook(leaves, t, ell, kl, kr, j, forest, b):
+def _keep_rows_hook(leaves, cnt):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, t, ell, kl, kr, j, forest, b):
+    def impl(leaves, cnt):
+        _keep(leaves.mv.rows, cnt, leaves.st, leaves.mv)
+    return impl
+
+
+@overload(set_children)
+def _set_children_hook(leaves, t, ell, kl, kr, j):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, j):
         leaves.reg[ell] = -1
-        _set_children(t, kl, kr, j, b.kid, forest, leaves.slope, leaves.reg)
+        _set_children(t, kl, kr, j, leaves.kid, leaves.value, leaves.slope, leaves.reg)
     return impl
 
 
 @overload(set_merged)
-def _set_merged(leaves, t, eta, kl, kr, idx, cnt, j, forest, b):
+def _set_merged(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, t, eta, kl, kr, idx, cnt, j, forest, b):
-        reg = leaves.reg
+    def impl(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
+        reg, idx = leaves.reg, leaves.idx
         for q in range(cnt):
-            forest.leaf_of_row[t, idx[q]] = eta
-        forest.value[t, eta], leaves.slope[t, eta] = b.kid[0], b.kid[1]
+            leaf_of_row[t, idx[q]] = eta
+        leaves.value[t, eta], leaves.slope[t, eta] = leaves.kid[0], leaves.kid[1]
         reg[eta] = j
         reg[kl] = -1
         reg[kr] = -1
@@ -380,7 +392,7 @@ def _change(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_f
         f.ncut[t, eta] = nc
         commit_children(t, kl, kr, wL, wR, f.wavail, f.amask, sc.nmask, f.leaf_of_row, idx,
                         mid, cnt)
-        _set_children(t, kl, kr, j, kid, f, slope, reg)
+        _set_children(t, kl, kr, j, kid, f.value, slope, reg)
     _reset(b, st, cnt)
     return 1 if ok else 0
 
@@ -601,6 +613,9 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
     reg = b.reg
     for i in range(n):
         b.f_prop[i] = st.f[i]
+    leaves = LinearProposals(lrows, slope, reg, lin, rules.prec0, b.gc, f.value, sc.idx, b.kid,
+                             st, MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus,
+                                          b.g_p, b.h_p, b.gc_p))
     for t in range(m):
         leaf_regressors(t, f.var, f.parent, f.n_nodes, regcol, lin, reg)
         for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
@@ -610,14 +625,12 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
             b.gc[i] = st.g[i] + st.h[i] * c
         u = rng.random()
         move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
-        leaves = LinearProposals(lrows, slope, reg, lin[t] != 0, rules.prec0, b.gc, st.h)
         if move <= 1:
             # grow and prune equally likely: their probabilities cancel
             if move == 0:
-                s, cnt = grow(rng, t, leaves, data, rules, 1.0, 1.0, f, sc, st, b, rows_fn,
-                              pre)
+                s, cnt = grow(rng, t, leaves, data, rules, 1.0, 1.0, f, sc, rows_fn, pre)
             else:
-                s, cnt = prune(rng, t, leaves, rules, 1.0, 1.0, f, sc, st, b, rows_fn, pre)
+                s, cnt = prune(rng, t, leaves, rules, 1.0, 1.0, f, sc, rows_fn, pre)
             _reset(b, st, cnt)
         else:
             s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,

@@ -194,8 +194,9 @@ class LinearLeaves(NamedTuple):
     """The linear leaves' form of the conjugate moves
     (:mod:`~pymc_trees.bart.kernels.conjugate_moves`): the tree's :class:`LinearSums`, the
     :class:`LinearRows`, the residual ``r`` and row precisions ``omega`` (n,), whether tree t's
-    leaves are linear (``active``) and the leaf prior's precision ``prec0``.  A new leaf's
-    regressor is the column of the split above it (-1 under a categorical split or in a
+    leaves are linear (``active``), the leaf prior's precision ``prec0``, and the arrays of the
+    rows the hooks read (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``, ``lo``,
+    ``tmp``).  A new leaf's regressor is the column of the split above it (-1 under a categorical split or in a
     constant tree), so a grow and a prune sum the new leaves' rows after partitioning them."""
 
     sums: LinearSums
@@ -204,6 +205,12 @@ class LinearLeaves(NamedTuple):
     omega: np.ndarray
     active: bool
     prec0: float
+    Xb: np.ndarray
+    XbT: np.ndarray
+    leaf_of_row: np.ndarray
+    idx: np.ndarray
+    lo: np.ndarray
+    tmp: np.ndarray
 
 
 def _linear(leaves) -> bool:
@@ -222,23 +229,24 @@ def _leaf_score(leaves, k):
 
 
 @overload(children_sums)
-def _children_sums(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
+def _children_sums(leaves, rng, t, ell, v, c, min_leaf):
     """The leaf's rows partitioned by the rule, then each child's five sums with the
     children's regressor (the column of the new split)."""
     if not _linear(leaves):
         return None
 
-    def impl(leaves, rng, t, ell, v, c, data, min_leaf, forest, scratch):
-        idx, lo = scratch.idx, scratch.lo
-        cnt = leaf_rows(t, ell, forest.leaf_of_row, idx)
+    def impl(leaves, rng, t, ell, v, c, min_leaf):
+        idx, lo = leaves.idx, leaves.lo
+        cnt = leaf_rows(t, ell, leaves.leaf_of_row, idx)
+        rule = c
         if lo[v] < 0:
-            c = draw_levels(rng, lo, v, data.Xb, idx, 0, cnt, min_leaf)
-        mid = partition_rows(data.XbT, idx, 0, cnt, v, c, scratch.tmp)
+            rule = draw_levels(rng, lo, v, leaves.Xb, idx, 0, cnt, min_leaf)
+        mid = partition_rows(leaves.XbT, idx, 0, cnt, v, rule, leaves.tmp)
         regcol, Z = leaves.lrows
         j = regcol[v] if leaves.active else -1
         L = _rows_sums(idx, 0, mid, j, Z, leaves.r, leaves.omega)
         R = _rows_sums(idx, mid, cnt, j, Z, leaves.r, leaves.omega)
-        return (j, L, R), cnt, mid, c
+        return (j, L, R), cnt, mid, rule
     return impl
 
 
@@ -255,9 +263,13 @@ def _children_score(leaves, ch):
 
 
 @overload(partitioned_rows)
-def _partitioned_rows(leaves, t, ell, cnt, mid, v, c, data, forest, scratch):
-    if _linear(leaves):
-        return lambda leaves, t, ell, cnt, mid, v, c, data, forest, scratch: (cnt, mid)
+def _partitioned_rows(leaves, t, ell, cnt, mid, v, c):
+    if not _linear(leaves):
+        return None
+
+    def impl(leaves, t, ell, cnt, mid, v, c):
+        return (cnt, mid)
+    return impl
 
 
 @overload(set_children)
@@ -277,18 +289,17 @@ def _set_children(leaves, t, ell, kl, kr, ch):
 
 
 @overload(merged_sums)
-def _merged_sums(leaves, t, eta, kl, kr, forest, scratch):
+def _merged_sums(leaves, t, eta, kl, kr, pv):
     """The two leaves' rows collected and summed with the merged leaf's regressor (the
     column of the split above the pruned node)."""
     if not _linear(leaves):
         return None
 
-    def impl(leaves, t, eta, kl, kr, forest, scratch):
+    def impl(leaves, t, eta, kl, kr, pv):
         regcol, Z = leaves.lrows
-        par = forest.parent[t, eta]
-        j = regcol[forest.var[t, par]] if par >= 0 and leaves.active else -1
-        idx = scratch.idx
-        cnt = pair_rows(t, kl, kr, forest.leaf_of_row, idx)
+        j = regcol[pv] if pv >= 0 and leaves.active else -1
+        idx = leaves.idx
+        cnt = pair_rows(t, kl, kr, leaves.leaf_of_row, idx)
         return j, cnt, _rows_sums(idx, 0, cnt, j, Z, leaves.r, leaves.omega)
     return impl
 
@@ -305,14 +316,14 @@ def _merged_score(leaves, mg):
 
 
 @overload(set_merged)
-def _set_merged(leaves, t, eta, kl, kr, mg, forest, scratch):
+def _set_merged(leaves, t, eta, kl, kr, mg):
     if not _linear(leaves):
         return None
 
-    def impl(leaves, t, eta, kl, kr, mg, forest, scratch):
+    def impl(leaves, t, eta, kl, kr, mg):
         W, Wz, Wzz, S, Sz, reg = leaves.sums
         j, cnt, (Wm, Wzm, Wzzm, Sm, Szm) = mg
-        idx, leaf_of_row = scratch.idx, forest.leaf_of_row
+        idx, leaf_of_row = leaves.idx, leaves.leaf_of_row
         for q in range(cnt):
             leaf_of_row[t, idx[q]] = eta
         W[eta], Wz[eta], Wzz[eta], S[eta], Sz[eta] = Wm, Wzm, Wzzm, Sm, Szm
@@ -485,7 +496,8 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
                 Sz[k] += wr * zz
         active = lin[t] != 0
         sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
-        leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0)
+        leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0, data.Xb, data.XbT,
+                              leaf_of_row, scratch.idx, scratch.lo, scratch.tmp)
         u = rng.random()
         if u < P_GROW:
             move = 0
