@@ -12,9 +12,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
   leaf proposals, ``newton``, through a row callback, ``row_calls``), ``general_linear``
   (linear leaves, any likelihood), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
   start); ``augment``: data augmentation.
-- Grow and prune, once per family of sweeps: ``conjugate_moves`` (leaves integrated out)
-  and ``general_moves`` (leaves proposed), with ``general_leaves`` the general step's
-  constant leaves.
+- ``conjugate_moves``: grow and prune of the conjugate sweeps (leaves integrated out),
+  written once for constant and linear leaves.
 
 Every sweep and move kernel takes the bundles (``SweepData``, ``TreeRules``, ``ForestArrays``,
 ``SweepScratch``, and its own: ``RowState``/``RowBuffers``, ``LinearRows``/``LinearSums``,
@@ -26,24 +25,24 @@ arrays as one argument, at no cost).
 ``pick_restructure``, ``pick_pair_rule``), the tree prior's and the proposal's part of the log
 ratio (``grow_tree_logr``, ``children_logr``, ``prune_tree_logr``, ``pair_children_logr``,
 ``prior_subtree``), the swap's partner (``swap_partner``) and the edits (``split_leaf``,
-``merge_children``, ``commit_children``, ``commit_subtree``, ``restore_rules``).  Grow and
-prune are written once per family of sweeps, around the leaves' part: ``conjugate_moves``
-(leaves integrated out: the constant leaves' ``ConstantLeaves`` in ``cgm``, the linear
-leaves' ``LinearLeaves`` in ``linear``) and ``general_moves`` (leaves proposed from their
-Newton proposals and the move accepted with the exact log-likelihood: ``ConstantProposals``
-in ``general_leaves``, J outputs that share their trees included, and ``LinearProposals`` in
-``general_linear``).  A leaf form is a ``NamedTuple`` bundle that implements the family's
-hooks with ``numba.extending.overload`` on its type; numba compiles and caches the move
-once per form.  A new leaf form is a bundle and its hooks, not a copy of the moves.
+``merge_children``, ``commit_children``, ``commit_subtree``, ``restore_rules``).  The
+conjugate sweeps' grow and prune are written once, in ``conjugate_moves``, around the
+leaves' part: a leaf form is a ``NamedTuple`` bundle (``ConstantLeaves`` in ``cgm``,
+``LinearLeaves`` in ``linear``) that implements the hooks with ``numba.extending.overload``
+on its type; numba compiles and caches the moves once per form.  A new conjugate leaf form
+is a bundle and its hooks, not a copy of the moves.
 
 What stays per sweep: (a) the pass over the rows before a move (``cgm`` fuses the grow's and
 the change's children's sums into the pass that takes the previous tree out of the residual,
 and keeps row counts instead of summing precisions); (b) change and swap, whose move sets
-differ (``cgm`` and ``general`` change any internal node with its subtree and swap; ``linear``
-and ``general_linear`` change a node above two leaves, have no swap and fixed move
-probabilities 0.3, 0.3, 0.4, so that a user's ``move_probs`` is refused): one function for both
-would change the draws of one of them; (c) the leaf updates after the move. Why the leaves'
-parts are hooks and not the linear form with no regressor (a constant leaf is one), nor a
-function passed as an argument: ``docs/design.md``, "One move per leaf form, measured" (2.2
-times the sweep's time, and no disk cache, respectively).
+differ (``cgm`` and ``general`` change any internal node with its subtree and swap;
+``linear`` and ``general_linear`` change a node above two leaves, have no swap and fixed
+move probabilities 0.3, 0.3, 0.4, so that a user's ``move_probs`` is refused): one function
+for both would change the draws of one of them; (c) the leaf updates after the move; (d) the
+general step's grow and prune, in ``general`` (constant leaves, J outputs) and
+``general_linear``: written once with the same hooks they measured 2 to 6% slower on the
+general step's small models, more than the restructure allowed.  ``docs/design.md``, "One
+move per leaf form, measured", has these figures, and why the hooks are overloads and not
+the linear form with no regressor (a constant leaf is one, at 2.2 times the sweep's time)
+nor a function passed as an argument (no disk cache).
 """

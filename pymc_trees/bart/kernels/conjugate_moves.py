@@ -20,7 +20,7 @@ The hooks, with ``leaves`` the form's bundle, which also holds the arrays of the
 hooks read (the binned data ``Xb``, ``XbT``, the tree's rows' leaves, the sweep's ``idx``,
 ``lo`` and ``tmp``): a hook takes that bundle and numbers only, since numba passes every
 array of every argument field by field and the moves are called per tree (hooks taking the
-sweep's whole bundles made a grow/prune sweep at 10,000 rows 4% slower).
+sweep's whole bundles made a grow/prune sweep at 10,000 rows about 4% slower).
 
 - ``leaf_score(leaves, k)``: leaf k's log marginal likelihood, from its kept sums;
 - ``children_sums(leaves, rng, t, ell, v, c, min_leaf)``: the sums of leaf ``ell``'s two

@@ -50,14 +50,11 @@ import math
 
 import numba
 
-from pymc_trees.bart.kernels.general_leaves import (ConstantProposals, children_values,
-                                                    evaluate_rows, keep_state_rows,
-                                                    merged_values, reset_rows)
-from pymc_trees.bart.kernels.general_moves import (MoveRows, grow, grow_proposal, prune,
-                                                   prune_proposal, two_leaf_rows)
-from pymc_trees.bart.kernels.tree_edit import (collect_subtree_rows, commit_subtree,
-                                               merge_children, pick_restructure,
-                                               prior_subtree, restore_rules, split_leaf,
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks,
+                                               collect_subtree_rows, commit_subtree,
+                                               grow_tree_logr, merge_children, pick_prune,
+                                               pick_restructure, prior_subtree, propose_split,
+                                               prune_tree_logr, restore_rules, split_leaf,
                                                split_segment, swap_partner, swap_rules)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 # The leaf proposals and the row-callback protocol have their own modules; the names other
@@ -89,38 +86,38 @@ def tree_values(t, value, leaf_of_row, out):
             out[j, i] = value[j, t, k]
 
 
-@numba.njit(cache=True, inline="always")
-def _python_loop_leaves(value, w, prec0, g, h, idx, b):
-    """The constant leaves' bundle for the Python loop's proposals, which read neither the
-    state nor the proposal's rows (the loop evaluates the likelihood itself): ``b``'s row
-    arrays stand in for them."""
-    return ConstantProposals(value, w, prec0, g, h, idx, b.S, b.mu,
-                             RowState(b.f_prop, b.ll_p, b.g_p, b.h_p),
-                             MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus, b.g_p,
-                                      b.h_p, b.gc_p))
-
-
 @numba.njit(cache=True)
 def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
-    """Propose to split a leaf of tree t (:func:`~pymc_trees.bart.kernels.general_moves
-    .grow_proposal` with constant leaves): the leaf uniformly among the splittable ones, the
-    rule from the prior, the children's value vectors from their q.  For the Python loop
-    (:mod:`pymc_trees.bart.general_loop`), which evaluates the likelihood itself.
+    """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
+    rule from the prior, the children's value vectors from their q.
 
-    Returns -1 when no leaf can split, else 1.  Fills ``idx[:cnt]`` with the leaf's rows (the
-    left child's first), ``out_i = (leaf, v, c, nc, cnt, mid)``, ``mu[:, 0]``, ``mu[:, 1]``
-    with the children's values (shape (J, 2)), ``out_f = (log ratio without the
-    log-likelihood, wL, wR)``, and the children's available cutpoints in the last two rows of
-    ``nmask``.  ``value`` has shape (J, m, K), ``g`` and ``h`` (J, n).  ``sc`` is the
-    :class:`SweepScratch` (its ``idx``, ``hist``, ``lo``, ``hi``, ``tmp``, ``nmask``), ``b``
-    the :class:`RowBuffers` (its ``mu``, ``out_i``, ``out_f`` and the scratch ``S`` of shape
-    (2, J, 2))."""
-    leaves = _python_loop_leaves(value, w, rules.prec0, g, h, sc.idx, b)
-    ell, v, c, nc, cnt, mid, wL, wR, logr, _ = grow_proposal(rng, t, leaves, data, rules, pg,
-                                                             pp, forest, sc)
+    Returns -1 when no leaf can split, else 1 (the caller evaluates the likelihood).  Fills
+    ``idx[:cnt]`` with the leaf's rows (the left child's first), ``out_i = (leaf, v, c, nc,
+    cnt, mid)``, ``mu[:, 0]``, ``mu[:, 1]`` with the children's values (shape (J, 2)),
+    ``out_f = (log ratio without the log-likelihood, wL, wR)``, and the children's available
+    cutpoints in the last two rows of ``nmask``.  ``value`` has shape (J, m, K), ``g`` and
+    ``h`` (J, n).  ``sc`` is the :class:`SweepScratch` (its ``idx``, ``hist``, ``lo``, ``hi``,
+    ``tmp``, ``nmask``), ``b`` the :class:`RowBuffers` (its ``mu``, ``out_i``, ``out_f`` and
+    the scratch ``S`` of shape (2, J, 2))."""
+    XbT, ncuts, iscat, split_prior = data.XbT, data.ncuts, data.iscat, data.split_prior
+    min_leaf, alpha, beta, prec0 = rules
+    depth = forest.depth
+    idx, hist, lo, hi, nmask = sc.idx, sc.hist, sc.lo, sc.hi, sc.nmask
+    S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
+    ell, nb, w_new, cnt, v, c, nc, mid = propose_split(rng, t, data, min_leaf, forest, sc)
     if ell < 0:
         return -1
-    out_i, out_f = b.out_i, b.out_f
+    group_sums(idx, 0, mid, g, h, S, 0)
+    group_sums(idx, mid, cnt, g, h, S, 1)
+    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
+                            hi, nmask)
+    d = depth[t, ell]
+    draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
+    draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
+    logr = (grow_tree_logr(d, nb, w_new, pg, pp, alpha, beta)
+            + children_logr(d, wL, wR, alpha, beta)
+            + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
+            - q_at(mu, 0, S[0], S[1], 0, prec0, w) - q_at(mu, 1, S[0], S[1], 1, prec0, w))
     out_i[0] = ell
     out_i[1] = v
     out_i[2] = c
@@ -140,29 +137,56 @@ def grow_commit(t, forest, value, idx, nmask, b):
     mu, out_i, out_f = b.mu, b.out_i, b.out_f
     ell, v, c, nc, cnt, mid = out_i[0], out_i[1], out_i[2], out_i[3], out_i[4], out_i[5]
     kl, kr = split_leaf(t, ell, v, c, nc, out_f[1], out_f[2], forest, nmask, idx, mid, cnt)
-    children_values(t, kl, kr, value, mu)
+    for j in range(value.shape[0]):
+        value[j, t, kl] = mu[j, 0]
+        value[j, t, kr] = mu[j, 1]
+
+
+@numba.njit(cache=True)
+def two_leaf_rows(t, kl, kr, leaf_of_row, idx):
+    """The rows of leaves kl and kr of tree t into ``idx``, kl's first, each in increasing
+    order; returns (cnt, mid)."""
+    n = leaf_of_row.shape[1]
+    cnt = 0
+    for i in range(n):
+        idx[cnt] = i
+        cnt += leaf_of_row[t, i] == kl
+    mid = cnt
+    for i in range(n):
+        # a branch here: written always, the slot after the last row of kr would be idx[n]
+        # when the rows of kl come after it
+        if leaf_of_row[t, i] == kr:
+            idx[cnt] = i
+            cnt += 1
+    return cnt, mid
 
 
 @numba.njit(cache=True)
 def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
-    """Propose to merge two sibling leaves of tree t (:func:`~pymc_trees.bart.kernels
-    .general_moves.prune_proposal` with constant leaves; the pair uniformly among the
-    prunable ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse
-    of :func:`grow_propose`, for the Python loop.
+    """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
+    ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse of
+    :func:`grow_propose`.
 
     Returns -1 when no node is prunable, else 1.  Fills ``idx[:cnt]`` with the rows of the
     two leaves (the left one's first), ``out_i = (node, cnt, mid)`` and ``out_f = (log
     ratio,)``; the log ratio lacks the log-likelihood difference and the reverse proposal
     densities of the two leaves' values.  ``b`` the :class:`RowBuffers` (its ``S``, ``mu``,
     ``out_i``, ``out_f``)."""
-    leaves = _python_loop_leaves(value, w, rules.prec0, g, h, idx, b)
-    node, _, _, cnt, mid, logr, _ = prune_proposal(rng, t, leaves, rules, pg, pp, forest, idx)
+    _, alpha, beta, prec0 = rules
+    S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
+    node, kl, kr, n_prunable, b_new = pick_prune(rng, t, forest)
     if node < 0:
         return -1
-    b.out_i[0] = node
-    b.out_i[1] = cnt
-    b.out_i[2] = mid
-    b.out_f[0] = logr
+    cnt, mid = two_leaf_rows(t, kl, kr, forest.leaf_of_row, idx)
+    group_sums(idx, 0, cnt, g, h, S, 0)
+    draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
+    struct = prune_tree_logr(t, node, kl, kr, n_prunable, b_new, pg, pp, alpha, beta, forest)
+    vt = value[:, t]
+    out_i[0] = node
+    out_i[1] = cnt
+    out_i[2] = mid
+    out_f[0] = (-struct + prior_at(mu, 0, prec0) - prior_at(vt, kl, prec0)
+                - prior_at(vt, kr, prec0) - q_at(mu, 0, S[0], S[1], 0, prec0, w))
     return 1
 
 
@@ -170,10 +194,14 @@ def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
 def prune_commit(t, forest, value, idx, mu, out_i):
     """Carry out the prune that :func:`prune_propose` described (``forest`` a
     ``ForestArrays``)."""
-    node = out_i[0]
+    node, cnt = out_i[0], out_i[1]
     kl = forest.left[t, node]
     kr = forest.right[t, node]
-    merged_values(t, node, idx, out_i[1], value, mu, forest.leaf_of_row)
+    leaf_of_row = forest.leaf_of_row
+    for q in range(cnt):
+        leaf_of_row[t, idx[q]] = node
+    for j in range(value.shape[0]):
+        value[j, t, node] = mu[j, 0]
     merge_children(t, node, kl, kr, forest)
 
 
@@ -448,6 +476,57 @@ def leaf_decisions(rng, t, forest, value, prec0, w, ll_cur, ll_prop, gc_prop, h_
 
 
 @numba.njit(cache=True)
+def _evaluate(rows_fn, pre, rows, cnt, logr_rest, st, b):
+    """Evaluate the likelihood at ``b.f_prop`` on ``rows[:cnt]`` (the rows a move changes),
+    fill the proposal's row arrays there and return the log ratio without the reverse proposal
+    densities."""
+    J = st.g.shape[0]
+    fs = b.fs
+    for j in range(J):
+        for q in range(cnt):
+            fs[j * cnt + q] = b.f_prop[j, rows[q]]
+    rows_fn(fs.ctypes, rows.ctypes, cnt, pre.ctypes, pre.shape[0], b.out.ctypes)
+    out = b.out
+    d = 0.0
+    for q in range(cnt):
+        i = rows[q]
+        li = clean_ll(out[q])
+        b.ll_p[i] = li
+        d += li - st.ll[i]
+    for j in range(J):  # output by output
+        gp, hp, gcp, fm = b.g_p[j], b.h_p[j], b.gc_p[j], b.f_minus[j]
+        og, oh, of = (1 + j) * cnt, (1 + J + j) * cnt, j * cnt
+        for q in range(cnt):
+            i = rows[q]
+            gi, hi = clean_gh(out[og + q], out[oh + q])
+            gp[i] = gi
+            hp[i] = hi
+            gcp[i] = gi + hi * (fs[of + q] - fm[i])
+    return logr_rest + d
+
+
+@numba.njit(cache=True)
+def _keep_rows(rows, cnt, st, b):
+    for q in range(cnt):
+        st.ll[rows[q]] = b.ll_p[rows[q]]
+    for j in range(st.g.shape[0]):
+        sf, sg, sh, fp, gp, hp = st.f[j], st.g[j], st.h[j], b.f_prop[j], b.g_p[j], b.h_p[j]
+        for q in range(cnt):
+            i = rows[q]
+            sf[i] = fp[i]
+            sg[i] = gp[i]
+            sh[i] = hp[i]
+
+
+@numba.njit(cache=True)
+def _reset_rows(rows, cnt, st, b):
+    for j in range(st.f.shape[0]):
+        fp, sf = b.f_prop[j], st.f[j]
+        for q in range(cnt):
+            fp[rows[q]] = sf[rows[q]]
+
+
+@numba.njit(cache=True)
 def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b, proposed,
                   accepted, defensive, sweeps):
     """``sweeps`` backfitting sweeps (:func:`general_one_sweep`) in one call, each from the
@@ -513,9 +592,6 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
     for j in range(J):
         for i in range(n):
             b.f_prop[j, i] = st.f[j, i]
-    leaves = ConstantProposals(value, w, prec0, b.gc, st.h, sc.idx, b.S, b.mu, st,
-                               MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus,
-                                        b.g_p, b.h_p, b.gc_p))
     for t in range(m):
         lr = f.leaf_of_row[t]
         for j in range(J):  # tree t's values, the rest of the term and the proposals' gc
@@ -530,12 +606,41 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
         while move < 3 and u >= move_cp[move]:
             move += 1
         cnt = 0
+        vt = value[:, t]
         if move == 0:
-            s, cnt = grow(rng, t, leaves, data, rules, pg, pp, f, sc, rows_fn, pre)
-            ok = s == 1
+            s = grow_propose(rng, t, data, rules, w, pg, pp, f, value, b.gc, st.h, sc, b)
+            if s == 1:
+                ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
+                for q in range(cnt):
+                    i = sc.idx[q]
+                    b.rows[q] = i
+                    side = 0 if q < mid else 1
+                    for j in range(J):
+                        b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, side]
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr += group_log_q(b.rows, 0, cnt, b.gc_p, b.h_p, vt, ell, prec0, w, b.S)
+                ok = decide(rng, logr)
+                if ok:
+                    _keep_rows(b.rows, cnt, st, b)
+                    grow_commit(t, f, value, sc.idx, sc.nmask, b)
         elif move == 1:
-            s, cnt = prune(rng, t, leaves, rules, pg, pp, f, sc, rows_fn, pre)
-            ok = s == 1
+            s = prune_propose(rng, t, rules, w, pg, pp, f, value, b.gc, st.h, sc.idx, b)
+            if s == 1:
+                node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
+                for q in range(cnt):
+                    i = sc.idx[q]
+                    b.rows[q] = i
+                    for j in range(J):
+                        b.f_prop[j, i] = b.f_minus[j, i] + b.mu[j, 0]
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr += (group_log_q(b.rows, 0, mid, b.gc_p, b.h_p, vt, f.left[t, node],
+                                     prec0, w, b.S)
+                         + group_log_q(b.rows, mid, cnt, b.gc_p, b.h_p, vt, f.right[t, node],
+                                       prec0, w, b.S))
+                ok = decide(rng, logr)
+                if ok:
+                    _keep_rows(b.rows, cnt, st, b)
+                    prune_commit(t, f, value, sc.idx, b.mu, b.out_i)
         else:
             s = restructure_propose(rng, move == 3, t, data, rules, w, f, value, b.gc, st.h, sc,
                                     b)
@@ -546,12 +651,12 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 restructure_values(t, root, f.var, f.left, f.right, value, f.leaf_of_row,
                                    sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, b.leaves, st.f,
                                    b.f_prop)
-                logr = evaluate_rows(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
+                logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
                 logr += reverse_old_leaves(t, root, f, value, sc.idx, cnt, b.gc_p, b.h_p, prec0,
                                            w, b.Ga, b.Ha, sc.stack, b.leaves)
                 ok = decide(rng, logr)
                 if ok:
-                    keep_state_rows(b.rows, cnt, st, b)
+                    _keep_rows(b.rows, cnt, st, b)
                     restructure_commit(t, root, f, sc, value, b)
                 else:
                     restructure_revert(t, f.var, f.cut, f.left, f.right, b.out_i)
@@ -559,7 +664,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
             proposed[move] += 1
             accepted[move] += ok
         if cnt > 0:
-            reset_rows(b.rows, cnt, st, b)
+            _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
         a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, value, f.leaf_of_row,
                               prec0, w, st, b)

@@ -31,16 +31,13 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba.extending import overload
 
-from pymc_trees.bart.kernels.general_moves import (MoveRows, evaluate, fill_rows, grow,
-                                                   keep_rows,
-                                                   leaf_form_is, old_leaf_log_q,
-                                                   propose_children, propose_merged, prune,
-                                                   set_children, set_merged, two_leaf_rows)
-from pymc_trees.bart.kernels.tree_edit import (children_masks, commit_children,
-                                               pair_children_logr, pick_pair_rule)
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, commit_children,
+                                               grow_tree_logr, merge_children,
+                                               pair_children_logr, pick_pair_rule, pick_prune,
+                                               propose_split, prune_tree_logr, split_leaf)
 from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.kernels.general import two_leaf_rows
 from pymc_trees.bart.kernels.newton import DEFENSIVE, log_mixture
 from pymc_trees.bart.kernels.row_calls import clean_gh, clean_ll, decide
 from pymc_trees.bart.kernels.linear import draw_linear_leaf, leaf_regressors
@@ -162,9 +159,9 @@ def _keep(rows, cnt, st, b):
 
 
 @numba.njit(cache=True, inline="always")
-def _set_children(t, kl, kr, j, kid, value, slope, reg):
+def _set_children(t, kl, kr, j, kid, f, slope, reg):
     """A kept split's children: coefficients ``kid = (l0, l1, r0, r1)``, regressor j."""
-    value[t, kl], slope[t, kl], value[t, kr], slope[t, kr] = kid[0], kid[1], kid[2], kid[3]
+    f.value[t, kl], slope[t, kl], f.value[t, kr], slope[t, kr] = kid[0], kid[1], kid[2], kid[3]
     reg[kl] = j
     reg[kr] = j
 
@@ -212,151 +209,74 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
                     - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
 
 
-class LinearProposals(NamedTuple):
-    """Linear leaves in the general step's grow and prune
-    (:mod:`~pymc_trees.bart.kernels.general_moves`): the :class:`LinearRows` (``regcol``,
-    ``Z``), the leaves' slopes (m, K), the moved tree's leaf regressors ``reg`` (K,), the
-    trees' kinds ``lin`` (m,), the leaf prior's precision, per row ``gc = g + h c`` of the
-    state the move starts from, the forest's ``value`` (m, K), the sweep's row list ``idx``,
-    ``kid`` (4,) the proposals' coefficients (``(l0, l1, r0, r1)`` for a grow's children,
-    ``(m0, m1)`` for a merged leaf), the state ``st`` and the proposal's rows ``mv`` (a
-    :class:`~pymc_trees.bart.kernels.general_moves.MoveRows`).  Built once a sweep."""
-
-    lrows: tuple
-    slope: np.ndarray
-    reg: np.ndarray
-    lin: np.ndarray
-    prec0: float
-    gc: np.ndarray
-    value: np.ndarray
-    idx: np.ndarray
-    kid: np.ndarray
-    st: tuple
-    mv: MoveRows
-
-
-def _linear(leaves) -> bool:
-    return leaf_form_is(leaves, LinearProposals)
-
-
-@overload(propose_children)
-def _propose_children(leaves, rng, t, ell, v, mid, cnt, tree_logr):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, rng, t, ell, v, mid, cnt, tree_logr):
-        regcol, Z = leaves.lrows
-        prec0, idx, gc, h = leaves.prec0, leaves.idx, leaves.gc, leaves.st.h
-        j = regcol[v] if leaves.lin[t] != 0 else -1
-        WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, gc, h)
-        WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, gc, h)
-        l0, l1 = draw_linear_q(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-        r0, r1 = draw_linear_q(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
-        kid = leaves.kid
-        kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
-        new = (linear_leaf_prior(l0, l1, j >= 0, prec0) + linear_leaf_prior(r0, r1, j >= 0, prec0)
-               - linear_leaf_log_q(l0, l1, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-               - linear_leaf_log_q(r0, r1, WR, WzR, WzzR, SR, SzR, j >= 0, prec0))
-        old = linear_leaf_prior(leaves.value[t, ell], leaves.slope[t, ell],
-                                leaves.reg[ell] >= 0, prec0)
-        return tree_logr + new - old, j
-    return impl
+@numba.njit(cache=True)
+def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+    """Returns -1 when no leaf can split, else 1/0 for accepted/rejected."""
+    prec0 = rules.prec0
+    idx = sc.idx
+    ell, nb, w_new, cnt, v, c, nc, mid = propose_split(
+        rng, t, data, rules.min_leaf, f, sc)
+    if ell < 0:
+        return -1
+    j = regcol[v] if lt else -1
+    kid = b.kid
+    wL, wR, leaves = _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid)
+    d = f.depth[t, ell]
+    ro = reg[ell]
+    o0, o1 = f.value[t, ell], slope[t, ell]
+    logr = (grow_tree_logr(d, nb, w_new, 1.0, 1.0, rules.alpha, rules.beta)
+            + children_logr(d, wL, wR, rules.alpha, rules.beta)
+            + leaves - linear_leaf_prior(o0, o1, ro >= 0, prec0))
+    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
+    W, Wz, Wzz, S, Sz = _sums(b.rows, 0, cnt, ro, Z, b.gc_p, b.h_p)
+    logr += linear_leaf_log_q(o0, o1, W, Wz, Wzz, S, Sz, ro >= 0, prec0)
+    ok = decide(rng, logr)
+    if ok:
+        _keep(b.rows, cnt, st, b)
+        kl, kr = split_leaf(t, ell, v, c, nc, wL, wR, f, sc.nmask, idx, mid, cnt)
+        reg[ell] = -1
+        _set_children(t, kl, kr, j, kid, f, slope, reg)
+    _reset(b, st, cnt)
+    return 1 if ok else 0
 
 
-@overload(propose_merged)
-def _propose_merged(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, rng, t, eta, kl, kr, cnt, struct, pv):
-        regcol, Z = leaves.lrows
-        prec0, slope, reg, value = leaves.prec0, leaves.slope, leaves.reg, leaves.value
-        # the merged leaf's regressor: the column of the split above the pruned node
-        j = regcol[pv] if pv >= 0 and leaves.lin[t] != 0 else -1
-        W, Wz, Wzz, S, Sz = _sums(leaves.idx, 0, cnt, j, Z, leaves.gc, leaves.st.h)
-        m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
-        leaves.kid[0], leaves.kid[1] = m0, m1
-        return (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
-                - linear_leaf_prior(value[t, kl], slope[t, kl], reg[kl] >= 0, prec0)
-                - linear_leaf_prior(value[t, kr], slope[t, kr], reg[kr] >= 0, prec0)
-                - linear_leaf_log_q(m0, m1, W, Wz, Wzz, S, Sz, j >= 0, prec0)), j
-    return impl
-
-
-@overload(fill_rows)
-def _fill_rows(leaves, mid, cnt, j):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, mid, cnt, j):
-        Z, kid, idx, mv = leaves.lrows[1], leaves.kid, leaves.idx, leaves.mv
+@numba.njit(cache=True)
+def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+    """Returns -1 when no node is prunable, else 1/0."""
+    prec0 = rules.prec0
+    eta, kl, kr, w, b_new = pick_prune(rng, t, f)
+    if eta < 0:
+        return -1
+    par = f.parent[t, eta]
+    j = regcol[f.var[t, par]] if par >= 0 and lt else -1  # the merged leaf's regressor
+    idx = sc.idx
+    cnt, mid = two_leaf_rows(t, kl, kr, f.leaf_of_row, idx)
+    W, Wz, Wzz, S, Sz = _sums(idx, 0, cnt, j, Z, b.gc, st.h)
+    m0, m1 = draw_linear_q(rng, W, Wz, Wzz, S, Sz, j >= 0, prec0)
+    struct = prune_tree_logr(t, eta, kl, kr, w, b_new, 1.0, 1.0, rules.alpha, rules.beta, f)
+    rl, rr = reg[kl], reg[kr]
+    logr = (-struct + linear_leaf_prior(m0, m1, j >= 0, prec0)
+            - linear_leaf_prior(f.value[t, kl], slope[t, kl], rl >= 0, prec0)
+            - linear_leaf_prior(f.value[t, kr], slope[t, kr], rr >= 0, prec0)
+            - linear_leaf_log_q(m0, m1, W, Wz, Wzz, S, Sz, j >= 0, prec0))
+    for q in range(cnt):
+        i = idx[q]
+        b.rows[q] = i
+        b.f_prop[i] = b.f_minus[i] + _at(m0, m1, i, j, Z)
+    logr += _evaluate(rows_fn, pre, b.rows, cnt, st, b)
+    logr += _old_pair_log_q(t, kl, kr, b.rows, mid, cnt, Z, f, slope, reg, b, prec0)
+    ok = decide(rng, logr)
+    if ok:
+        _keep(b.rows, cnt, st, b)
         for q in range(cnt):
-            i = idx[q]
-            mv.rows[q] = i
-            mv.f_prop[i] = mv.f_minus[i] + (_at(kid[0], kid[1], i, j, Z) if q < mid
-                                            else _at(kid[2], kid[3], i, j, Z))
-    return impl
-
-
-@overload(evaluate)
-def _evaluate_hook(leaves, rows_fn, pre, cnt, logr):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, rows_fn, pre, cnt, logr):
-        return logr + _evaluate(rows_fn, pre, leaves.mv.rows, cnt, leaves.st, leaves.mv)
-    return impl
-
-
-@overload(old_leaf_log_q)
-def _old_leaf_log_q(leaves, t, k, start, end):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, t, k, start, end):
-        rk = leaves.reg[k]
-        mv = leaves.mv
-        W, Wz, Wzz, S, Sz = _sums(mv.rows, start, end, rk, leaves.lrows[1], mv.gc_p, mv.h_p)
-        return linear_leaf_log_q(leaves.value[t, k], leaves.slope[t, k], W, Wz, Wzz, S, Sz,
-                                 rk >= 0, leaves.prec0)
-    return impl
-
-
-@overload(keep_rows)
-def _keep_rows_hook(leaves, cnt):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, cnt):
-        _keep(leaves.mv.rows, cnt, leaves.st, leaves.mv)
-    return impl
-
-
-@overload(set_children)
-def _set_children_hook(leaves, t, ell, kl, kr, j):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, t, ell, kl, kr, j):
-        leaves.reg[ell] = -1
-        _set_children(t, kl, kr, j, leaves.kid, leaves.value, leaves.slope, leaves.reg)
-    return impl
-
-
-@overload(set_merged)
-def _set_merged(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
-    if not _linear(leaves):
-        return None
-
-    def impl(leaves, t, eta, kl, kr, cnt, j, leaf_of_row):
-        reg, idx = leaves.reg, leaves.idx
-        for q in range(cnt):
-            leaf_of_row[t, idx[q]] = eta
-        leaves.value[t, eta], leaves.slope[t, eta] = leaves.kid[0], leaves.kid[1]
+            f.leaf_of_row[t, idx[q]] = eta
+        f.value[t, eta], slope[t, eta] = m0, m1
         reg[eta] = j
         reg[kl] = -1
         reg[kr] = -1
-    return impl
+        merge_children(t, eta, kl, kr, f)
+    _reset(b, st, cnt)
+    return 1 if ok else 0
 
 
 @numba.njit(cache=True)
@@ -392,7 +312,7 @@ def _change(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_f
         f.ncut[t, eta] = nc
         commit_children(t, kl, kr, wL, wR, f.wavail, f.amask, sc.nmask, f.leaf_of_row, idx,
                         mid, cnt)
-        _set_children(t, kl, kr, j, kid, f.value, slope, reg)
+        _set_children(t, kl, kr, j, kid, f, slope, reg)
     _reset(b, st, cnt)
     return 1 if ok else 0
 
@@ -613,9 +533,6 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
     reg = b.reg
     for i in range(n):
         b.f_prop[i] = st.f[i]
-    leaves = LinearProposals(lrows, slope, reg, lin, rules.prec0, b.gc, f.value, sc.idx, b.kid,
-                             st, MoveRows(b.rows, b.fs, b.out, b.ll_p, b.f_prop, b.f_minus,
-                                          b.g_p, b.h_p, b.gc_p))
     for t in range(m):
         leaf_regressors(t, f.var, f.parent, f.n_nodes, regcol, lin, reg)
         for i in range(n):  # tree t's values, the rest of the term and the proposals' gc
@@ -625,13 +542,11 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
             b.gc[i] = st.g[i] + st.h[i] * c
         u = rng.random()
         move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
-        if move <= 1:
-            # grow and prune equally likely: their probabilities cancel
-            if move == 0:
-                s, cnt = grow(rng, t, leaves, data, rules, 1.0, 1.0, f, sc, rows_fn, pre)
-            else:
-                s, cnt = prune(rng, t, leaves, rules, 1.0, 1.0, f, sc, rows_fn, pre)
-            _reset(b, st, cnt)
+        if move == 0:
+            s = _grow(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
+                      pre)
+        elif move == 1:
+            s = _prune(rng, t, lin[t], rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
         else:
             s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,
                         rows_fn, pre)

@@ -193,11 +193,12 @@ class LinearRows(NamedTuple):
 class LinearLeaves(NamedTuple):
     """The linear leaves' form of the conjugate moves
     (:mod:`~pymc_trees.bart.kernels.conjugate_moves`): the tree's :class:`LinearSums`, the
-    :class:`LinearRows`, the residual ``r`` and row precisions ``omega`` (n,), whether tree t's
-    leaves are linear (``active``), the leaf prior's precision ``prec0``, and the arrays of the
-    rows the hooks read (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``, ``lo``,
-    ``tmp``).  A new leaf's regressor is the column of the split above it (-1 under a categorical split or in a
-    constant tree), so a grow and a prune sum the new leaves' rows after partitioning them."""
+    :class:`LinearRows`, the residual ``r`` and row precisions ``omega`` (n,), whether tree
+    t's leaves are linear (``active``), the leaf prior's precision ``prec0``, and the arrays
+    of the rows the hooks read (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``,
+    ``lo``, ``tmp``). A new leaf's regressor is the column of the split above it (-1 under a
+    categorical split or in a constant tree), so a grow and a prune sum the new leaves' rows
+    after partitioning them."""
 
     sums: LinearSums
     lrows: LinearRows
