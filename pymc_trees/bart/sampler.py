@@ -250,7 +250,7 @@ class ForestSampler:
         self._XbT = np.ascontiguousarray(self.Xb.T, dtype=small)
         self._column_weights = self.prior.split_weights(p)
         self.split_prior = lay.feature_weights(self._column_weights)
-        self._mask_dt = mask_dtype(nc, bool(self.iscat.any()))
+        self._mask_dt = mask_dtype(self.ncuts, self.iscat)
         hist = np.zeros((q, nc + 1), np.int32)
         idx = np.arange(n, dtype=np.int32)
         lo = np.zeros(q, np.int32)
@@ -359,7 +359,7 @@ class ForestSampler:
     def _alloc_scratch(self) -> None:
         n, p = self._shape
         self._scratch = new_scratch(n, self.layout.q, self.layout.max_cuts,
-                                    self.forest.capacity, bool(self.iscat.any()))
+                                    self.forest.capacity, self._mask_dt)
         if getattr(self, "_tree_sums", None) is None:
             self._tree_sums = TreeSums()
         self._tree_sums.allocate(n)  # a new buffer holds no trees' sum

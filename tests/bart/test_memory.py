@@ -26,6 +26,36 @@ def test_leaf_index_type_holds_every_slot():
     assert leaf_index_dtype(65_537) == np.int32
 
 
+def test_rule_masks_are_16_bit_up_to_15_category_bins():
+    """The available-rule ranges of every node (``Forest.amask``) are int16 unless a numeric
+    feature has 32,767 cutpoints or more or a categorical one more than 15 bins: a small
+    category no longer takes int32, which compiled every sweep a second time.  At 15 bins a
+    node holding every level stores its range ``-(2**15 - 1) .. `` and reads it back whole."""
+    from pymc_trees.bart.kernels.forest import load_mask, mask_dtype, store_mask
+    from pymc_trees.bart.kernels.nodes import node_availability
+    from pymc_trees.core.features import build_layout
+
+    num, cat = np.array([False]), np.array([True])
+    assert mask_dtype(np.array([400]), num) == np.int16
+    assert mask_dtype(np.array([32_767]), num) == np.int32
+    assert mask_dtype(np.array([14]), cat) == np.int16  # 15 bins
+    assert mask_dtype(np.array([15]), cat) == np.int32  # 16 bins
+    assert mask_dtype(np.array([400, 14]), np.array([False, True])) == np.int16
+
+    codes = np.repeat(np.arange(15.0), 3)[:, None]  # 15 levels of 3 rows
+    lay = build_layout(codes, np.array([True]), 100)
+    assert mask_dtype(lay.ncuts, lay.iscat) == np.int16
+    lo, hi = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    node_availability(lay.Xb, np.arange(45, dtype=np.int32), 0, 45, lay.ncuts, lay.iscat, 1,
+                      np.ones(1), np.zeros((1, lay.max_cuts + 1), np.int32), lo, hi)
+    assert lo[0] == -(2 ** 15 - 1) and hi[0] > lo[0]
+    amask = np.zeros((1, 1, 2), mask_dtype(lay.ncuts, lay.iscat))
+    store_mask(amask, 0, 0, lo, hi)
+    got_lo, got_hi = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    load_mask(amask, 0, 0, got_lo, got_hi)
+    assert (got_lo[0], got_hi[0]) == (lo[0], hi[0])
+
+
 def _fitted(response="constant", numcut=100, m=20, n=3000, seed=0, cgm=True):
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(n, 4))

@@ -82,11 +82,12 @@ class SweepScratch(NamedTuple):
 
 
 def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
-                categorical: bool = False) -> SweepScratch:
+                mask_dt: np.dtype = np.dtype(np.int16)) -> SweepScratch:
     """Buffers for one sweep, allocated once by the caller; the node-sized buffers must be
     regrown with the forest's capacity.  ``nmask`` has one extra row per node for the
-    proposed masks, plus two."""
-    from pymc_trees.bart.kernels.forest import mask_dtype, mask_width
+    proposed masks, plus two, in the forest's ``amask`` dtype ``mask_dt``
+    (:func:`~pymc_trees.bart.kernels.forest.mask_dtype`)."""
+    from pymc_trees.bart.kernels.forest import mask_width
 
     K = capacity
     return SweepScratch(
@@ -95,5 +96,5 @@ def new_scratch(n: int, p: int, max_cuts: int, capacity: int,
         np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
         np.zeros(K, np.int32), np.zeros(K, np.int32), np.zeros(K, np.int32),
         np.zeros(K, np.int32), np.zeros(K, np.bool_), np.zeros(n, ROW_INDEX),
-        np.zeros((1, K + 2, mask_width(p)), mask_dtype(max_cuts, categorical)),
+        np.zeros((1, K + 2, mask_width(p)), mask_dt),
     )

@@ -65,7 +65,7 @@ class Forest:
     ncut : ndarray of shape (m, K), dtype int32
         Internal nodes: number of available cutpoints of the node's split feature.
     amask : ndarray of shape (m, K, 2 p), dtype int16 (int32 above 32,766 cutpoints or with
-        categorical features)
+        a categorical feature of more than 15 bins: :func:`mask_dtype`)
         The node's available rules, as the kernels computed them from its rows:
         ``amask[t, k, v] .. amask[t, k, p + v]`` is the inclusive range of available rules
         of feature ``v`` (cut indices; for a categorical feature the encoding of
@@ -172,12 +172,22 @@ def mask_width(p: int) -> int:
     return 2 * p
 
 
-def mask_dtype(max_cuts: int, categorical: bool = False) -> np.dtype:
-    """The narrowest signed integer holding cut indices up to ``max_cuts`` (int32 with
-    categorical features, whose ranges hold level sets and subset counts)."""
-    if categorical:
-        return np.dtype(np.int32)
-    return np.dtype(np.int16 if max_cuts < np.iinfo(np.int16).max else np.int32)
+def mask_dtype(ncuts: np.ndarray, iscat: np.ndarray) -> np.dtype:
+    """The narrowest signed integer holding every feature's available-rule range: int16 when
+    the numeric features' cut indices stay below 32,767 and every categorical feature has at
+    most 15 bins (its range runs from ``-P``, ``P`` the bit set of its levels present, down
+    to ``-(2**15 - 1)``); int32 otherwise.  ``ncuts`` and ``iscat`` as in
+    :class:`pymc_trees.core.features.FeatureLayout` (a categorical feature's bins are
+    ``ncuts + 1``).
+
+    One dtype for the common tables keeps every kernel compiled once for them: a small
+    category used to take int32 and with it a second compilation of each sweep (CGM's alone
+    about 26 s of one core), besides twice the memory."""
+    ncuts = np.asarray(ncuts)
+    iscat = np.asarray(iscat, dtype=bool)
+    wide = (ncuts[~iscat].max(initial=0) >= np.iinfo(np.int16).max
+            or ncuts[iscat].max(initial=0) + 1 > 15)
+    return np.dtype(np.int32 if wide else np.int16)
 
 
 @numba.njit(cache=True)

@@ -84,8 +84,7 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     n, p = Xb.shape
     K = max_tree_nodes(n, min_leaf)
     # every node's mask, the root's included, is written by sample_prior_tree
-    root_mask = np.zeros(mask_width(p), mask_dtype(int(ncuts.max(initial=0)),
-                                                    bool(iscat.any())))
+    root_mask = np.zeros(mask_width(p), mask_dtype(ncuts, iscat))
     one = new_forest(1, n, 0.0, capacity=K, root_mask=root_mask)
     hist = np.zeros((p, int(ncuts.max(initial=0)) + 1), np.int32)
     lo = np.zeros(p, np.int32)
