@@ -248,7 +248,7 @@ def _row_log_density(model, obs, name: str, n: int, point: dict):
     return lp if rows == n else pt.broadcast_to(lp, (n,))
 
 def general_likelihood(model, f_rv, n: int, output: int | None = None,
-                       joint: bool = False) -> GeneralLikelihood:
+                       joint: bool = False, rows_cache: dict | None = None) -> GeneralLikelihood:
     """Compile the likelihood of tree term ``f_rv`` (of output ``output`` of a term of shape
     (k, n); with ``joint``, of all k outputs at once, for a term whose outputs share their
     trees: ``f``, ``g`` and ``h`` then have shape (k, n), the derivatives in each output's
@@ -258,7 +258,9 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None,
     density is a sum over rows in which row i depends on the term only through ``f_i``, and
     the rows of several add (two outcomes sharing one function of X).  That is checked at the
     initial point: moving f at half of the rows leaves the other rows' log densities
-    unchanged.  Raises :class:`ModelStructureError` otherwise."""
+    unchanged.  Raises :class:`ModelStructureError` otherwise.  ``rows_cache``: a dict kept
+    across the outputs of one term, in which their shared row graph is compiled once
+    (:func:`pymc_trees.bart.rowgraph.compile_rows`)."""
     deps = dependents(model, f_rv)
     name = f_rv.name
     if not deps or any(d not in model.observed_RVs for d in deps):
@@ -310,18 +312,20 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None,
             "rows; the tree step needs each row to depend on its own value f_i only (an "
             "elementwise link such as pm.math.exp(f) is fine, a sum or a softmax over rows "
             "is not).")
-    _attach_rows(model, lik, lp, f_value, point, f0, check)
+    _attach_rows(model, lik, lp, f_value, point, f0, check, rows_cache)
     return lik
 
 
-def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, check) -> None:
+def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, check,
+                 rows_cache: dict | None = None) -> None:
     """Compile the row graph for the sweep kernel (:mod:`pymc_trees.bart.rowgraph`) and check
     it against the whole-graph function at a perturbed point: at all rows, and at a third of
     the rows (in random order) against all rows.  Any failure leaves ``lik.rows`` None with
     the reason; the Python sweep then runs, with the same moves."""
     names = {v: v.name for v in model.value_vars}
     try:
-        rf = compile_rows(lp, f_value, lik.output, lik.n, point, names, lik.outputs)
+        rf = compile_rows(lp, f_value, lik.output, lik.n, point, names, lik.outputs,
+                          cache=rows_cache)
     except Exception as err:  # noqa: BLE001 - any graph the splitter does not know
         rf = f"{type(err).__name__}: {err}"
     if isinstance(rf, str):

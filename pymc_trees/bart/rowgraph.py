@@ -164,16 +164,34 @@ def _c_callback(jf, outputs: int | None = None):
 
 def _frontier(pre_fn, roots: list, point: dict) -> list:
     """``pre_fn`` at ``point``: its inputs are model values (``("point", name)``), shared
-    variables read now (``("shared", var)``) or constants (``("const", value)``)."""
+    variables read now (``("shared", var)``), constants (``("const", value)``) or the output
+    index of a term of shape (k, n) (``("output", j)``, the last)."""
     args = []
     for kind, key in roots:
         if kind == "point":
             args.append(point[key])
+        elif kind == "output":
+            args.append(np.int64(key))
         elif kind == "shared":
             args.append(key.get_value(borrow=True))
         else:
             args.append(key)
     return pre_fn(*args)
+
+
+class _Compiled:
+    """The compiled row graph, shared by the outputs of one term (each output's
+    :class:`RowFunctions` differs only in its frontier's output index); pickled as the graph,
+    so that the outputs still share one compilation where it is unpickled."""
+
+    def __init__(self, graphs: tuple, outputs: int | None, fn=None):
+        self.graphs = graphs  # (inputs, outputs) of the row graph
+        self.outputs = outputs  # J when the row graph takes all J outputs at once
+        self.fn = fn  # the PyTensor function (numba backend)
+        self.callbacks = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "fn": None, "callbacks": None}
 
 
 class RowFunctions:
@@ -184,35 +202,43 @@ class RowFunctions:
     leaf updates call it at rows 0 .. n-1 (one compiled graph, not a second one for all rows
     without the gathers: that doubled the step's build time, 1.5 s of 5 on a two-term Gamma
     model, for a few microseconds per call); ``pre`` is :meth:`pre` at the model's point, every frontier value as float64 in one vector (the row graph casts each
-    back to its type).
+    back to its type).  The k outputs of a term of shape (k, n) share one row graph, whose
+    output index is a frontier value (:meth:`for_output`): one compilation for the term, not
+    k (a softmax of three classes built its step in 12.6 s warm and about 46 s on a cold
+    cache, three quarters of it compiling the three outputs' graphs).
     Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
     process that unpickles it, e.g. a chain's worker)."""
 
     def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None,
-                 outputs: int | None = None):
-        self._graphs = graphs  # (inputs, outputs) of the row graph
-        self._outputs = outputs  # J when the row graph takes all J outputs at once
+                 outputs: int | None = None, shared: _Compiled | None = None):
+        self._shared = shared if shared is not None else _Compiled(graphs, outputs, compiled)
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
         self._layout = layout  # per frontier output: its shape in the packed vector
-        self._compiled = compiled  # the PyTensor function (numba backend), in a tuple
-        self._callbacks = None
 
-    def __getstate__(self):
-        return {**self.__dict__, "_compiled": None, "_callbacks": None}
+    def for_output(self, output: int) -> "RowFunctions":
+        """The same row graph at output ``output`` of the term (the last root of the frontier
+        function is the output index)."""
+        kind, _ = self._roots[-1]
+        if kind != "output":
+            raise ValueError("this row graph has no output index")
+        return RowFunctions(None, self._pre_fn, [*self._roots[:-1], ("output", int(output))],
+                            self._layout, shared=self._shared)
 
     def compiled_functions(self) -> tuple:
         """The PyTensor function (numba backend) of the row graph at given rows, in a tuple."""
-        if self._compiled is None:
-            ri, ro = self._graphs
-            self._compiled = (pytensor.function(ri, ro, mode="NUMBA", on_unused_input="ignore"),)
-        return self._compiled
+        sh = self._shared
+        if sh.fn is None:
+            ri, ro = sh.graphs
+            sh.fn = (pytensor.function(ri, ro, mode="NUMBA", on_unused_input="ignore"),)
+        return sh.fn
 
     def _build(self):
-        if self._callbacks is None:
+        sh = self._shared
+        if sh.callbacks is None:
             (fr,) = self.compiled_functions()
-            self._callbacks = _c_callback(fr.vm.jit_fn, getattr(self, "_outputs", None))
-        return self._callbacks
+            sh.callbacks = _c_callback(fr.vm.jit_fn, sh.outputs)
+        return sh.callbacks
 
     @property
     def rows_fn(self):
@@ -238,7 +264,7 @@ class RowFunctions:
 
 
 def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_names: dict,
-                 outputs: int | None = None) -> RowFunctions | str:
+                 outputs: int | None = None, cache: dict | None = None) -> RowFunctions | str:
     """Split and compile the row log density ``lp`` (shape (n,), a graph of the model's value
     variables) of tree term ``f_value`` (the term's value variable; for ``output`` j of a term
     of shape (k, n), row j of it; with ``outputs`` = k, all k outputs at once, for a term
@@ -246,7 +272,19 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     derivatives in each output's own value).  ``value_names`` maps the model's value
     variables to their names in a point.  Returns the :class:`RowFunctions`, or the reason (a
     string) why this graph cannot run in the kernel; the caller checks the functions'
-    values."""
+    values.  With ``output`` j, the output index is an input of the row graph; ``cache`` (a
+    dict the caller keeps for the term's k outputs) holds the result, so the next output
+    takes the same compiled graph (:meth:`RowFunctions.for_output`) instead of its own."""
+    if output is not None and cache is not None and "rows" in cache:
+        done = cache["rows"]
+        return done if isinstance(done, str) else done.for_output(output)
+    rf = _compile_rows(lp, f_value, output, n, point, value_names, outputs)
+    if output is not None and cache is not None:
+        cache["rows"] = rf
+    return rf
+
+
+def _compile_rows(lp, f_value, output, n, point, value_names, outputs):
     joint = outputs is not None
     f_in = pt.dmatrix("f_rows") if joint else pt.dvector("f_rows")
     roots = [v for v in ancestors([lp]) if v.owner is None
@@ -257,18 +295,20 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     ph = {v: v.type.clone(shape=tuple(1 if d == 1 else None for d in v.type.shape))(
         name=f"in_{v.name}") for v in roots}
     replace = dict(ph)
+    # the output index of a term of shape (k, n): an input, so the k outputs share the graph
+    j_in = [] if output is None else [pt.lscalar("output")]
     if output is None:
         replace[f_value] = f_in
     else:
-        replace[f_value] = pt.set_subtensor(ph[f_value][output], f_in)
+        replace[f_value] = pt.set_subtensor(ph[f_value][j_in[0]], f_in)
     [lp_in] = _rebuild([lp], replace)
-    pre_fg = FunctionGraph([f_in, *ph.values()], [lp_in], clone=False)
+    pre_fg = FunctionGraph([f_in, *ph.values(), *j_in], [lp_in], clone=False)
     _rewrite_mode().rewrite(pre_fg)
     [lp_in] = pre_fg.outputs
     g = pytensor.grad(pt.sum(lp_in), f_in)
     h = (pt.stack([-pytensor.grad(pt.sum(g[j]), f_in)[j] for j in range(outputs)]) if joint
          else -pytensor.grad(pt.sum(g), f_in))
-    fg = FunctionGraph([f_in, *ph.values()], [lp_in, g, h], clone=True)
+    fg = FunctionGraph([f_in, *ph.values(), *j_in], [lp_in, g, h], clone=True)
     _rewrite_mode().rewrite(fg)
     fin, *phs = fg.inputs
     outs = _rebuild(fg.outputs, {})
@@ -288,6 +328,8 @@ def compile_rows(lp, f_value, output: int | None, n: int, point: dict, value_nam
     source = [("point", value_names[v]) if v in value_names
               else ("shared", v) if isinstance(v, SharedVariable) else ("const", v.data)
               for v, _ in roots_ph]
+    if output is not None:
+        source.append(("output", int(output)))
     # once per sweep: PyTensor's C backend compiles it several times faster than numba
     # (its compiled ops are cached on disk), and calls it as fast
     linker = "cvm" if pytensor.config.cxx else pytensor.compile.mode.get_default_mode().linker

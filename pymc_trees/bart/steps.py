@@ -202,9 +202,8 @@ class _TreeStep(BlockedStep):
         # and pm.set_data replaces the shared value rather than writing into it
         X_value = mark_missing(X.get_value(borrow=True) if hasattr(X, "get_value") else X.eval(),
                                getattr(rv.owner.op, "missing", None))
-        # the leaf scale (fixed, learned inside the step, or a model variable) and the split
-        # prior (uniform, DART, or a Dirichlet model variable): pymc_trees.bart.leaf_scale,
-        # pymc_trees.bart.split_prior
+        # the leaf scale (fixed, learned, or a model variable; pymc_trees.bart.leaf_scale) and
+        # the split prior (uniform, DART, or a Dirichlet variable; pymc_trees.bart.split_prior)
         self.leaf_scale = make_leaf_scale(model, rv, scale, start)
         self._make_sampler(rv, X_value, float(offset.eval()), self.leaf_scale.sd0)
         # a term whose values stay out of the trace (by default above 50,000 rows) takes
@@ -310,14 +309,15 @@ class _TreeStep(BlockedStep):
                 except NotAugmentable:
                     self.likelihood = general_likelihood(model, rv, self.sampler.n, joint=True)
             elif outputs is not None:
-                # one output given the others: the conjugate update where the output is a
-                # linear predictor of an augmentable likelihood, else the general step
-                self._liks = []
+                # one output given the others: the conjugate update where the output is a linear
+                # predictor of an augmentable likelihood, else the general step (one row graph)
+                self._liks, rows_cache = [], {}
                 for j in range(outputs):
                     try:
                         lik = output_tree_likelihood(model, rv, self.sampler.n, j)
                     except NotAugmentable:
-                        lik = general_likelihood(model, rv, self.sampler.n, output=j)
+                        lik = general_likelihood(model, rv, self.sampler.n, output=j,
+                                                 rows_cache=rows_cache)
                     self._liks.append(lik)
                 self.likelihood = self._liks[0]
             else:
