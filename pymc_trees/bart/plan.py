@@ -40,7 +40,7 @@ from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
-           "SAMPLERS", "DEFAULT_SAMPLER"]
+           "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START"]
 
 SAMPLERS = ("cgm", "pg")
 # The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
@@ -51,6 +51,43 @@ DEFAULT_SAMPLER = "cgm"
 _SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose outputs share "
               "their trees (separate_trees=False) is sampled by the general tree step: use "
               "sampler='cgm' (the default), or separate_trees=True.")
+
+
+# The default warm start (issue 52): at most WARM_START grow-from-root iterations, as many as
+# cost at most WARM_SHARE of the chain's iterations (or WARM_FLOOR seconds where that is
+# more), by a cost model of seconds fitted on Friedman #1 (p = 10, m = 200) on the two-core
+# CI machine kind (docs/benchmarks.md, "What the warm start buys by size"): a grow-from-root
+# sweep 5.5e-9 s per row, tree and feature (0.11 s at 10,000 rows, 11.0 s at 1,000,000); an
+# iteration 2 ms plus 2e-9 s per row and tree of its exact sweep (6.75 ms at 10,000 rows,
+# 0.04 s at 100,000).  A model, not a timer: the number depends on the run's sizes only, so
+# a seed reproduces a run on any machine.
+WARM_START, WARM_SHARE, WARM_FLOOR = 10, 0.05, 0.5
+_GFR_S, _ITER_S, _SWEEP_S = 5.5e-9, 2e-3, 2e-9
+
+
+def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
+    """How many of a chain's first tuning iterations run a grow-from-root sweep.
+
+    ``requested`` (the step's ``warm_start``) as an int: ``min(requested, tune // 2)``.
+    None (the default): at most ``min(WARM_START, tune // 2)``, and no more than cost
+    ``max(WARM_FLOOR, WARM_SHARE * (tune + draws) * t_iter)`` seconds at ``t_gfr`` each,
+    ``t_gfr = 5.5e-9 n m p k`` and ``t_iter = 2e-3 + 2e-9 n m k`` (``k`` outputs of ``m``
+    trees on ``n`` rows and ``p`` features).  At m = 200 and p = 10 a default run of
+    2 x (1,000 + 1,000) keeps 10 sweeps up to about 4,000 rows, 5 at 10,000 and 3 from
+    100,000 on; ``pm.sample(draws=5, tune=12)`` 6 up to about 8,000 rows, 1 at 30,000 and
+    none from 100,000.
+    The trees it grows are a start only (every kept draw comes from the exact sweeps); runs
+    without it were as accurate within the seeds' spread on Friedman #1 from 1,000 to
+    1,000,000 rows and on the suite's largest tables (``docs/benchmarks.md``)."""
+    half = tune // 2
+    if requested is not None:
+        return min(int(requested), half)
+    parts = getattr(sampler, "parts", [sampler])
+    one = parts[0]
+    rows_trees = one.n * one.prior.m * len(parts)
+    sweep = _GFR_S * rows_trees * one.layout.q
+    budget = max(WARM_FLOOR, WARM_SHARE * (tune + draws) * (_ITER_S + _SWEEP_S * rows_trees))
+    return int(min(WARM_START, half, budget // sweep))
 
 
 class TermPlanError(ModelStructureError):

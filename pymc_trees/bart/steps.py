@@ -8,10 +8,9 @@ so ``pm.sample()`` assigns them by itself.  All draw only from the generator PyM
 
 from __future__ import annotations
 
+import warnings
 from contextlib import ExitStack
 from dataclasses import field
-
-import warnings
 
 import numpy as np
 import pymc as pm
@@ -22,14 +21,13 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_trees.bart.pymc_compat import (external_nuts_sampler, reduce_step,
                                          register_step_methods)
-from pymc_trees.bart.distribution import (BARTTreeRV, categorical_columns, keeps_values,
-                                          term_inputs)
+from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns, keeps_values, term_inputs
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
 from pymc_trees.bart.noise_step import NoiseGibbs
-from pymc_trees.bart.plan import term_plan
+from pymc_trees.bart.plan import term_plan, warm_sweeps
 from pymc_trees.bart.general_loop import nanmean
 from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
@@ -175,21 +173,21 @@ class _TreeStep(BlockedStep):
         return reduce_step(self)
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
-                 compile_kwargs=None, blocked: bool = True, warm_start: int = 10,
+                 compile_kwargs=None, blocked: bool = True, warm_start: int | None = None,
                  burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
         if isinstance(sweeps, bool) or int(sweeps) != sweeps or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer number of tree sweeps per "
                              f"iteration; got {sweeps!r}.")
         self.sweeps = int(sweeps)
-        if int(warm_start) != warm_start or warm_start < 0:
-            raise ValueError(f"warm_start must be a non-negative integer number of tuning "
-                             f"iterations; got {warm_start!r}.")
+        if warm_start is not None and (int(warm_start) != warm_start or warm_start < 0):
+            raise ValueError(f"warm_start must be None or a non-negative integer number of "
+                             f"tuning iterations; got {warm_start!r}.")
         if burn_in is not None and (isinstance(burn_in, bool) or int(burn_in) != burn_in
                                     or burn_in < 1):
             raise ValueError(f"burn_in must be a positive integer number of tuning iterations "
                              f"or None (every tuning iteration updates the trees); got "
                              f"{burn_in!r}.")
-        self.warm_start = int(warm_start)
+        self.warm_start = None if warm_start is None else int(warm_start)
         self.burn_in = None if burn_in is None else int(burn_in)
         self.warm_left, self.burn_left, self.held, self.steps_left = 0, None, None, None
         self.tune_sweeps, self.tune_moved = 0, False
@@ -408,7 +406,7 @@ class _TreeStep(BlockedStep):
         # warm start grows one value per leaf: none for outputs that share their trees, nor
         # for a term drawn from its prior, which needs no start)
         cold = not self._plan.warm_start or self._prior_only
-        self.warm_left = 0 if cold else min(self.warm_start, tune // 2)
+        self.warm_left = 0 if cold else warm_sweeps(self.warm_start, tune, draws, self.sampler)
         # the trees' burn-in: the first burn_in tuning iterations; the rest hold the trees
         self.burn_left = self.burn_in if self._hold_ok else None
         self.held = None
@@ -652,11 +650,11 @@ class CGMTreeStep(_TreeStep):
         fifth or more of the time per iteration there and gave no more effective draws per
         second (``docs/mixing.md``, "The default moves at scale").  Pass the four
         probabilities to keep CGM's moves at any size.
-    warm_start : int, default 10
+    warm_start : int or None, default None
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
-        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update, to
-        start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
-        every kept draw comes from the exact update.  In ``pm.sample``:
+        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update;
+        0 turns it off; None: up to 10, as many as cost about 5% of the chain (``plan.warm_sweeps``:
+        none for short runs at scale).  Tuning draws only; in ``pm.sample``:
         ``pm.sample(..., cgm_tree={"warm_start": 0})``.
     burn_in : int or None, default 200
         The trees' burn-in, in a model where every free variable has an exact step (tree
@@ -703,7 +701,8 @@ class CGMTreeStep(_TreeStep):
 
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
+                 warm_start: int | None = None, burn_in: int | None = DEFAULT_BURN_IN,
+                 sweeps: int = 1):
         if move_probs is not None:
             move_cumulative_probs(move_probs)  # refused before the model is read
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
@@ -735,11 +734,11 @@ class PGTreeStep(_TreeStep):
     ----------
     vars : list with one BARTTree variable
     num_particles : int, default 10
-    warm_start : int, default 10
+    warm_start : int or None, default None
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
-        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update, to
-        start the exact sampler near the posterior; 0 turns it off.  Tuning draws only:
-        every kept draw comes from the exact update.  In ``pm.sample``:
+        grow-from-root sweep (:mod:`pymc_trees.bart.kernels.gfr`) instead of the exact update;
+        0 turns it off; None: up to 10, as many as cost about 5% of the chain (``plan.warm_sweeps``:
+        none for short runs at scale).  Tuning draws only; in ``pm.sample``:
         ``pm.sample(..., pg_tree={"warm_start": 0})``.
     burn_in : int or None, default 200
         The trees' burn-in, as for :class:`CGMTreeStep`.  In ``pm.sample``:
@@ -764,7 +763,8 @@ class PGTreeStep(_TreeStep):
 
     def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
                  initial_point=None, compile_kwargs=None, blocked: bool = True,
-                 warm_start: int = 10, burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
+                 warm_start: int | None = None, burn_in: int | None = DEFAULT_BURN_IN,
+                 sweeps: int = 1):
         if int(num_particles) != num_particles or num_particles < 1:
             raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
         self.num_particles = int(num_particles)

@@ -165,6 +165,55 @@ def test_warm_start_runs_at_the_start_of_tuning_only(kind):
     assert idata.warmup_sample_stats["warm_start"].values.sum() == 4
 
 
+def _sizes(n, m=200, p=10, k=1):
+    from types import SimpleNamespace as NS
+
+    one = NS(n=n, prior=NS(m=m), layout=NS(q=p))
+    return one if k == 1 else NS(parts=[one] * k)
+
+
+def test_the_default_warm_start_costs_at_most_a_twentieth_of_the_chain():
+    """``warm_start=None``: as many grow-from-root sweeps, up to 10 and half the tuning, as
+    the cost model puts at 5% of the chain's iterations (0.5 s where that is more); an
+    integer is taken as given.  Issue 52: at a million rows ``pm.sample(draws=5, tune=12)``
+    ran six sweeps of 11 s each against 20 s for the whole run without them."""
+    from pymc_trees.bart import plan
+
+    assert plan.warm_sweeps(7, 12, 5, _sizes(10**6)) == 6  # an integer: min(it, tune // 2)
+    assert plan.warm_sweeps(0, 1000, 1000, _sizes(100)) == 0
+    assert plan.warm_sweeps(None, 1000, 1000, _sizes(1000)) == 10  # small: all of them
+    assert plan.warm_sweeps(None, 12, 5, _sizes(1000)) == 6
+    assert plan.warm_sweeps(None, 12, 5, _sizes(10**6)) == 0  # the issue's first draws
+    assert plan.warm_sweeps(None, 200, 200, _sizes(10**6)) == 0
+    assert plan.warm_sweeps(None, 12, 5, _sizes(20_000, k=3)) < plan.warm_sweeps(
+        None, 12, 5, _sizes(20_000))  # k outputs cost k times as much
+    for n in (300, 3000, 10_000, 30_000, 100_000, 10**6, 10**7):
+        for tune, draws in ((12, 5), (200, 200), (1000, 1000)):
+            k = plan.warm_sweeps(None, tune, draws, _sizes(n))
+            rows_trees = n * 200
+            gfr = plan._GFR_S * rows_trees * 10
+            budget = max(plan.WARM_FLOOR, plan.WARM_SHARE * (tune + draws)
+                         * (plan._ITER_S + plan._SWEEP_S * rows_trees))
+            assert k * gfr <= budget  # within the budget
+            assert k == min(10, tune // 2) or (k + 1) * gfr > budget  # and no fewer
+
+
+def test_the_step_takes_the_default_warm_start_from_the_cost_model(monkeypatch):
+    from pymc_trees.bart import plan
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(200, 3))
+    y = 3 * X[:, 0] + rng.normal(0, 0.3, 200)
+    # grow-from-root priced at a second a row: the default runs none of it
+    monkeypatch.setattr(plan, "_GFR_S", 1.0)
+    with pm.Model():
+        f = BARTTree("f", X, y, m=20)
+        pm.Normal("y", f, 0.3, observed=y)
+        idata = pm.sample(draws=5, tune=8, chains=1, random_seed=1, progressbar=False,
+                          discard_tuned_samples=False, compute_convergence_checks=False)
+    assert not idata.warmup_sample_stats["warm_start"].values.any()
+
+
 @pytest.mark.parametrize("kind", ["cgm", "pg"])
 def test_burn_in_holds_the_trees_for_the_rest_of_tuning(kind):
     """After ``burn_in`` tuning iterations the tree step returns the point unchanged (f, its
