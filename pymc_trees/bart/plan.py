@@ -54,15 +54,16 @@ _SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose ou
 
 
 # The default warm start (issue 52): at most WARM_START grow-from-root iterations, as many as
-# cost at most WARM_SHARE of the chain's iterations (or WARM_FLOOR seconds where that is
-# more), by a cost model of seconds fitted on Friedman #1 (p = 10, m = 200) on the two-core
+# cost at most WARM_SHARE of the chain's iterations, or of a default chain of WARM_REF
+# iterations up to WARM_FLOOR seconds where that is more (a short run of a small model keeps
+# its warm start), by a cost model of seconds fitted on Friedman #1 (p = 10, m = 200) on the two-core
 # CI machine kind (docs/benchmarks.md, "What the warm start buys by size"): a grow-from-root
 # sweep 5.5e-9 s per row, tree and feature (0.11 s at 10,000 rows, 11.0 s at 1,000,000); an
-# iteration 2 ms plus 2e-9 s per row and tree of its exact sweep (6.75 ms at 10,000 rows,
-# 0.04 s at 100,000).  A model, not a timer: the number depends on the run's sizes only, so
+# iteration 2 ms plus 1.5e-9 s per row and tree of its exact sweep (measured 6.75 ms at
+# 10,000 rows, 27 ms at 100,000, 0.31 s at 1,000,000).  A model, not a timer: the number depends on the run's sizes only, so
 # a seed reproduces a run on any machine.
-WARM_START, WARM_SHARE, WARM_FLOOR = 10, 0.05, 0.5
-_GFR_S, _ITER_S, _SWEEP_S = 5.5e-9, 2e-3, 2e-9
+WARM_START, WARM_SHARE, WARM_FLOOR, WARM_REF = 10, 0.05, 0.5, 2000
+_GFR_S, _ITER_S, _SWEEP_S = 5.5e-9, 2e-3, 1.5e-9
 
 
 def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
@@ -70,12 +71,13 @@ def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
 
     ``requested`` (the step's ``warm_start``) as an int: ``min(requested, tune // 2)``.
     None (the default): at most ``min(WARM_START, tune // 2)``, and no more than cost
-    ``max(WARM_FLOOR, WARM_SHARE * (tune + draws) * t_iter)`` seconds at ``t_gfr`` each,
-    ``t_gfr = 5.5e-9 n m p k`` and ``t_iter = 2e-3 + 2e-9 n m k`` (``k`` outputs of ``m``
+    ``max(0.05 (tune + draws) t_iter, min(0.5, 0.05 * 2000 t_iter))`` seconds at ``t_gfr``
+    each (5% of this run, or of a default run of 2 x 1,000 iterations up to 0.5 s),
+    ``t_gfr = 5.5e-9 n m p k`` and ``t_iter = 2e-3 + 1.5e-9 n m k`` (``k`` outputs of ``m``
     trees on ``n`` rows and ``p`` features).  At m = 200 and p = 10 a default run of
-    2 x (1,000 + 1,000) keeps 10 sweeps up to about 4,000 rows, 5 at 10,000 and 3 from
-    100,000 on; ``pm.sample(draws=5, tune=12)`` 6 up to about 8,000 rows, 1 at 30,000 and
-    none from 100,000.
+    2 x (1,000 + 1,000) keeps 10 sweeps up to about 2,000 rows, 8 at 3,000, 4 at 10,000 and
+    2 from 100,000 on; ``pm.sample(draws=5, tune=12)`` 6 up to about 5,000 rows, 4 at
+    10,000, 1 at 30,000 and none from 100,000.
     The trees it grows are a start only (every kept draw comes from the exact sweeps); runs
     without it were as accurate within the seeds' spread on Friedman #1 from 1,000 to
     1,000,000 rows and on the suite's largest tables (``docs/benchmarks.md``)."""
@@ -86,7 +88,10 @@ def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
     one = parts[0]
     rows_trees = one.n * one.prior.m * len(parts)
     sweep = _GFR_S * rows_trees * one.layout.q
-    budget = max(WARM_FLOOR, WARM_SHARE * (tune + draws) * (_ITER_S + _SWEEP_S * rows_trees))
+    t_iter = _ITER_S + _SWEEP_S * rows_trees
+    # 5% of this run, or of a default run (up to 0.5 s) where that is more
+    budget = max(WARM_SHARE * (tune + draws) * t_iter,
+                 min(WARM_FLOOR, WARM_SHARE * WARM_REF * t_iter))
     return int(min(WARM_START, half, budget // sweep))
 
 
