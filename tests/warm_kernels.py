@@ -77,8 +77,8 @@ def group_a() -> None:
 
 
 def group_b() -> None:
-    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves and
-    outputs that share their trees."""
+    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves (also in
+    the general step) and outputs that share their trees."""
     import pymc as pm
 
     import pymc_trees as pmt
@@ -96,6 +96,12 @@ def group_b() -> None:
         f = pmt.BARTTree("f", X, y, m=3, response="linear")
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         pm.sample(**SAMPLE)
+    with pm.Model():
+        # linear leaves in the general step (a compilation of about 46 s of one core, which
+        # the first such test paid on a cold cache)
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=0.5, response="linear")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
+        pm.sample(**SAMPLE)
     Y2 = np.vstack([y, -y])
     with pm.Model():
         f = pmt.BARTTree("f", X, Y=Y2, m=3, shape=(2, len(y)), separate_trees=False)
@@ -104,26 +110,14 @@ def group_b() -> None:
 
 
 def group_c() -> None:
-    """The boosting learner's histogram and exact growers, and linear leaves in the general
-    step.  The growers' kernels share nothing with the samplers', so they compile in a third
-    process beside the two groups above, which the two cores share out: cold, on their own
-    caches side by side, group a took 110 s and group b 83 s with the histogram grower in a
-    (17.7 s of one core alone) and the exact grower in b (2.0 s).  The general step's linear
-    sweep (about 21 s of one core) moved here from group b on 2026-11-29, when b had become
-    the longest (a 112, b 122, c 51 s)."""
-    import pymc as pm
-
-    import pymc_trees as pmt
+    """The boosting learner's histogram and exact growers.  Their kernels share nothing with
+    the samplers', so they compile in a third process beside the two groups above, which
+    the two cores share out: cold, on their own caches side by side, group a took 110 s and
+    group b 83 s with the histogram grower in a (17.7 s of one core alone) and the exact
+    grower in b (2.0 s)."""
     from pymc_trees.boosting import BoostedTreesClassifier, BoostedTreesRegressor
 
     X, y = _data()
-    counts = np.random.default_rng(2).poisson(np.exp(X[:, 0]))
-    with pm.Model():
-        # linear leaves in the general step (a compilation of about 46 s of one core, which
-        # the first such test paid on a cold cache)
-        f = pmt.BARTTree("f", X, m=2, leaf_sd=0.5, response="linear")
-        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
-        pm.sample(**SAMPLE)
     for method in ("hist", "exact"):
         BoostedTreesRegressor(n_estimators=3, tree_method=method).fit(X, y).predict(X)
         BoostedTreesClassifier(n_estimators=3, tree_method=method).fit(X, y > 0).predict(X)
