@@ -53,15 +53,13 @@ _SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose ou
               "sampler='cgm' (the default), or separate_trees=True.")
 
 
-# The default warm start (issue 52): at most WARM_START grow-from-root iterations, as many as
-# cost at most WARM_SHARE of the chain's iterations, or of a default chain of WARM_REF
-# iterations up to WARM_FLOOR seconds where that is more (a short run of a small model keeps
-# its warm start), by a cost model of seconds fitted on Friedman #1 (p = 10, m = 200) on the two-core
-# CI machine kind (docs/benchmarks.md, "What the warm start buys by size"): a grow-from-root
-# sweep 5.5e-9 s per row, tree and feature (0.11 s at 10,000 rows, 11.0 s at 1,000,000); an
-# iteration 2 ms plus 1.5e-9 s per row and tree of its exact sweep (measured 6.75 ms at
-# 10,000 rows, 27 ms at 100,000, 0.31 s at 1,000,000).  A model, not a timer: the number depends on the run's sizes only, so
-# a seed reproduces a run on any machine.
+# The default warm start (issue 52; :func:`warm_sweeps`): a cost model of seconds fitted on
+# Friedman #1 (p = 10, m = 200) on the two-core CI machine kind (docs/benchmarks.md, "The
+# warm start's default, chosen"): a grow-from-root sweep 5.5e-9 s per row, tree and feature
+# (0.11 s at 10,000 rows, 11.0 s at 1,000,000); an iteration 2 ms plus 1.5e-9 s per row and
+# tree (measured 6.75 ms at 10,000 rows, 27 ms at 100,000, 0.31 s at 1,000,000).  A model,
+# not a timer: the number depends on the run's sizes only, so a seed reproduces a run on
+# any machine.
 WARM_START, WARM_SHARE, WARM_FLOOR, WARM_REF = 10, 0.05, 0.5, 2000
 _GFR_S, _ITER_S, _SWEEP_S = 5.5e-9, 2e-3, 1.5e-9
 

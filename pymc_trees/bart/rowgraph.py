@@ -184,10 +184,10 @@ class _Compiled:
     :class:`RowFunctions` differs only in its frontier's output index); pickled as the graph,
     so that the outputs still share one compilation where it is unpickled."""
 
-    def __init__(self, graphs: tuple, outputs: int | None, fn=None):
+    def __init__(self, graphs: tuple, outputs: int | None):
         self.graphs = graphs  # (inputs, outputs) of the row graph
         self.outputs = outputs  # J when the row graph takes all J outputs at once
-        self.fn = fn  # the PyTensor function (numba backend)
+        self.fn = None  # the PyTensor function (numba backend), in a tuple
         self.callbacks = None
 
     def __getstate__(self):
@@ -209,9 +209,9 @@ class RowFunctions:
     Pickled as its PyTensor graphs (the callbacks are compiled again on first use in the
     process that unpickles it, e.g. a chain's worker)."""
 
-    def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list, compiled=None,
+    def __init__(self, graphs: tuple, pre_fn, roots: list, layout: list,
                  outputs: int | None = None, shared: _Compiled | None = None):
-        self._shared = shared if shared is not None else _Compiled(graphs, outputs, compiled)
+        self._shared = shared if shared is not None else _Compiled(graphs, outputs)
         self._pre_fn = pre_fn
         self._roots = roots  # per input of _pre_fn: ("point", name) | ("const", value) | ("shared", var)
         self._layout = layout  # per frontier output: its shape in the packed vector
