@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, softmax
 
-from pymc_trees.bart.trace_io import read_forests
+from pymc_trees.bart.trace_io import clip_to_range, read_forests
 from pymc_trees.core.packed import predict_marginal_ragged, predict_ragged
 from pymc_trees.core.tabular import TableSchema
 from pymc_trees.results.predict import check_new_rows
@@ -229,8 +229,8 @@ class _BartSource(_Source):
 
     def encode(self, X, what: str = "X") -> np.ndarray:
         tf = self.tf
-        A = check_new_rows(X, tf.columns, tf.n_features, what=what, schema=tf.schema,
-                           missing=tf.missing)
+        A = clip_to_range(check_new_rows(X, tf.columns, tf.n_features, what=what,
+                                         schema=tf.schema, missing=tf.missing), tf, what)
         if self._schema is None:
             self._schema = _plain_schema(None, A.shape[1])
         names = getattr(X, "columns", None)

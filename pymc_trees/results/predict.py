@@ -7,7 +7,8 @@ import xarray as xr
 
 from pymc_trees.core.packed import predict_draws
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
-from pymc_trees.bart.trace_io import TermForests, read_forests, rows_fingerprint
+from pymc_trees.bart.trace_io import (TermForests, clip_to_range, read_forests,
+                                      rows_fingerprint)
 
 __all__ = ["predict", "forests", "check_new_rows"]
 
@@ -115,7 +116,9 @@ def _warn_read_by_position(X_new, named: bool, what: str) -> None:
 def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
     """Each stored draw's forest at the rows of X: array of shape (S, n), or (S, k, n) for a
     term with k outputs (output j: trees j*m to (j+1)*m - 1), S draws in the order of
-    ``tf.samples`` (:meth:`TermForests.wrap` gives them their dims)."""
+    ``tf.samples`` (:meth:`TermForests.wrap` gives them their dims).  A term of linear
+    leaves holds each line at the ends of the training range (:func:`clip_to_range`)."""
+    X = clip_to_range(X, tf, "The new rows")
     S, m1 = tf.starts.shape
     k = 1 if tf.outputs is None else tf.outputs
     m = (m1 - 1) // k

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import arviz as az
 import numpy as np
@@ -316,6 +317,30 @@ def test_forests_predict_the_training_values_after_saving(fitted, tmp_path):
 
     back = xr.open_datatree(path)
     np.testing.assert_allclose(pmt.predict(back, df).values, f.values, rtol=1e-12, atol=1e-12)
+
+
+def test_new_rows_beyond_the_training_range_hold_the_line_at_its_end(fitted, tmp_path):
+    # A linear leaf's line is fitted on the training rows; at a value far past them it is
+    # held at the end of the training range (the suite's diamonds table had a test row 6 times
+    # past the training maximum of a column, and its prediction moved by 27 on a log scale)
+    idata, df = fitted
+    lo, hi = np.nanmin(df["u"]), np.nanmax(df["u"])
+    far, edge = df.iloc[:4].copy(), df.iloc[:4].copy()
+    far["u"], edge["u"] = [40.0, -40.0, 40.0, -40.0], [hi, lo, hi, lo]
+    with pytest.warns(UserWarning, match=r"outside the training range in columns 'u' \(4 rows\)"):
+        got = pmt.predict(idata, far).values
+    np.testing.assert_array_equal(got, pmt.predict(idata, edge).values)
+    # kept with the trace, and the training rows are not moved
+    path = tmp_path / "range.nc"
+    idata.to_netcdf(path)
+    import xarray as xr
+
+    back = xr.open_datatree(path)
+    with pytest.warns(UserWarning, match="outside the training range"):
+        np.testing.assert_array_equal(pmt.predict(back, far).values, got)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pmt.predict(back, df)
 
 
 def test_partial_dependence_of_linear_leaves_is_the_mean_of_predictions(fitted):
