@@ -51,6 +51,17 @@ Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``;
   step (no model variables; every table); the default since the third run.
 * **ours, uniform splits**: ``split_prior="uniform"``, equal split probabilities (the
   default until the third run).
+* **Issue 50's candidates**, each a one-line change of the README's model: **ours,
+  Student-t** (``StudentT(nu, mu=f, sigma)``, ``nu ~ Gamma(2, 0.1)``, f by the augmented
+  step through Student-t's Gamma scale mixture); **ours, variance trees** (``Normal(f, exp(a + g))``,
+  ``g`` a second term of 50 trees with prior sd 1 of log sigma at a row, ``a ~
+  Normal(log s0, 1)`` by NUTS, ``g`` by the general tree step); **ours, mix leaves** and
+  **ours, linear leaves** (``response=``); and the combinations **variance trees + mix**,
+  **variance trees + Student-t** and **Student-t + linear leaves**.  Regression only for
+  the noise models.
+* **stochtree variance forest**: stochtree default with ``variance_forest_params=
+  {"num_trees": 50}`` (its log-linear variance forest; its global variance is then not
+  sampled), predictive sd per draw and test row from ``sigma2_x_test``.
 * **<learner> at stochtree default's wall time** (``--equal-wall``, for every BART learner
   but stochtree default): tuning and draws scaled so that its expected wall time equals
   stochtree default's on that fold (never scaled up).
@@ -71,10 +82,15 @@ fold's training rows is made missing in its test rows for every learner.
 
 Reported per table and learner, means over the K folds (``--folds``, default 5; fixed by seed
 0 per table): RMSE on the target's scale (regression) or log loss (classification), held-out
-log predictive density per row (regression: log of the mean over draws of the Normal density
-with that draw's f and sigma; classification it is minus the log loss), coverage and mean
-width of the 90% posterior predictive interval (regression), wall time of the fit with its
-predictions.  Then per table the ratio of our default's error to the best BART peer's (the
+log predictive density per row (regression: log of the mean over draws of the noise
+density, Normal or Student-t, with that draw's f and scale; classification it is minus the
+log loss), CRPS, coverage and mean width of the 50% and 90% posterior predictive intervals
+(regression), wall time of the fit with its predictions.  Issue 50's reading
+(``predictive_summary``): per regression table the paired LPD difference to the best peer
+by LPD (stochtree's variance forest included) and the RMSE ratio to the best BART peer by
+RMSE, each with its SE over folds; ``versus``: each candidate against our default on the
+same folds.  ``SYNTHETIC`` tables (Friedman #1 at 1,000 and 10,000 rows, a heteroscedastic
+simulation) run when named and stay out of the medians.  Then per table the ratio of our default's error to the best BART peer's (the
 peer with the lowest mean error on that table), as the mean over folds of the per-fold
 ratio with its standard error over folds, and our wall time over stochtree default's; and
 the median ratio over tables.  ``--out`` writes every fold's figures as JSON, ``--figure``
@@ -198,6 +214,29 @@ def load_tables() -> list[Table]:
     return out
 
 
+SYNTHETIC = ("Friedman1 1000", "Friedman1 10000", "heteroscedastic 1000")
+
+
+def synthetic_tables() -> list[Table]:
+    """Issue 50's simulations, by name (``--tables``; not in the default run, not in the
+    medians): Friedman #1 (p = 10, noise sd 1) at 1,000 and 10,000 rows, and a
+    heteroscedastic one at 1,000 rows: Friedman #1's mean over 5 (so that mean and noise are of
+    one size) with noise sd ``s(x) = 0.2 + 2 x_1^2 + (x_2 > 0.5)`` (0.2 to 3.2)."""
+    from pymc_trees.comparison.datasets import friedman1
+
+    out = []
+    for n in (1000, 10000):
+        X, y, _ = friedman1(n, rng=50 + n)
+        out.append(Table(f"Friedman1 {n}", "regression",
+                         pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]), y))
+    X, _, f = friedman1(1000, rng=51, noise_sd=0.0)
+    sd = 0.2 + 2 * X[:, 0] ** 2 + (X[:, 1] > 0.5)
+    y = f / 5 + sd * np.random.default_rng(52).standard_normal(len(f))
+    out.append(Table("heteroscedastic 1000", "regression",
+                     pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]), y))
+    return out
+
+
 def folds(n: int, k: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """K folds of the rows, fixed by ``seed``: (training rows, test rows) per fold."""
     idx = np.random.default_rng(seed).permutation(n)
@@ -236,7 +275,29 @@ def ours(task, X, y, Xt, cfg, variant="default"):
         if variant == "dart":
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
-        if task == "regression":
+        if variant.endswith(("linear", "mix")):
+            kw["response"] = "mix" if variant.endswith("mix") else "linear"
+        if variant.startswith(("variance", "t")) and task != "regression":
+            raise NotApplicable("a noise model for regression only")
+        if variant.startswith("variance"):
+            # variance trees: sigma(x) = exp(a + g(x)), g a sum of 50 trees with prior sd 1
+            # of log sigma at a row (leaf sd 1 / sqrt(50)), a ~ Normal(log s0, 1) by NUTS;
+            # "variance + t": Student-t noise of that scale, nu as in "t"
+            f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
+            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=1.0 / np.sqrt(VAR_TREES))
+            a = pm.Normal("a", np.log(np.sqrt(_s2_guess(X, y))), 1.0)
+            if variant == "variance + t":
+                pm.StudentT("y", nu=pm.Gamma("nu", 2.0, 0.1), mu=f, sigma=pm.math.exp(a + g),
+                            observed=y)
+            else:
+                pm.Normal("y", mu=f, sigma=pm.math.exp(a + g), observed=y)
+        elif variant.startswith("t"):
+            # Student-t noise, degrees of freedom learned (Juarez and Steel's Gamma(2, 0.1))
+            f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
+            s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+            nu = pm.Gamma("nu", 2.0, 0.1)
+            pm.StudentT("y", nu=nu, mu=f, sigma=pm.math.sqrt(s2), observed=y)
+        elif task == "regression":
             f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
             s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
@@ -253,25 +314,52 @@ def ours(task, X, y, Xt, cfg, variant="default"):
     secs = time.perf_counter() - t
     if task == "classification":
         return (stats.norm.cdf(ft) if variant == "probit" else special.expit(ft)), None, secs
-    return ft, np.sqrt(idata.posterior["sigma2"].values.reshape(-1)), secs
+    post = idata.posterior
+    if variant.startswith("variance"):
+        gt = pmt.predict(idata, Xt, var_name="g").values.reshape(-1, len(Xt))
+        sd = np.exp(post["a"].values.reshape(-1, 1) + gt)
+        if variant == "variance + t":
+            return ft, sd, time.perf_counter() - t, post["nu"].values.reshape(-1)
+        return ft, sd, time.perf_counter() - t
+    sd = np.sqrt(post["sigma2"].values.reshape(-1))
+    if variant.startswith("t"):
+        return ft, sd, secs, post["nu"].values.reshape(-1)
+    return ft, sd, secs
 
 
-def stochtree_fit(task, X, y, Xt, cfg, gfr):
+VAR_TREES = 50  # trees of a variance term (ours and stochtree's variance forest)
+
+
+def _s2_guess(X, y):
+    """The noise variance the default's prior is centred on: the mode of
+    ``InverseGamma(*pmt.noise_prior(X, y))``."""
+    import pymc_trees as pmt
+
+    a, b = pmt.noise_prior(X, y)
+    return b / (a + 1.0)
+
+
+def stochtree_fit(task, X, y, Xt, cfg, gfr, variance=False):
     from stochtree import BARTModel, OutcomeModel
 
     t = time.perf_counter()
     gp = {"random_seed": cfg.seed, "num_threads": 1, "num_chains": 2}
     if task == "classification":
+        if variance:
+            raise NotApplicable("a noise model for regression only")
         gp["outcome_model"] = OutcomeModel(outcome="binary", link="probit")
     model = BARTModel()
+    extra = {"variance_forest_params": {"num_trees": VAR_TREES}} if variance else {}
     model.sample(X_train=X, y_train=y.astype(float), X_test=Xt,
                  num_gfr=10 if gfr else 0, num_burnin=0 if gfr else cfg.tune,
                  num_mcmc=cfg.draws, general_params=gp,
-                 mean_forest_params={"num_trees": cfg.m})
+                 mean_forest_params={"num_trees": cfg.m}, **extra)
     secs = time.perf_counter() - t
     if task == "classification":
         p = np.asarray(model.predict(Xt, type="posterior", terms="y_hat", scale="probability"))
         return p.T, None, secs
+    if variance:  # sigma2_x_test: (n_test, draws), the data's scale
+        return np.asarray(model.y_hat_test).T, np.sqrt(np.asarray(model.sigma2_x_test)).T, secs
     return np.asarray(model.y_hat_test).T, np.sqrt(np.asarray(model.global_var_samples)), secs
 
 
@@ -332,7 +420,13 @@ def _in_child(fn, *args):
 
 DEFAULT = "ours, default"
 ST_DEFAULT = "stochtree default"
-PEERS = (ST_DEFAULT, "stochtree MCMC", "bartz", "pymc-bart")
+ST_VAR = "stochtree variance forest"
+PEERS = (ST_DEFAULT, "stochtree MCMC", "bartz", "pymc-bart", ST_VAR)
+CANDIDATES = {  # issue 50: the models beyond plain BART, each a one-line change of the README's
+    "ours, variance trees": "variance", "ours, Student-t": "t", "ours, mix leaves": "mix",
+    "ours, linear leaves": "linear", "ours, variance trees + mix": "variance + mix",
+    "ours, variance trees + Student-t": "variance + t",
+    "ours, Student-t + linear leaves": "t + linear"}
 BAYES = {
     DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
     "ours, fixed leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
@@ -346,7 +440,11 @@ BAYES = {
         ours(task, X, y, Xt, cfg, "dart step"),
     "ours, uniform splits": lambda task, X, y, Xt, Xn, Xtn, cfg:
         ours(task, X, y, Xt, cfg, "uniform"),
+    **{c: (lambda v: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg, v))(v)
+       for c, v in CANDIDATES.items()},
     ST_DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: stochtree_fit(task, Xn, y, Xtn, cfg, True),
+    ST_VAR: lambda task, X, y, Xt, Xn, Xtn, cfg:
+        stochtree_fit(task, Xn, y, Xtn, cfg, True, variance=True),
     "stochtree MCMC": lambda task, X, y, Xt, Xn, Xtn, cfg:
         stochtree_fit(task, Xn, y, Xtn, cfg, False),
     "bartz": lambda task, X, y, Xt, Xn, Xtn, cfg: bartz_fit(task, Xn, y, Xtn, cfg),
@@ -376,20 +474,39 @@ def equal_wall(base, task, X, y, Xt, Xn, Xtn, cfg, walls):
 
 # -- metrics ---------------------------------------------------------------------------------
 
-def bayes_metrics(task, draws, sigma, yt, seed=0) -> dict:
+def bayes_metrics(task, draws, sigma, yt, nu=None, seed=0) -> dict:
+    """Held-out metrics of a posterior predictive distribution: draws (S, n) of the mean (the
+    event probability for classification); sigma (S,) or (S, n) the noise scale; nu (S,) the
+    Student-t degrees of freedom (None: Normal noise).
+
+    LPD per row is the log of the mean over draws of the predictive density; CRPS (lower is
+    better) from one predictive draw of y per posterior draw, ``E|Y - y| - E|Y - Y'| / 2``
+    (the second term exact over the S draws, from their order statistics); the 50% and 90%
+    intervals are the central quantiles of those draws."""
     if task == "classification":
         p = np.clip(draws.mean(0), 1e-12, 1 - 1e-12)
         ll = -(yt * np.log(p) + (1 - yt) * np.log1p(-p))
         return {"error": float(ll.mean()), "lpd": float(-ll.mean())}
-    mean = draws.mean(0)
-    dens = stats.norm.logpdf(yt[None], draws, sigma[:, None])
-    lpd = special.logsumexp(dens, axis=0) - np.log(len(draws))
+    sd = sigma[:, None] if sigma.ndim == 1 else sigma
     rng = np.random.default_rng(seed)
-    yrep = draws + sigma[:, None] * rng.standard_normal(draws.shape)
-    lo, hi = np.quantile(yrep, [0.05, 0.95], axis=0)
-    return {"error": float(np.sqrt(np.mean((mean - yt) ** 2))), "lpd": float(lpd.mean()),
-            "coverage90": float(np.mean((yt >= lo) & (yt <= hi))),
-            "width90": float(np.mean(hi - lo))}
+    if nu is None:
+        dens = stats.norm.logpdf(yt[None], draws, sd)
+        eps = rng.standard_normal(draws.shape)
+    else:
+        dens = stats.t.logpdf(yt[None], nu[:, None], draws, sd)
+        eps = rng.standard_t(np.broadcast_to(nu[:, None], draws.shape))
+    lpd = special.logsumexp(dens, axis=0) - np.log(len(draws))
+    yrep = np.sort(draws + sd * eps, axis=0)
+    S = len(yrep)
+    w = (2.0 * np.arange(1, S + 1) - S - 1) / S ** 2
+    crps = np.mean(np.abs(yrep - yt[None]), axis=0) - w @ yrep
+    q = np.quantile(yrep, [0.05, 0.25, 0.75, 0.95], axis=0)
+    out = {"error": float(np.sqrt(np.mean((draws.mean(0) - yt) ** 2))), "lpd": float(lpd.mean()),
+           "crps": float(crps.mean())}
+    for lev, lo, hi in ((50, q[1], q[2]), (90, q[0], q[3])):
+        out[f"coverage{lev}"] = float(np.mean((yt >= lo) & (yt <= hi)))
+        out[f"width{lev}"] = float(np.mean(hi - lo))
+    return out
 
 
 def point_metrics(task, pred, yt) -> dict:
@@ -417,11 +534,11 @@ def fit_one(task, name, Xa, ya, Xb, Xn, Xtn, yb, cfg, walls):
                     missing = [r for r in (base, ST_DEFAULT) if r not in walls]
                     if missing:
                         raise NotApplicable(f"needs {missing} in the same run")
-                    draws, sigma, secs = equal_wall(base, task, Xa, ya, Xb, Xn, Xtn, cfg,
-                                                    walls)
+                    draws, sigma, secs, *nu = equal_wall(base, task, Xa, ya, Xb, Xn, Xtn, cfg,
+                                                         walls)
                 else:
-                    draws, sigma, secs = BAYES[name](task, Xa, ya, Xb, Xn, Xtn, cfg)
-                out = bayes_metrics(task, draws, sigma, yb)
+                    draws, sigma, secs, *nu = BAYES[name](task, Xa, ya, Xb, Xn, Xtn, cfg)
+                out = bayes_metrics(task, draws, sigma, yb, *nu)
     except (ImportError, NotApplicable) as err:
         return str(err)
     out["wall"] = secs
@@ -488,25 +605,84 @@ def ratio_to_peer(res: dict, who: str = DEFAULT):
 
 
 def report(tab: Table, res: dict, k: int) -> list[str]:
+    reg = tab.task == "regression"
     lines = [f"### {tab.name} ({tab.task}, n = {len(tab.y)}, {tab.X.shape[1]} columns, "
              f"{k} folds)", "",
-             "| learner | " + ("RMSE" if tab.task == "regression" else "log loss")
-             + " (SE) | LPD per row | 90% coverage | 90% width | wall (s) |",
-             "|---|---|---|---|---|---|"]
+             "| learner | " + ("RMSE" if reg else "log loss") + " (SE) | LPD per row"
+             + (" | CRPS | 50% coverage | 90% coverage | 50% width | 90% width" if reg else "")
+             + " | wall (s) |", "|---|---|---|" + ("---|" * 5 if reg else "") + "---|"]
+    keys = (("lpd", "{:.4f}"),) + ((("crps", "{:.4g}"), ("coverage50", "{:.3f}"),
+                                    ("coverage90", "{:.3f}"), ("width50", "{:.4g}"),
+                                    ("width90", "{:.4g}")) if reg else ())
     for name, rows in res.items():
         if not rows:
             continue
         e, se = _mean_se([r["error"] for r in rows])
-        cell = lambda key, f: (f.format(np.mean([r[key] for r in rows]))  # noqa: E731
-                               if key in rows[0] else "-")
-        lines.append(f"| {name} | {e:.4f} ({se:.4f}) | {cell('lpd', '{:.4f}')} | "
-                     f"{cell('coverage90', '{:.3f}')} | {cell('width90', '{:.4g}')} | "
-                     f"{np.mean([r['wall'] for r in rows]):.1f} |")
+        cells = [f.format(np.mean([r[key] for r in rows])) if key in rows[0] else "-"
+                 for key, f in keys]
+        lines.append(f"| {name} | {e:.4f} ({se:.4f}) | " + " | ".join(cells)
+                     + f" | {np.mean([r['wall'] for r in rows]):.1f} |")
     return lines + [""]
 
 
+def lpd_to_peer(res: dict, who: str):
+    """(best peer by LPD, mean over folds of who's LPD per row minus the peer's, its SE) or
+    None: the paired difference in held-out log predictive density (higher is better)."""
+    peers = [p for p in PEERS if p in res and res[p] and "lpd" in res[p][0]]
+    if who not in res or not res[who] or not peers:
+        return None
+    best = max(peers, key=lambda p: np.mean([r["lpd"] for r in res[p]]))
+    return (best, *_mean_se([a["lpd"] - b["lpd"] for a, b in zip(res[who], res[best])]))
+
+
+def predictive_summary(all_res: dict, tabs: dict) -> list[str]:
+    """Issue 50's reading: per regression table and each of our learners, the paired LPD
+    difference to the best peer by LPD (SE over folds), the RMSE ratio to the best BART peer
+    by RMSE, the 90% coverage, and the wall time over stochtree default's; then medians over
+    the real tables (the simulations apart) and the count of tables where RMSE is at most
+    xgboost's."""
+    ours = [o for o in OURS
+            if any(o in r and r[o] for n, r in all_res.items()
+                   if tabs[n].task == "regression")]
+    lines = ["| table | learner | LPD - best peer's (SE) [peer] | RMSE / best BART peer's "
+             "(SE) | 90% coverage | CRPS | wall / stochtree default's |",
+             "|---|---|---|---|---|---|---|"]
+    med = {o: {"lpd": [], "ratio": [], "xgb": 0, "n": 0} for o in ours}
+    for name, res in all_res.items():
+        if tabs[name].task != "regression":
+            continue
+        for o in ours:
+            lp, rr = lpd_to_peer(res, o), ratio_to_peer(res, o)
+            if lp is None or rr is None:
+                continue
+            cov = np.mean([r["coverage90"] for r in res[o]])
+            crps = np.mean([r.get("crps", np.nan) for r in res[o]])
+            wall = "-"
+            if res.get(ST_DEFAULT):
+                wall = f"{np.mean([a['wall'] / b['wall'] for a, b in zip(res[o], res[ST_DEFAULT])]):.2f}"
+            lines.append(f"| {name} | {o} | {lp[1]:+.4f} ({lp[2]:.4f}) [{lp[0]}] | "
+                         f"{rr[1]:.3f} ({rr[2]:.3f}) | {cov:.3f} | {crps:.4g} | {wall} |")
+            if name in SYNTHETIC:
+                continue
+            m = med[o]
+            m["lpd"].append(lp[1])
+            m["ratio"].append(rr[1])
+            m["n"] += 1
+            if res.get("xgboost"):
+                m["xgb"] += (np.mean([r["error"] for r in res[o]])
+                             <= np.mean([r["error"] for r in res["xgboost"]]))
+    lines.append("")
+    for o, m in med.items():
+        if m["n"]:
+            lines.append(f"{o}, over {m['n']} real tables: median LPD - best peer's "
+                         f"{np.median(m['lpd']):+.4f}, median RMSE / best BART peer's "
+                         f"{np.median(m['ratio']):.3f}, RMSE at most xgboost's on {m['xgb']}  ")
+    return lines
+
+
 OURS = (DEFAULT, "ours, full tuning", "ours, probit", "ours, fixed leaf scale",
-        "ours, learned + DART", "ours, DART in the step", "ours, uniform splits", EQUAL)
+        "ours, learned + DART", "ours, DART in the step", "ours, uniform splits", EQUAL,
+        *CANDIDATES)
 
 
 def summary(all_res: dict, tabs: dict) -> list[str]:
@@ -521,6 +697,8 @@ def summary(all_res: dict, tabs: dict) -> list[str]:
              "|---|---|" + "---|" * len(ours) + "---|"]
     ratios = {o: [] for o in ours}
     for name, res in all_res.items():
+        if name in SYNTHETIC:
+            continue
         cells, best = [], None
         for o in ours:
             r = ratio_to_peer(res, o)
@@ -541,6 +719,30 @@ def summary(all_res: dict, tabs: dict) -> list[str]:
         if v:
             lines.append(f"Median ratio over {len(v)} tables, {o}: {np.median(v):.3f}  ")
     return lines
+
+
+def versus(all_res: dict, who: str, base: str = DEFAULT) -> list[str]:
+    """``who`` against ``base`` on the same folds, per table: the mean of the per-fold error
+    ratios (SE over folds), of the LPD differences (SE), and of the wall-time ratios; then
+    the median error ratio and the tables worse by more than two SEs."""
+    lines = [f"**{who} against {base}**", "",
+             "| table | error ratio (SE) | LPD difference (SE) | wall ratio |", "|---|---|---|---|"]
+    ratios, worse = [], []
+    for name, res in all_res.items():
+        if not res.get(who) or not res.get(base) or name in SYNTHETIC:
+            continue
+        r = _mean_se([a["error"] / b["error"] for a, b in zip(res[who], res[base])])
+        d = _mean_se([a["lpd"] - b["lpd"] for a, b in zip(res[who], res[base])])
+        w = np.mean([a["wall"] / b["wall"] for a, b in zip(res[who], res[base])])
+        ratios.append(r[0])
+        if r[0] - 2 * r[1] > 1:
+            worse.append(name)
+        lines.append(f"| {name} | {r[0]:.3f} ({r[1]:.3f}) | {d[0]:+.4f} ({d[1]:.4f}) | "
+                     f"{w:.2f} |")
+    if not ratios:
+        return []
+    return lines + ["", f"Median error ratio over {len(ratios)} tables {np.median(ratios):.3f}; "
+                    f"worse by more than two SEs: {', '.join(worse) or 'none'}", ""]
 
 
 def figure(all_res: dict, path: str) -> None:
@@ -565,6 +767,23 @@ def figure(all_res: dict, path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def merge_runs(paths: list[str]) -> dict:
+    """The saved runs ``paths`` as one: every table's learners, a learner's rows from the
+    last file that has them.  Raises ValueError if the files' folds differ."""
+    out = None
+    for path in paths:
+        with open(path) as fh:
+            run = json.load(fh)
+        if out is None:
+            out = {"config": run["config"], "folds": run["folds"], "results": {}}
+        elif run["folds"] != out["folds"]:
+            raise ValueError(f"{path} has {run['folds']} folds, {paths[0]} {out['folds']}: "
+                             "merge runs of the same --folds")
+        for table, res in run["results"].items():
+            out["results"].setdefault(table, {}).update(res)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -575,18 +794,21 @@ def main(argv=None):
                     help="also every BART learner at stochtree default's wall time")
     ap.add_argument("--out", default=None, help="JSON of every fold's figures")
     ap.add_argument("--figure", default=None, help="PNG of the ratios to the best peer")
-    ap.add_argument("--report", default=None,
-                    help="print the tables (and draw --figure) of a saved --out JSON instead "
-                         "of running")
+    ap.add_argument("--report", nargs="+", default=None,
+                    help="print the tables (and draw --figure) of saved --out JSONs instead "
+                         "of running; several are merged table by table, a learner's rows "
+                         "from the last file that has them (the files must share --folds)")
     cluster.add_option(ap)
     a = ap.parse_args(argv)
     if a.report:
-        with open(a.report) as fh:
-            saved = json.load(fh)
-        tabs = {t.name: t for t in load_tables()}
+        saved = merge_runs(a.report)
+        tabs = {t.name: t for t in load_tables() + synthetic_tables()}
         for name, res in saved["results"].items():
             print("\n".join(report(tabs[name], res, saved["folds"])))
         print("\n".join(summary(saved["results"], tabs)))
+        print("\n".join(predictive_summary(saved["results"], tabs)))
+        for who in CANDIDATES:
+            print("\n".join(versus(saved["results"], who)))
         if a.figure:
             figure(saved["results"], a.figure)
         return
@@ -597,8 +819,8 @@ def main(argv=None):
     unknown = set(learners) - set(LEARNERS)
     if unknown:
         ap.error(f"unknown learners {sorted(unknown)}; the learners are {LEARNERS}")
-    tabs = {t.name: t for t in load_tables()}
-    names = a.tables or list(tabs)
+    tabs = {t.name: t for t in load_tables() + synthetic_tables()}
+    names = a.tables or [n for n in tabs if n not in SYNTHETIC]
     unknown = set(names) - set(tabs)
     if unknown:
         ap.error(f"unknown tables {sorted(unknown)}; the tables are {list(tabs)}")
@@ -614,6 +836,7 @@ def main(argv=None):
                 with open(a.out, "w") as fh:
                     json.dump({"config": vars(cfg), "folds": k, "results": all_res}, fh)
     print("\n".join(summary(all_res, tabs)))
+    print("\n".join(predictive_summary(all_res, tabs)))
     if a.figure:
         figure(all_res, a.figure)
 
