@@ -788,6 +788,33 @@ def figure(all_res: dict, path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def figure_lpd(all_res: dict, tabs: dict, path: str,
+               who=(DEFAULT, "ours, Student-t", "ours, linear leaves",
+                    "ours, variance trees")) -> None:
+    """Issue 50's figure: per real regression table, each of ``who``'s held-out LPD per row
+    minus the best peer's (:func:`lpd_to_peer`), with 2 SE over folds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n, r in all_res.items() if tabs[n].task == "regression"
+             and n not in SYNTHETIC and lpd_to_peer(r, DEFAULT) is not None]
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(names) + 1.4))
+    for k, w in enumerate(who):
+        pts = [(i, lpd_to_peer(all_res[n], w)) for i, n in enumerate(names)]
+        pts = [(i, r) for i, r in pts if r is not None]
+        ax.errorbar([r[1] for _, r in pts], [i + 0.15 * (k - 1.5) for i, _ in pts],
+                    xerr=[2 * np.nan_to_num(r[2]) for _, r in pts], fmt="o", ms=4,
+                    label=w.replace("ours, ", ""))
+    ax.axvline(0.0, color="grey", lw=1)
+    ax.set_yticks(np.arange(len(names)), names)
+    ax.set_xlabel("held-out LPD per row minus the best peer's (2 SE over folds)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def merge_runs(paths: list[str]) -> dict:
     """The saved runs ``paths`` as one: every table's learners, a learner's rows from the
     last file that has them.  Raises ValueError if the files' folds differ."""
@@ -815,6 +842,8 @@ def main(argv=None):
                     help="also every BART learner at stochtree default's wall time")
     ap.add_argument("--out", default=None, help="JSON of every fold's figures")
     ap.add_argument("--figure", default=None, help="PNG of the ratios to the best peer")
+    ap.add_argument("--figure-lpd", default=None,
+                    help="with --report: PNG of the LPD differences to the best peer (issue 50)")
     ap.add_argument("--report", nargs="+", default=None,
                     help="print the tables (and draw --figure) of saved --out JSONs instead "
                          "of running; several are merged table by table, a learner's rows "
@@ -832,6 +861,8 @@ def main(argv=None):
             print("\n".join(versus(saved["results"], who)))
         if a.figure:
             figure(saved["results"], a.figure)
+        if a.figure_lpd:
+            figure_lpd(saved["results"], tabs, a.figure_lpd)
         return
     logging.getLogger("pymc").setLevel(logging.ERROR)
     cfg = Config(50, 100, 100) if a.quick else Config()
