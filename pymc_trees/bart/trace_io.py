@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -437,21 +438,19 @@ def clip_to_range(X: np.ndarray, tf: "TermForests", what: str = "X_new") -> np.n
     line at the end of the data, where it was fitted, instead of extending it to values
     never seen (a column value 6 times past the training maximum moved a log price by 27 on
     the suite's diamonds table).  A ``UserWarning`` names the columns clipped."""
-    rng = tf.range
-    if rng is None:
+    if tf.range is None:
         return X
-    out, clipped = np.array(X, dtype=np.float64, copy=True), []
-    for j, lim in enumerate(rng):
+    out, clipped = X, []
+    for j, lim in enumerate(tf.range):
         if lim is None:
             continue
-        col = out[:, j]
-        beyond = (col < lim[0]) | (col > lim[1])
+        beyond = (X[:, j] < lim[0]) | (X[:, j] > lim[1])
         if beyond.any():
+            if out is X:  # copied only when a value is clipped
+                out = np.array(X, dtype=np.float64, copy=True)
             clipped.append(f"{tf.column_name(j)} ({int(beyond.sum())} rows)")
-            np.clip(col, lim[0], lim[1], out=col)
+            np.clip(out[:, j], lim[0], lim[1], out=out[:, j])
     if clipped:
-        import warnings
-
         warnings.warn(f"{what}: values outside the training range in columns "
                       f"{', '.join(clipped)}; the linear leaves hold their lines at the ends of "
                       "the training range there (no extrapolation).", UserWarning, stacklevel=3)
