@@ -13,6 +13,7 @@ from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, read_only_rows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linear_level_shift_sums,
                                             linear_prior_leaves, linear_sweep, linear_values,
+                                            linear_values_as_packed,
                                             pack_linear_leaves, standardize_columns)
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
@@ -104,8 +105,18 @@ class LinearForestSampler(ForestSampler):
                       self.regcol, self.lin, self.Z, float(offset), out)
 
     def values(self) -> np.ndarray:
+        """The values at the training rows: with ``exact_values`` (a traced term) in the
+        packed forest's arithmetic, which ``pmt.predict`` reproduces to the bit."""
         out = np.empty(self.n)
-        self._linear_values(self.offset, out)
+        if self.exact_values:
+            f = self.ensure_rows()
+            self._sync()
+            linear_values_as_packed(f.var, f.parent, f.n_nodes, f.value, self.slope,
+                                    f.leaf_of_row, self.regcol, self.lin,
+                                    np.asarray(self.X, np.float64), self.center, self.scale,
+                                    float(self.offset), out)
+        else:
+            self._linear_values(self.offset, out)
         self._remember_values(out)
         return out
 

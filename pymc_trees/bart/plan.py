@@ -8,7 +8,12 @@ are served, and by which forest sampler and sweep, decided in one place.
   (``BARTTreeRV.rng_fn``) and for the tree step, says which sweeps serve the term (no
   grow-from-root warm start and no level shift for outputs that share their trees), and
   refuses, when the step is built, a step kind or a likelihood that the term's sampler cannot
-  sample.
+  sample;
+* :meth:`TermPlan.resolve` settles the default's leaves (``BARTTree(response=None)``) when the
+  step is built: linear for a term of one output calibrated on Y (no link), sampled by the
+  CGM step in a Gaussian or augmented likelihood without a user's ``move_probs``; constant
+  for everything else (``check_arguments`` has already picked constant at construction for a
+  link, several outputs or ``sampler="pg"``).
 
 ================  =================================  ==========================================
 leaves / outputs  forest sampler                     sweeps
@@ -29,7 +34,7 @@ Every refusal is a :class:`TermPlanError` (a ``ValueError`` and a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +45,7 @@ from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
-           "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START"]
+           "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START", "default_move_probs"]
 
 SAMPLERS = ("cgm", "pg")
 # The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
@@ -91,6 +96,23 @@ def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
     budget = max(WARM_SHARE * (tune + draws) * t_iter,
                  min(WARM_FLOOR, WARM_SHARE * WARM_REF * t_iter))
     return int(min(WARM_START, half, budget // sweep))
+
+
+DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
+# Above this many training rows the default moves are grow and prune alone: at 30,000 and
+# 100,000 rows they give the default model as much ESS per second of sigma, of the leaf scale
+# and of f as CGM's four moves, or more, for 0.76 to 0.83 of the time per iteration
+# (benchmarks/default_moves.py, docs/mixing.md "The default moves at scale").  The threshold
+# is the one above which a term's values stay out of the trace.
+LARGE_DATA_ROWS = 50_000
+DEFAULT_MOVES_LARGE = {"grow": 0.5, "prune": 0.5}
+
+
+def default_move_probs(n_rows: int) -> dict[str, float]:
+    """The move probabilities :class:`CGMTreeStep` uses when none are given, for a term with
+    ``n_rows`` training rows: CGM's grow/prune/change/swap ``.25/.25/.40/.10`` up to
+    ``LARGE_DATA_ROWS`` (50,000) rows, grow/prune ``.5/.5`` above."""
+    return dict(DEFAULT_MOVES if n_rows <= LARGE_DATA_ROWS else DEFAULT_MOVES_LARGE)
 
 
 class TermPlanError(ModelStructureError):
@@ -216,6 +238,20 @@ class TermPlan:
             return make_forest_sampler(X, prior, offset, leaf_sd, categorical)
         return OutputSamplers(X, prior, offset, leaf_sd, self.outputs, categorical,
                               make=make_forest_sampler)
+
+    def resolve(self, prior: TreePrior, liks: list, move_probs_given: bool = False
+                ) -> tuple["TermPlan", TreePrior]:
+        """The plan and prior the step samples: the default's linear leaves
+        (``prior.response_auto``) stay linear only for the CGM step in a likelihood that is
+        Gaussian or augmented to it (``liks``, None for a term drawn from its prior) without
+        a user's ``move_probs``; otherwise they become constant leaves.  A response the user
+        named is kept (and refused by :meth:`check_likelihoods` where no sampler serves it)."""
+        general = liks is not None and any(lik.family == "general" for lik in liks)
+        if not prior.response_auto or (self.step == "cgm" and not general
+                                       and not move_probs_given):
+            return self, prior
+        return (replace(self, response="constant"),
+                replace(prior, response="constant", response_auto=False))
 
     def check_step(self) -> None:
         """Refuse a step kind the sampler cannot serve, when the step is built."""

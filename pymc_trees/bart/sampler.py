@@ -81,6 +81,10 @@ class TreePrior:
     separate_trees : bool
         For a term of k outputs: k independent forests (True), or one forest whose leaves
         hold k values (False; :class:`~pymc_trees.bart.shared_sampler.SharedOutputSampler`).
+    response_auto : bool
+        Whether ``response="linear"`` is the default's choice rather than the user's
+        (``BARTTree(response=None)``): the tree step then samples constant leaves where linear
+        ones are not the measured default (:meth:`pymc_trees.bart.plan.TermPlan.resolve`).
     """
 
     m: int = 200
@@ -94,11 +98,15 @@ class TreePrior:
     dart: bool = False
     response: str = "constant"
     separate_trees: bool = True
+    response_auto: bool = False
 
     def __post_init__(self):
         if self.response not in ("constant", "linear", "mix"):
             raise ValueError(f"response must be 'constant', 'linear' or 'mix'; got "
                              f"{self.response!r}.")
+        if self.response_auto and self.response != "linear":
+            raise ValueError(f"response_auto marks the default's linear leaves; got "
+                             f"response={self.response!r}.")
         if int(self.m) != self.m or self.m < 1:
             raise ValueError(f"m must be a positive integer number of trees; got {self.m!r}.")
         if not 0.0 < self.alpha < 1.0:

@@ -27,7 +27,8 @@ from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
 from pymc_trees.bart.noise_step import NoiseGibbs
-from pymc_trees.bart.plan import term_plan, warm_sweeps
+from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
+                                  default_move_probs, term_plan, warm_sweeps)
 from pymc_trees.bart.general_loop import nanmean
 from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
@@ -39,23 +40,6 @@ from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, gene
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
            "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]
-
-DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
-# Above this many training rows the default moves are grow and prune alone: at 30,000 and
-# 100,000 rows they give the default model as much ESS per second of sigma, of the leaf scale
-# and of f as CGM's four moves, or more, for 0.76 to 0.83 of the time per iteration
-# (benchmarks/default_moves.py, docs/mixing.md "The default moves at scale").  The threshold
-# is the one above which a term's values stay out of the trace.
-LARGE_DATA_ROWS = 50_000
-DEFAULT_MOVES_LARGE = {"grow": 0.5, "prune": 0.5}
-
-
-def default_move_probs(n_rows: int) -> dict[str, float]:
-    """The move probabilities :class:`CGMTreeStep` uses when none are given, for a term with
-    ``n_rows`` training rows: CGM's grow/prune/change/swap ``.25/.25/.40/.10`` up to
-    ``LARGE_DATA_ROWS`` (50,000) rows, grow/prune ``.5/.5`` above."""
-    return dict(DEFAULT_MOVES if n_rows <= LARGE_DATA_ROWS else DEFAULT_MOVES_LARGE)
-
 
 def forest_stat_name(var_name: str) -> str:
     """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
@@ -143,6 +127,7 @@ class _TreeStep(BlockedStep):
     default_blocked = False
     _state_class = TreeStepState
     sampler_kind = ""
+    _move_probs_given = False  # a user's move_probs keep the default's leaves constant
     # the general step's sweep in the compiled kernel (False) or in the Python loop that
     # calls the likelihood through PyTensor (True; the same moves and random numbers, kept as
     # the reference the kernel is tested against and for likelihoods the kernel cannot run)
@@ -203,6 +188,11 @@ class _TreeStep(BlockedStep):
         # the leaf scale (fixed, learned, or a model variable; pymc_trees.bart.leaf_scale) and
         # the split prior (uniform, DART, or a Dirichlet variable; pymc_trees.bart.split_prior)
         self.leaf_scale = make_leaf_scale(model, rv, scale, start)
+        # the term's plan (pymc_trees.bart.plan), settled by its likelihood, then its sampler
+        self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
+        self._plan.check_step()
+        self._shared = self._plan.shared
+        self._read_likelihood(model, rv, start, X_value.shape[0], float(offset.eval()))
         self._make_sampler(rv, X_value, float(offset.eval()), self.leaf_scale.sd0)
         # a term whose values stay out of the trace (by default above 50,000 rows) takes
         # them from the sweep's residual, equal to the trees' sum up to rounding; a traced
@@ -213,7 +203,6 @@ class _TreeStep(BlockedStep):
         self.split_prior = make_split_prior(model, rv, split, conc, self.sampler, self._shared)
         if split:
             self.split_prior.load(self.sampler, start())
-        self._read_likelihood(model, rv, start)
         self.forest_stat = forest_stat_name(self.var_name)
         sds = {**type(self).stats_dtypes_shapes, **self.leaf_scale.stats_dtypes_shapes,
                self.forest_stat: (object, []), **self.split_prior.stats_dtypes_shapes}
@@ -276,17 +265,16 @@ class _TreeStep(BlockedStep):
         """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.plan`)
         picks it for this step: one ForestSampler, one per output, or one whose leaves hold
         the k outputs' values."""
-        self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
-        self._plan.check_step()
-        self._shared = self._plan.shared
-        self.sampler = self._plan.make_sampler(X_value, rv.owner.op.prior, offset, sd0,
+        self.sampler = self._plan.make_sampler(X_value, self._prior, offset, sd0,
                                                categorical_columns(rv.owner.op))
 
-    def _read_likelihood(self, model, rv, start) -> None:
-        """Read the likelihood around the term: conjugate, augmented or general (then check
-        its link and its density at the starting point), and the level shifts.  A term that
-        no density depends on (:func:`~pymc_trees.bart.structure.unobserved_term`) has none:
-        its step draws it from its prior (:meth:`_prior_draw`)."""
+    def _read_likelihood(self, model, rv, start, n: int, offset: float) -> None:
+        """Read the likelihood around the term at its ``n`` training rows: conjugate,
+        augmented or general (then check its link and its density at the starting point),
+        and the level shifts; settle the plan's leaves by it (:meth:`TermPlan.resolve`, in
+        ``_plan`` and ``_prior``).  A term that no density depends on
+        (:func:`~pymc_trees.bart.structure.unobserved_term`) has none: its step draws it from
+        its prior (:meth:`_prior_draw`)."""
         outputs = rv.owner.op.outputs
         self._liks = None
         self._joint = None
@@ -294,6 +282,8 @@ class _TreeStep(BlockedStep):
         if self._prior_only:
             self.likelihood = None
             self.level_shifts = []
+            self._plan, self._prior = self._plan.resolve(rv.owner.op.prior, None,
+                                                         self._move_probs_given)
             return
         try:
             if self._shared:
@@ -302,29 +292,31 @@ class _TreeStep(BlockedStep):
                 # the latent variables), else the general step over the joint likelihood of
                 # the k outputs at each row, for any likelihood
                 try:
-                    self._joint = joint_output_likelihoods(model, rv, self.sampler.n)
+                    self._joint = joint_output_likelihoods(model, rv, n)
                     self.likelihood = self._joint[0]
                 except NotAugmentable:
-                    self.likelihood = general_likelihood(model, rv, self.sampler.n, joint=True)
+                    self.likelihood = general_likelihood(model, rv, n, joint=True)
             elif outputs is not None:
                 # one output given the others: the conjugate update where the output is a linear
                 # predictor of an augmentable likelihood, else the general step (one row graph)
                 self._liks, rows_cache = [], {}
                 for j in range(outputs):
                     try:
-                        lik = output_tree_likelihood(model, rv, self.sampler.n, j)
+                        lik = output_tree_likelihood(model, rv, n, j)
                     except NotAugmentable:
-                        lik = general_likelihood(model, rv, self.sampler.n, output=j,
+                        lik = general_likelihood(model, rv, n, output=j,
                                                  rows_cache=rows_cache)
                     self._liks.append(lik)
                 self.likelihood = self._liks[0]
             else:
-                self.likelihood = tree_likelihood(model, rv, self.sampler.n)
+                self.likelihood = tree_likelihood(model, rv, n)
         except NotAugmentable as err:
             self._plan.refuse_general(err)  # the general step: CGM only
-            self.likelihood = general_likelihood(model, rv, self.sampler.n)
+            self.likelihood = general_likelihood(model, rv, n)
         liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
+        self._plan, self._prior = self._plan.resolve(rv.owner.op.prior, liks,
+                                                     self._move_probs_given)
         self._plan.check_likelihoods(liks)
         for lik in liks:
             if lik.family == "general":
@@ -336,7 +328,7 @@ class _TreeStep(BlockedStep):
             check_general_start(rv, general, start())
         if outputs is not None:
             warn_output_scales(rv, self._liks or self._joint or [], start,
-                                self.sampler.offset)
+                                offset)
         self.level_shifts = ([] if self._liks is not None or self._joint is not None or general
                              else level_shifts(model, rv, self.likelihood))
 
@@ -705,6 +697,7 @@ class CGMTreeStep(_TreeStep):
                  sweeps: int = 1):
         if move_probs is not None:
             move_cumulative_probs(move_probs)  # refused before the model is read
+            self._move_probs_given = True
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
                          sweeps=sweeps)
         if move_probs is not None:

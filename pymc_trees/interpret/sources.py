@@ -230,7 +230,7 @@ class _BartSource(_Source):
     def encode(self, X, what: str = "X") -> np.ndarray:
         tf = self.tf
         A = clip_to_range(check_new_rows(X, tf.columns, tf.n_features, what=what,
-                                         schema=tf.schema, missing=tf.missing), tf, what)
+                                         schema=tf.schema, missing=tf.missing), tf)
         if self._schema is None:
             self._schema = _plain_schema(None, A.shape[1])
         names = getattr(X, "columns", None)

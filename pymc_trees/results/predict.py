@@ -118,7 +118,7 @@ def evaluate(tf: TermForests, X: np.ndarray) -> np.ndarray:
     term with k outputs (output j: trees j*m to (j+1)*m - 1), S draws in the order of
     ``tf.samples`` (:meth:`TermForests.wrap` gives them their dims).  A term of linear
     leaves holds each line at the ends of the training range (:func:`clip_to_range`)."""
-    X = clip_to_range(X, tf, "The new rows")
+    X = clip_to_range(X, tf)
     S, m1 = tf.starts.shape
     k = 1 if tf.outputs is None else tf.outputs
     m = (m1 - 1) // k

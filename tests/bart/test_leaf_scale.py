@@ -60,7 +60,7 @@ def _conditional_draws(model, f, scale, n_draws=3000, seed=41):
 def test_inverse_gamma_leaf_variance_matches_conjugate_conditional():
     with pm.Model() as model:
         v = pm.InverseGamma("v", alpha=3.0, beta=0.5)
-        f = pmt.BARTTree("f", X, Y, m=4, leaf_sd=pt.sqrt(v))
+        f = pmt.BARTTree("f", X, Y, m=4, leaf_sd=pt.sqrt(v), response="constant")
         pm.Normal("y", f, 0.5, observed=Y)
     draws, L, S = _conditional_draws(model, f, v)
     assert L > 4  # the forest has grown
@@ -72,7 +72,7 @@ def test_inverse_gamma_leaf_variance_matches_conjugate_conditional():
 def test_half_normal_leaf_sd_matches_conditional_by_quadrature():
     with pm.Model() as model:
         s = pm.HalfNormal("s", sigma=0.4)
-        f = pmt.BARTTree("f", X, Y, m=4, leaf_sd=s)
+        f = pmt.BARTTree("f", X, Y, m=4, leaf_sd=s, response="constant")
         pm.Normal("y", f, 0.5, observed=Y)
     draws, L, S = _conditional_draws(model, f, s, seed=42)
 

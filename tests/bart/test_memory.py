@@ -176,15 +176,17 @@ def test_a_chains_last_step_lets_go_of_the_rows():
     assert smp.forest.leaf_of_row.shape == (10, 400)
 
 
-def test_a_pickled_step_carries_neither_x_nor_the_model():
+@pytest.mark.parametrize("response", ["constant", None])
+def test_a_pickled_step_carries_neither_x_nor_the_model(response):
     """PyMC pickles the steps for its worker processes (under forkserver and spawn: the
     default start method of Python 3.14 on Linux and of macOS and Windows).  PyMC's
     ``BlockedStep`` pickles the arguments a step was built with, the model among them; ours
     pickle their state alone, and the sampler and the likelihood leave X out (the sampler
     keeps its bins), and compiled functions hold y beside them, once for both steps.  At
     p = 10, X alone is 80 bytes a row; the pickle of the README model's two steps is the
-    bins (20), y (8) and the forest.  The unpickled steps continue the chain exactly as the
-    originals do."""
+    bins (20), y (8) and the forest.  The default's linear leaves (``response=None``) need
+    the columns themselves for their lines: their sampler carries X (80) and standardises it
+    again on arrival.  The unpickled steps continue the chain exactly as the originals do."""
     import pickle
 
     import cloudpickle
@@ -195,14 +197,17 @@ def test_a_pickled_step_carries_neither_x_nor_the_model():
     y = 3 * X[:, 0] + rng.normal(0, 0.5, n)
     with pm.Model():
         Xd = pm.Data("X", X)
-        f = pmt.BARTTree("f", Xd, y, m=20)
+        f = pmt.BARTTree("f", Xd, y, m=20, response=response)
         s2 = pm.InverseGamma("s2", *pmt.noise_prior(X, y))
         pm.Normal("y", f, pm.math.sqrt(s2), observed=y, shape=Xd.shape[0])
         steps = [pmt.CGMTreeStep([f]), pmt.NoiseGibbs([s2])]
     blob = cloudpickle.dumps(steps, protocol=-1)
-    assert len(blob) / n < 40, len(blob) / n
+    linear = response is None
+    assert len(blob) / n < (40 + 80 if linear else 40), len(blob) / n
     back = pickle.loads(blob)
-    assert back[0].sampler.X is None and back[0].sampler.n == n
+    assert type(back[0].sampler).__name__ == ("LinearForestSampler" if linear
+                                              else "ForestSampler")
+    assert (back[0].sampler.X is None) != linear and back[0].sampler.n == n
     assert back[0].likelihood.observed is None and back[0].likelihood.eta is None
     assert "_BlockedStep__newargs" not in vars(back[0])
     twins = pickle.loads(blob)

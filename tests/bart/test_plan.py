@@ -95,3 +95,54 @@ def test_a_likelihood_the_step_cannot_sample_is_refused_by_the_plan():
         pm.Normal("y", f, 1.0, observed=y)
         with pytest.raises(TermPlanError, match="sampler='cgm'"):
             pmt.PGTreeStep([f])
+
+
+@pytest.mark.parametrize("case, linear", [
+    ("normal", True),           # the README's model: linear leaves
+    ("student_t", True),        # augmented to Gaussian: linear leaves
+    ("move_probs", False),      # a user's moves are constant leaves' moves
+    ("pg", False),              # Particle Gibbs: constant leaves
+    ("logit", True),            # Bernoulli with a logit link (augmented): linear leaves
+    ("log", False),             # a log link (Poisson): constant leaves
+    ("general", False),         # a likelihood for the general step: constant leaves
+    ("unobserved", True),       # drawn from its prior: the prior of the default's leaves
+])
+def test_the_default_leaves_are_linear_only_where_they_were_measured(case, linear):
+    """``BARTTree(response=None)``: linear leaves for one output calibrated on Y and sampled
+    by the CGM step in a Gaussian or augmented likelihood, constant leaves otherwise; a
+    response the user names is kept."""
+    y = X[:, 0] * 4 + np.random.default_rng(1).normal(size=20)
+    kw = {}
+    with pm.Model():
+        if case == "logit":
+            f = pmt.BARTTree("f", X, (y > 2).astype(float), m=5, link="logit")
+            pm.Bernoulli("y", logit_p=f, observed=(y > 2).astype(int))
+        elif case == "log":
+            counts = np.round(np.abs(y)).astype(int)
+            f = pmt.BARTTree("f", X, counts, m=5, link="log")
+            pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
+        elif case == "general":
+            f = pmt.BARTTree("f", X, y, m=5)
+            pm.Gumbel("y", mu=f, beta=1.0, observed=y)
+        else:
+            f = pmt.BARTTree("f", X, y, m=5, sampler="pg" if case == "pg" else None)
+            if case == "student_t":
+                pm.StudentT("y", nu=4.0, mu=f, sigma=1.0, observed=y)
+            elif case != "unobserved":
+                pm.Normal("y", f, 1.0, observed=y)
+        if case == "move_probs":
+            kw["move_probs"] = {"grow": 0.5, "prune": 0.5}
+        step = (pmt.PGTreeStep if case == "pg" else pmt.CGMTreeStep)([f], **kw)
+        named = pmt.CGMTreeStep([pmt.BARTTree("g", X, y, m=5, response="linear",
+                                              sampler="cgm")]) if case == "normal" else None
+    assert isinstance(step.sampler, LinearForestSampler) is linear, case
+    assert step._plan.response == ("linear" if linear else "constant")
+    assert f.owner.op.prior.response_auto is (case not in ("pg", "log"))
+    if named is not None:  # a named response is not the default's: response_auto False
+        assert isinstance(named.sampler, LinearForestSampler)
+    # a response named by the user is kept, and refused with the fix where nothing serves it
+    with pm.Model():
+        g = pmt.BARTTree("g", X, y, m=5, response="linear")
+        pm.Normal("y", g, 1.0, observed=y)
+        with pytest.raises(ValueError, match="move_probs"):
+            pmt.CGMTreeStep([g], move_probs={"grow": 0.5, "prune": 0.5})

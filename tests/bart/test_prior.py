@@ -118,7 +118,8 @@ def test_prior_predictive_draws_whole_forests():
     y = rng.normal(size=40) * 3
     m, k = 25, 2.0
     with pm.Model():
-        f = pmt.BARTTree("f", X, m=m, Y=y, k=k)
+        # constant leaves: a linear leaf's variance changes with the row (b0 + b1 z)
+        f = pmt.BARTTree("f", X, m=m, Y=y, k=k, response="constant")
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         prior = pm.sample_prior_predictive(draws=4000, random_seed=12)
     draws = prior.prior["f"].values.reshape(-1, 40)

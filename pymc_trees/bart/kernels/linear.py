@@ -148,6 +148,30 @@ def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, 
 
 
 @numba.njit(cache=True)
+def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, X,
+                            center, scale, offset, out):
+    """:func:`linear_values` in the arithmetic of the packed forest's prediction
+    (:func:`pymc_trees.core.packed.predict_packed`): per tree, the leaf's value, then its
+    slope per unit of column j (``slope / scale[j]``) times ``x - center[j]`` where x is not
+    missing; so that ``pmt.predict`` at the training rows equals these values to the bit."""
+    reg = np.empty(var.shape[1], np.int64)
+    out[:] = offset
+    for t in range(var.shape[0]):
+        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
+        for i in range(leaf_of_row.shape[1]):
+            out[i] += value[t, leaf_of_row[t, i]]
+        if not lin[t]:
+            continue
+        for i in range(leaf_of_row.shape[1]):
+            k = leaf_of_row[t, i]
+            j = reg[k]
+            if j >= 0:
+                x = X[i, j]
+                if x == x:
+                    out[i] += (slope[t, k] / scale[j]) * (x - center[j])
+
+
+@numba.njit(cache=True)
 def _rows_sums(idx, start, end, j, Z, r, omega):
     W = 0.0
     Wz = 0.0
