@@ -67,9 +67,11 @@ def ours(X, y, Xt, tune, draws, seed, learned, dart=False):
         if learned:
             _, sd0 = leaf_calibration(y, m=M)
             v = pm.InverseGamma("leaf_var", alpha=3.0, beta=2.0 * sd0**2)
-            f = pmt.BARTTree("f", Xd, y, m=M, leaf_sd=pt.sqrt(v), split_prior=split)
+            f = pmt.BARTTree("f", Xd, y, m=M, leaf_sd=pt.sqrt(v), split_prior=split,
+                             response="constant")
         else:  # the calibration held fixed (the default before issue 26)
-            f = pmt.BARTTree("f", Xd, y, m=M, split_prior=split, leaf_sd="fixed")
+            f = pmt.BARTTree("f", Xd, y, m=M, split_prior=split, leaf_sd="fixed",
+                             response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
         t = time.perf_counter()

@@ -65,7 +65,7 @@ def row_log_loss(p, y):
 def ours(X, y, Xt, link, m, tune, draws, seed):
     t = time.perf_counter()
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=m, link=link)
+        f = pmt.BARTTree("f", X, y, m=m, link=link, response="constant")
         if link == "probit":
             pm.Bernoulli("y", p=pm.math.invprobit(f), observed=y)
         else:

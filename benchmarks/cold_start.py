@@ -33,7 +33,7 @@ from pymc_trees.comparison.datasets import friedman1
 t1 = time.perf_counter()
 X, y, _ = friedman1(1000, rng=1)
 with pm.Model():
-    f = pmt.BARTTree("f", X, y, m=200)
+    f = pmt.BARTTree("f", X, y, m=200, response="constant")
     s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
     pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
     pm.sample(draws=1, tune=0, chains=1, cores=1, progressbar=False,

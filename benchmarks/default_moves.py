@@ -43,7 +43,7 @@ def run(X, y, X_test, moves, draws, tune, seed):
         stamps[draw.chain].append((draw.tuning, time.perf_counter()))
 
     with pm.Model():
-        f = pmt.BARTTree("f", X, Y=y, m=200)
+        f = pmt.BARTTree("f", X, Y=y, m=200, response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=seed,

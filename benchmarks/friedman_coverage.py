@@ -60,7 +60,7 @@ def run(n: int, variant: str, seed: int, tune: int = 1000, m: int = M) -> dict:
             # Linero's DART prior on the split probabilities, as docs/design.md writes it
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
-        f = pmt.BARTTree("f", X, y, m=m, **kw)
+        f = pmt.BARTTree("f", X, y, m=m, **kw, response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         t = time.perf_counter()

@@ -389,7 +389,7 @@ def _gamma_theirs(pmb, Xd, X, y, m):
 
 
 def _hetero_ours(X, y, m):
-    f = pmt.BARTTree("f", X, y, m=m)
+    f = pmt.BARTTree("f", X, y, m=m, response="constant")
     g = pmt.BARTTree("g", X, m=m, leaf_sd=1.0 / np.sqrt(m))
     pm.Normal("y", f, pm.math.exp(np.log(y.std()) + g), observed=y)
     return {"sd0": np.log(y.std())}

@@ -67,7 +67,8 @@ FAMILIES = {"poisson": _poisson, "gamma": _gamma, "negative_binomial": _negative
 def _gaussian():
     rng, X, eta = _data()
     y = eta + 0.3 * rng.normal(size=N)
-    return pmt.BARTTree("f", X, y, m=M), lambda f: pm.Normal("y", f, 0.3, observed=y)
+    return (pmt.BARTTree("f", X, y, m=M, response="constant"),
+            lambda f: pm.Normal("y", f, 0.3, observed=y))
 
 
 def run(variant: str, seed: int, family: str = "poisson") -> tuple[float, float, float,

@@ -54,7 +54,7 @@ def gamma_shape():
 def normal_log_scale():
     rng, X, eta = _data()
     y = eta + rng.normal(size=N) * (0.1 + 0.6 * X[:, 3])
-    pmt.BARTTree("f", X, y, m=M)
+    pmt.BARTTree("f", X, y, m=M, response="constant")
     g = pmt.BARTTree("g", X, m=M, leaf_sd=1.0 / np.sqrt(M))
     pm.Normal("y", pm.modelcontext(None)["f"], pm.math.exp(np.log(y.std()) + g), observed=y)
     return [g]

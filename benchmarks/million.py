@@ -167,7 +167,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         with pm.Model():
             X_data = pm.Data("X", X)
-            f = pmt.BARTTree("f", X_data, Y=y, m=200)
+            f = pmt.BARTTree("f", X_data, Y=y, m=200, response="constant")
             sigma2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(sigma2), observed=y,
                       shape=X_data.shape[0])

@@ -32,7 +32,7 @@ def main(argv=None):
     X, y, _ = friedman1(1000, rng=3)
     Xt, _, _ = friedman1(1000, rng=4)
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=200)
+        f = pmt.BARTTree("f", X, y, m=200, response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         idata = pm.sample(draws=500, tune=300, chains=2, cores=1, random_seed=1,

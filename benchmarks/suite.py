@@ -275,8 +275,8 @@ def ours(task, X, y, Xt, cfg, variant="default"):
         if variant == "dart":
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
-        if variant.endswith(("linear", "mix")):
-            kw["response"] = "mix" if variant.endswith("mix") else "linear"
+        if variant.endswith(("linear", "mix", "constant")):
+            kw["response"] = variant.split()[-1]
         if variant.startswith(("variance", "t")) and task != "regression":
             raise NotApplicable("a noise model for regression only")
         if variant.startswith("variance"):
@@ -426,7 +426,9 @@ CANDIDATES = {  # issue 50: the models beyond plain BART, each a one-line change
     "ours, variance trees": "variance", "ours, Student-t": "t", "ours, mix leaves": "mix",
     "ours, linear leaves": "linear", "ours, variance trees + mix": "variance + mix",
     "ours, variance trees + Student-t": "variance + t",
-    "ours, Student-t + linear leaves": "t + linear"}
+    "ours, Student-t + linear leaves": "t + linear",
+    # the default before linear leaves became it (issue 50), by name
+    "ours, constant leaves": "constant"}
 BAYES = {
     DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
     "ours, fixed leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:

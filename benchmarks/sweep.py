@@ -92,7 +92,7 @@ def pymc_runner(X, y, sweeps, seed=0, moves=None):
     def run(draws, X=X, y=y):
         stamps.clear()
         with pm.Model():
-            f = pmt.BARTTree("f", X, Y=y, m=200)
+            f = pmt.BARTTree("f", X, Y=y, m=200, response="constant")
             s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
             # the warm start is off so that the burn-in starts from single leaves like every

@@ -248,11 +248,11 @@ def bart(task, X, y, Xt, Xnum, tune, draws, seed):
     t = time.perf_counter()
     with pm.Model():
         if task == "regression":
-            f = pmt.BARTTree("f", X, y, m=M)
+            f = pmt.BARTTree("f", X, y, m=M, response="constant")
             s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(Xnum, y))
             pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y)
         else:
-            f = pmt.BARTTree("f", X, y, m=M, link="logit")
+            f = pmt.BARTTree("f", X, y, m=M, link="logit", response="constant")
             pm.Bernoulli("y", logit_p=f, observed=y)
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)

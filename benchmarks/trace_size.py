@@ -24,7 +24,7 @@ def main(draws=int(sys.argv[1]) if len(sys.argv) > 1 else 500):
     X, y, _ = friedman1(1000, rng=1)
     with pm.Model():
         Xd = pm.Data("X", X)
-        f = pmt.BARTTree("f", Xd, y, m=200)
+        f = pmt.BARTTree("f", Xd, y, m=200, response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=Xd.shape[0])
         idata = pm.sample(draws=draws, tune=draws, chains=1, random_seed=1, progressbar=False,

@@ -39,7 +39,7 @@ def main():
         Xd = pm.Data("X", X, dims=("obs", "feature"))
         zd = pm.Data("z", z, dims="obs")
         gd = pm.Data("g", g, dims="obs")
-        f1 = pmt.BARTTree("f1", Xd, y - y.mean(), m=100, dims="obs")
+        f1 = pmt.BARTTree("f1", Xd, y - y.mean(), m=100, dims="obs", response="constant")
         f2 = pmt.BARTTree("f2", Xd, y - y.mean(), m=50, sampler="pg", dims="obs")
         alpha = pm.Normal("alpha", 0.0, 10.0)
         su = pm.HalfNormal("su", 1.0)

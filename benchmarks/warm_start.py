@@ -37,7 +37,7 @@ def _model(X, y, warm_start, Xnum=None, **kw):
     import pymc_trees as pmt
 
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=200)
+        f = pmt.BARTTree("f", X, y, m=200, response="constant")
         s2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X if Xnum is None else Xnum, y))
         pm.Normal("y", mu=f, sigma=pm.math.sqrt(s2), observed=y, shape=f.shape)
         start = time.perf_counter()
