@@ -58,7 +58,12 @@ Learners (all with m = 200 trees, 2 chains x (1,000 + 1,000) unless ``--quick``;
   Normal(log s0, 1)`` by NUTS, ``g`` by the general tree step); **ours, mix leaves** and
   **ours, linear leaves** (``response=``); and the combinations **variance trees + mix**,
   **variance trees + Student-t** and **Student-t + linear leaves**.  Regression only for
-  the noise models.
+  the noise models.  Since linear leaves became the default (fifth run), **ours, default**
+  and every candidate's mean term have linear leaves (the fourth run's default is **ours,
+  constant leaves**, ``response="constant"``), and two more candidates give the variance
+  term stochtree's variance forest's prior scale, sd 0.75 of log sigma at a row (its
+  ``leaf_prior_calibration_param`` 1.5 is the sd of log sigma^2): **ours, variance trees
+  0.75** and **ours, variance trees 0.75 + Student-t**.
 * **stochtree variance forest**: stochtree default with ``variance_forest_params=
   {"num_trees": 50}`` (its log-linear variance forest; its global variance is then not
   sampled), predictive sd per draw and test row from ``sigma2_x_test``.
@@ -282,11 +287,14 @@ def ours(task, X, y, Xt, cfg, variant="default"):
         if variant.startswith("variance"):
             # variance trees: sigma(x) = exp(a + g(x)), g a sum of 50 trees with prior sd 1
             # of log sigma at a row (leaf sd 1 / sqrt(50)), a ~ Normal(log s0, 1) by NUTS;
-            # "variance + t": Student-t noise of that scale, nu as in "t"
+            # "variance + t": Student-t noise of that scale, nu as in "t"; "variance 0.75":
+            # prior sd 0.75 of log sigma at a row, stochtree's variance forest's calibration
+            # (its leaf_prior_calibration_param 1.5 is the prior sd of log sigma^2 at a row)
             f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
-            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=1.0 / np.sqrt(VAR_TREES))
+            sd_log = 0.75 if variant.startswith("variance 0.75") else 1.0
+            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=sd_log / np.sqrt(VAR_TREES))
             a = pm.Normal("a", np.log(np.sqrt(_s2_guess(X, y))), 1.0)
-            if variant == "variance + t":
+            if variant.endswith("+ t"):
                 pm.StudentT("y", nu=pm.Gamma("nu", 2.0, 0.1), mu=f, sigma=pm.math.exp(a + g),
                             observed=y)
             else:
@@ -318,7 +326,7 @@ def ours(task, X, y, Xt, cfg, variant="default"):
     if variant.startswith("variance"):
         gt = pmt.predict(idata, Xt, var_name="g").values.reshape(-1, len(Xt))
         sd = np.exp(post["a"].values.reshape(-1, 1) + gt)
-        if variant == "variance + t":
+        if variant.endswith("+ t"):
             return ft, sd, time.perf_counter() - t, post["nu"].values.reshape(-1)
         return ft, sd, time.perf_counter() - t
     sd = np.sqrt(post["sigma2"].values.reshape(-1))
@@ -428,7 +436,11 @@ CANDIDATES = {  # issue 50: the models beyond plain BART, each a one-line change
     "ours, variance trees + Student-t": "variance + t",
     "ours, Student-t + linear leaves": "t + linear",
     # the default before linear leaves became it (issue 50), by name
-    "ours, constant leaves": "constant"}
+    "ours, constant leaves": "constant",
+    # variance trees with stochtree's variance forest's prior scale (after linear leaves
+    # became the default, so the mean term has linear leaves)
+    "ours, variance trees 0.75": "variance 0.75",
+    "ours, variance trees 0.75 + Student-t": "variance 0.75 + t"}
 BAYES = {
     DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
     "ours, fixed leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
@@ -790,11 +802,15 @@ def figure(all_res: dict, path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
-def figure_lpd(all_res: dict, tabs: dict, path: str,
-               who=(DEFAULT, "ours, Student-t", "ours, linear leaves",
-                    "ours, variance trees")) -> None:
+FIGURE_LPD_WHO = (  # the learners of issue 50's figure, the first four present in the runs
+    DEFAULT, "ours, Student-t", "ours, constant leaves", "ours, variance trees 0.75",
+    "ours, variance trees 0.75 + Student-t", "ours, linear leaves", "ours, variance trees")
+
+
+def figure_lpd(all_res: dict, tabs: dict, path: str, who=None) -> None:
     """Issue 50's figure: per real regression table, each of ``who``'s held-out LPD per row
-    minus the best peer's (:func:`lpd_to_peer`), with 2 SE over folds."""
+    minus the best peer's (:func:`lpd_to_peer`), with 2 SE over folds (default: the first
+    five of ``FIGURE_LPD_WHO`` that the runs have)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -802,11 +818,15 @@ def figure_lpd(all_res: dict, tabs: dict, path: str,
 
     names = [n for n, r in all_res.items() if tabs[n].task == "regression"
              and n not in SYNTHETIC and lpd_to_peer(r, DEFAULT) is not None]
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(names) + 1.4))
+    if who is None:
+        who = [w for w in FIGURE_LPD_WHO
+               if any(lpd_to_peer(all_res[n], w) is not None for n in names)][:5]
+    fig, ax = plt.subplots(figsize=(6.5, 0.55 * len(names) + 1.4))
     for k, w in enumerate(who):
         pts = [(i, lpd_to_peer(all_res[n], w)) for i, n in enumerate(names)]
         pts = [(i, r) for i, r in pts if r is not None]
-        ax.errorbar([r[1] for _, r in pts], [i + 0.15 * (k - 1.5) for i, _ in pts],
+        ax.errorbar([r[1] for _, r in pts],
+                    [i + 0.14 * (k - (len(who) - 1) / 2) for i, _ in pts],
                     xerr=[2 * np.nan_to_num(r[2]) for _, r in pts], fmt="o", ms=4,
                     label=w.replace("ours, ", ""))
     ax.axvline(0.0, color="grey", lw=1)
