@@ -253,10 +253,10 @@ class BARTTree(Distribution):
         rows).
     response : {"constant", "linear", "mix"} or None, default None
         What each leaf holds.  None (the default): linear leaves for a term of one output
-        calibrated on ``Y`` at the data scale or for a ``"logit"`` or ``"probit"`` link, and
-        sampled by the CGM step in a Gaussian likelihood or one augmented to it (Student-t,
-        Bernoulli with a logit or probit link, ...); constant leaves otherwise (a ``"log"``
-        link, a term without ``Y`` or a link, several outputs, Particle Gibbs, a likelihood
+        calibrated on ``Y`` for the identity (no ``link``), ``"logit"`` or ``"probit"`` link,
+        and sampled by the CGM step in a Gaussian likelihood or one augmented to it
+        (Student-t, Bernoulli with a logit or probit link, ...); constant leaves otherwise (a
+        ``"log"`` link, a term without ``Y``, several outputs, Particle Gibbs, a likelihood
         that needs the general tree step, or ``move_probs`` given to the step, which are
         moves of constant leaves).  On the fifteen real tables of ``benchmarks/suite.py``
         (Normal regression and logit classification) linear leaves gave a median error 0.997
@@ -433,13 +433,13 @@ class BARTTree(Distribution):
         else:
             sp = None if split_prior is None else tuple(float(w) for w in np.ravel(split_prior))
             weights = None
-        # the default leaves: linear for a term of one output calibrated for the identity
-        # (with Y), logit or probit link and sampled by the CGM step; the step keeps them
+        # the default leaves: linear for a term of one output calibrated on Y for the
+        # identity, logit or probit link and sampled by the CGM step; the step keeps them
         # only in a Gaussian or augmented likelihood (pymc_trees.bart.plan.TermPlan.resolve)
         auto = response is None
         if auto:
-            linear = (link in ("identity", "logit", "probit") and outputs is None
-                      and sampler in (None, "cgm"))
+            linear = (Y is not None and link in ("identity", "logit", "probit")
+                      and outputs is None and sampler in (None, "cgm"))
             response = "linear" if linear else "constant"
         # what combines with what (pymc_trees.bart.plan): refused here with the fix
         sampler, separate = check_arguments(

@@ -10,10 +10,10 @@ are served, and by which forest sampler and sweep, decided in one place.
   refuses, when the step is built, a step kind or a likelihood that the term's sampler cannot
   sample;
 * :meth:`TermPlan.resolve` settles the default's leaves (``BARTTree(response=None)``) when the
-  step is built: linear for a term of one output calibrated on Y (no link), sampled by the
-  CGM step in a Gaussian or augmented likelihood without a user's ``move_probs``; constant
-  for everything else (``check_arguments`` has already picked constant at construction for a
-  link, several outputs or ``sampler="pg"``).
+  step is built: linear for a term of one output calibrated on Y (no link, or a logit or
+  probit one), sampled by the CGM step in a Gaussian or augmented likelihood without a
+  user's ``move_probs``; constant for everything else (``BARTTree`` has already picked
+  constant for a term without Y, another link, several outputs or ``sampler="pg"``).
 
 ================  =================================  ==========================================
 leaves / outputs  forest sampler                     sweeps
