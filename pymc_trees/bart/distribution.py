@@ -260,8 +260,8 @@ class BARTTree(Distribution):
         that needs the general tree step, or ``move_probs`` given to the step, which are
         moves of constant leaves).  On the fifteen real tables of ``benchmarks/suite.py``
         (Normal regression and logit classification) linear leaves gave a median error 0.997
-        of constant leaves', worse on none beyond two SEs, at 0.7 to 1.6 times the time
-        (``docs/suite.md``); name ``"constant"`` for the plain BART posterior the peers
+        of constant leaves', worse on none beyond two SEs, at 0.84 to 2.2 times the time
+        (``docs/suite.md``, fifth run); name ``"constant"`` for the plain BART posterior the peers
         sample.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
         under a split on a non-categorical column ``j`` holds the line ``b0 + b1 z_j(x)``,
         ``z_j`` the column standardised on the training rows (a missing value at its mean),

@@ -192,8 +192,9 @@ class _TreeStep(BlockedStep):
         self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
         self._plan.check_step()
         self._shared = self._plan.shared
-        self._read_likelihood(model, rv, start, X_value.shape[0], float(offset.eval()))
-        self._make_sampler(rv, X_value, float(offset.eval()), self.leaf_scale.sd0)
+        offset = float(offset.eval())
+        self._read_likelihood(model, rv, start, X_value.shape[0], offset)
+        self._make_sampler(rv, X_value, offset, self.leaf_scale.sd0)
         # a term whose values stay out of the trace (by default above 50,000 rows) takes
         # them from the sweep's residual, equal to the trees' sum up to rounding; a traced
         # term sums the trees, so that pmt.predict reproduces the trace to the last bit
