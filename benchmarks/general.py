@@ -38,9 +38,16 @@ terms (``sigma = exp(g)``) and as pymc-bart's example writes it (one term of sha
 ``sigma = abs(w[1])``; pymc-bart: two terms, its (2, n) predictions fail as below); three
 quantiles (0.1, 0.5, 0.9) with an asymmetric Laplace of shape (3, n), its b fixed at 0.3 and
 learned (``b ~ HalfNormal(5)``, NUTS); three classes by softmax;
-a negative binomial written with ``n = a``, ``p = a / (a + exp(f))`` (no augmentation reads that
-form, so the general step runs) with ``a`` sampled by NUTS.  Both samplers get the same model;
-ESS is of f at 8 fixed training rows and of every free scalar.
+a negative binomial written with ``n = a``, ``p = a / (a + exp(f))`` with ``a`` sampled by NUTS
+(the general step ran it up to f4fa3fd; since issue 51 the Polya-Gamma augmentation reads this
+form too).  Both samplers get the same model; ESS is of f at 8 fixed training rows and of every
+free scalar.
+
+Issue 51's rows, "ours, log-gamma leaves": the same model with ``leaf_prior="log-gamma"``
+(Poisson, the negative binomial written ``mu=exp(f), alpha=a``) or ``"log-inverse-gamma"``
+(the Gamma mean; the Normal's log variance ``g``, ``sigma = exp(log sd(y) + g / 2)``, leaf sd
+``2 / sqrt(m)``): the conjugate multiplicative update of
+``pymc_trees.bart.kernels.gamma_leaves``.
 
 Reported: held-out log predictive density per row (log of the mean over draws of the row's
 density), with the paired standard error of the difference to our row; the median and
@@ -395,6 +402,35 @@ def _hetero_ours(X, y, m):
     return {"sd0": np.log(y.std())}
 
 
+def _poisson_lg(X, y, m):
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="log-gamma")
+    pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+
+
+def _gamma_lg(X, y, m):
+    # the mean exp(f) divides the rate: each tree multiplies the mean by an inverse-gamma factor
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="log-inverse-gamma")
+    k = pm.Gamma("k", 2.0, 0.5)
+    pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
+
+
+def _hetero_lg(X, y, m):
+    # g the log variance (sigma = exp(g / 2)): inverse-gamma variance factors, stochtree's and
+    # Pratola et al.'s variance forest; its leaf sd twice the log-sigma term's
+    f = pmt.BARTTree("f", X, y, m=m, response="constant")
+    g = pmt.BARTTree("g", X, m=m, leaf_sd=2.0 / np.sqrt(m), leaf_prior="log-inverse-gamma")
+    pm.Normal("y", f, pm.math.exp(np.log(y.std()) + g / 2), observed=y)
+    return {"sd0": np.log(y.std()), "g_scale": 0.5}
+
+
+def _nb_lg(X, y, m):
+    # the same likelihood and prior of a as _nb_ours, written with mu and alpha (the form the
+    # Gamma-Poisson mixture reads)
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="log-gamma")
+    a = pm.Gamma("a", 2.0, 0.5)
+    pm.NegativeBinomial("y", mu=pm.math.exp(f), alpha=a, observed=y)
+
+
 def _hetero_theirs(pmb, Xd, X, y, m):
     f = pmb.BART("f", Xd, y, m=m)
     g = pmb.BART("g", Xd, np.log(np.abs(y - y.mean()) + 0.1), m=m)
@@ -455,7 +491,8 @@ def _softmax_theirs(pmb, Xd, X, y, m):
 
 
 def _nb_ours(X, y, m):
-    # the (n, p) form, p = a / (a + exp(f)): no augmentation reads it, the general step runs
+    # the (n, p) form, p = a / (a + exp(f)): the Polya-Gamma augmentation (the general step
+    # up to f4fa3fd)
     f = pmt.BARTTree("f", X, y, m=m, link="log")
     a = pm.Gamma("a", 2.0, 0.5)
     pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=y)
@@ -483,7 +520,7 @@ def lpd_hetero(pred, yt):
     elif "w0" in pred:
         mu, sd = pred["w0"], np.abs(pred["w1"])
     else:
-        mu, sd = pred["f"], np.exp(pred.get("sd0", 0.0) + pred["g"])
+        mu, sd = pred["f"], np.exp(pred.get("sd0", 0.0) + pred.get("g_scale", 1.0) * pred["g"])
     return _mix(stats.norm.logpdf(yt[None], mu, sd))
 
 
@@ -517,23 +554,28 @@ PROBLEMS = {
 }
 
 
-def _family(load, ours, theirs, terms, scalars, lpd):
+def _family(load, ours, theirs, terms, scalars, lpd, log_gamma=None):
     o, t = _sim_run(ours, theirs, terms, scalars)
-    return load, {"ours": o, "pymc-bart 0.13": t}, lpd
+    runs = {"ours": o}
+    if log_gamma is not None:  # the same model with log-gamma leaves (issue 51)
+        runs["ours, log-gamma leaves"] = _sim_run(log_gamma, theirs, terms, scalars)[0]
+    return load, {**runs, "pymc-bart 0.13": t}, lpd
 
 
 FAMILIES = {
-    "poisson": _family(sim_poisson, _poisson_ours, _poisson_theirs, ["f"], [], lpd_poisson),
-    "gamma_shape": _family(sim_gamma, _gamma_ours, _gamma_theirs, ["f"], ["k"], lpd_gamma),
+    "poisson": _family(sim_poisson, _poisson_ours, _poisson_theirs, ["f"], [], lpd_poisson,
+                       _poisson_lg),
+    "gamma_shape": _family(sim_gamma, _gamma_ours, _gamma_theirs, ["f"], ["k"], lpd_gamma,
+                           _gamma_lg),
     "normal_two_terms": _family(sim_hetero, _hetero_ours, _hetero_theirs, ["f", "g"], [],
-                                lpd_hetero),
+                                lpd_hetero, _hetero_lg),
     "normal_abs": _family(sim_hetero, _abs_ours, _abs_theirs, ["w"], [], lpd_hetero),
     "three_quantiles": _family(sim_hetero, _quant_ours, _quant_theirs, ["mu"], [],
                                lpd_quantiles),
     "three_quantiles_b": _family(sim_hetero, _quant_b_ours, _quant_b_theirs, ["mu"], ["b"],
                                  lpd_quantiles),
     "softmax": _family(sim_classes, _softmax_ours, _softmax_theirs, ["f"], [], lpd_softmax),
-    "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb),
+    "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb, _nb_lg),
 }
 
 

@@ -283,6 +283,17 @@ class BARTTree(Distribution):
         accepted with the exact log-likelihood); no warm start, no Particle Gibbs, constant
         leaves only (``docs/design.md``, "Outputs that share their trees").  With k = 1 the
         two forms are the same term (one forest).
+    leaf_prior : {"normal", "log-gamma", "log-inverse-gamma"}, default "normal"
+        The leaf values' prior.  ``"log-gamma"``: every leaf's ``exp(value)`` is
+        ``Gamma(c, rate d)``, so each tree multiplies ``exp(f)`` by a Gamma factor (Murray
+        2021); ``"log-inverse-gamma"``: by an inverse-gamma one (Pratola et al. 2020's
+        variance trees).  ``c`` and ``d`` give each leaf the normal prior's mean 0 and sd
+        ``leaf_sd``.  For a term that enters a Poisson or negative binomial mean, a Gamma
+        outcome's rate or mean, or a Normal or Student-t ``sigma`` through ``exp`` in the
+        conjugate direction, the leaves then integrate out of the tree moves in closed
+        form (:mod:`pymc_trees.bart.gamma_likelihood` lists the forms; any other is refused
+        with them).  One output, constant leaves, a fixed ``leaf_sd``, the CGM step (grow,
+        prune and change, no warm start, no level shift).
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -320,7 +331,7 @@ class BARTTree(Distribution):
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
                 missing_split: bool = True, columns=None, response: str | None = None,
-                separate_trees: bool = True, **kwargs):
+                separate_trees: bool = True, leaf_prior: str = "normal", **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -333,7 +344,7 @@ class BARTTree(Distribution):
                              split_prior=split_prior, sampler=sampler, columns=columns,
                              link=link, keep_values=keep_values, categorical=schema,
                              missing=missing, missing_split=missing_split, response=response,
-                             separate_trees=separate_trees, **kwargs)
+                             separate_trees=separate_trees, leaf_prior=leaf_prior, **kwargs)
         return rv
 
     @classmethod
@@ -343,7 +354,7 @@ class BARTTree(Distribution):
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
              missing_split: bool = True, response: str | None = None,
-             separate_trees: bool = True, **kwargs):
+             separate_trees: bool = True, leaf_prior: str = "normal", **kwargs):
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:
@@ -376,7 +387,8 @@ class BARTTree(Distribution):
         if link is None and Y is not None:
             link = "identity"
         if leaf_sd is None and (Y is not None or link in ("probit", "logit")):
-            leaf_sd = DEFAULT_LEAF_SD
+            # log-gamma leaves: a fixed scale, on which their Gamma prior is calibrated
+            leaf_sd = DEFAULT_LEAF_SD if leaf_prior == "normal" else "fixed"
         internal = False
         if isinstance(leaf_sd, str):
             if leaf_sd not in ("learned", "fixed"):
@@ -439,17 +451,19 @@ class BARTTree(Distribution):
         auto = response is None
         if auto:
             linear = (Y is not None and link in ("identity", "logit", "probit")
-                      and outputs is None and sampler in (None, "cgm"))
+                      and outputs is None and sampler in (None, "cgm")
+                      and leaf_prior == "normal")
             response = "linear" if linear else "constant"
         # what combines with what (pymc_trees.bart.plan): refused here with the fix
         sampler, separate = check_arguments(
             outputs=outputs, response=response, separate_trees=separate_trees, sampler=sampler,
-            learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant))
+            learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant),
+            leaf_prior=leaf_prior, learned_scale=internal or learned)
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
                           missing_split=bool(missing_split), learned_scale=internal,
                           dart=dart, response=response, separate_trees=separate,
-                          response_auto=auto and response == "linear")
+                          response_auto=auto and response == "linear", leaf_prior=leaf_prior)
         if weights is None:
             weights = prior.split_weights(p)
         keep = None if keep_values is None else bool(keep_values)

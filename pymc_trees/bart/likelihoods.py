@@ -35,7 +35,8 @@ import pytensor.tensor as pt
 
 from pymc_trees.bart.calibration import LINKS, leaf_calibration
 from pymc_trees.bart.kernels import augment
-from pymc_trees.bart.model_graph import constant_value, scalar_op, strip_log_exp, unwrap
+from pymc_trees.bart.model_graph import (constant_value, negative_binomial_logit, scalar_op,
+                                         unwrap)
 
 __all__ = ["LikelihoodFamily", "FAMILIES", "register", "read_form", "LIKELIHOOD_FORMS",
            "TREE_SUPPORTED", "tree_supported", "forms_table", "FORMS_TABLE_HEADER"]
@@ -248,13 +249,9 @@ register(LikelihoodFamily(
 
 def _read_negative_binomial(obs, inputs, f):
     alpha, p = inputs
-    p = unwrap(p)
-    if isinstance(scalar_op(p), ps.Sigmoid):
-        u = strip_log_exp(p.owner.inputs[0], f)
-        if u is not p.owner.inputs[0]:
-            # p = sigmoid(log alpha - eta): work in u = logit p (bart-math 8)
-            return u, [("alpha", alpha)]
-    return None
+    # p = sigmoid(log alpha - eta), or x / (x + exp(eta)): work in u = logit p (bart-math 8)
+    u = negative_binomial_logit(p, f)
+    return None if u is None else (u, [("alpha", alpha)])
 
 
 def _negative_binomial_latents(rng, y, eta, params):
@@ -266,7 +263,8 @@ def _negative_binomial_latents(rng, y, eta, params):
 register(LikelihoodFamily(
     name="negative_binomial", distributions=(pm.NegativeBinomial,), link="log",
     read=_read_negative_binomial,
-    forms=("y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha)",), parameters=("alpha",),
+    forms=("y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))",),
+    parameters=("alpha",),
     doc_form="`NegativeBinomial(mu=pm.math.exp(eta), alpha)`",
     doc_latent="`w ~ PG(y + alpha, u)` in `u = logit p = log alpha - eta`",
     doc_zw="`(alpha - y)/2/w` in `u`, `w`", latents=_negative_binomial_latents,

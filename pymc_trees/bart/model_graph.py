@@ -16,7 +16,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import SpecifyShape
 
 __all__ = ["ModelStructureError", "NotAugmentable", "depends_on", "dependents",
-           "affine_problem", "constant_value", "unwrap", "scalar_op", "strip_log_exp"]
+           "affine_problem", "constant_value", "unwrap", "scalar_op", "strip_log_exp",
+           "negative_binomial_logit"]
 
 
 class ModelStructureError(ValueError):
@@ -122,3 +123,39 @@ def strip_log_exp(var, f):
             if isinstance(scalar_op(inner), ps.Exp) and depends_on(inner, f):
                 repl[v] = inner.owner.inputs[0]
     return graph_replace(var, repl, strict=False) if repl else var
+
+
+def negative_binomial_logit(p, f):
+    """``u = logit p`` of a negative binomial's success probability when f reaches it as
+    PyMC writes the mean form, ``p = sigmoid(log alpha - log mu)`` with ``mu = exp(eta)`` (then
+    ``u = log alpha - eta``), or as the ``(n, p)`` form is written by hand,
+    ``p = x / (x + exp(eta))`` (either order of the sum; ``u = log x - eta``), where x does
+    not depend on f; None otherwise."""
+    p = unwrap(p)
+    if isinstance(scalar_op(p), ps.Sigmoid):
+        u = strip_log_exp(p.owner.inputs[0], f)
+        return u if u is not p.owner.inputs[0] else None
+    if isinstance(scalar_op(p), ps.TrueDiv):
+        x, den = (unwrap(v) for v in p.owner.inputs)
+        if depends_on(x, f) or not isinstance(scalar_op(den), ps.Add) \
+                or len(den.owner.inputs) != 2:
+            return None
+        for a, e in (den.owner.inputs, den.owner.inputs[::-1]):
+            e = unwrap(e)
+            if isinstance(scalar_op(e), ps.Exp) and not depends_on(a, f) \
+                    and _same_value(unwrap(a), x):
+                return pt.log(x) - e.owner.inputs[0]
+    return None
+
+
+def _same_value(a, b) -> bool:
+    """Whether two graphs are the same variable (up to broadcasting), or the same
+    constant."""
+    while a.owner is not None and isinstance(a.owner.op, DimShuffle):
+        a = unwrap(a.owner.inputs[0])
+    while b.owner is not None and isinstance(b.owner.op, DimShuffle):
+        b = unwrap(b.owner.inputs[0])
+    if a is b:
+        return True
+    ca, cb = constant_value(a), constant_value(b)
+    return ca is not None and ca == cb

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pymc_trees.bart.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_prior_kappa
 from pymc_trees.bart.linear_sampler import RESPONSES, LinearForestSampler
 from pymc_trees.bart.model_graph import ModelStructureError
 from pymc_trees.bart.output_samplers import OutputSamplers
@@ -121,7 +122,8 @@ class TermPlanError(ModelStructureError):
 
 
 def check_arguments(*, outputs: int | None, response: str, separate_trees,
-                    sampler: str | None, learned_split: bool) -> tuple[str, bool]:
+                    sampler: str | None, learned_split: bool, leaf_prior: str = "normal",
+                    learned_scale: bool = False) -> tuple[str, bool]:
     """Refuse the combinations of ``BARTTree`` arguments that no sampler serves.
 
     Parameters
@@ -136,6 +138,10 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
         ``BARTTree(sampler=...)`` (None: ``DEFAULT_SAMPLER``).
     learned_split : bool
         Whether the split probabilities are a model variable (a Dirichlet).
+    leaf_prior : str
+        ``BARTTree(leaf_prior=...)``.
+    learned_scale : bool
+        Whether the leaf scale is learned (``"learned"`` or a model variable).
 
     Returns
     -------
@@ -154,11 +160,35 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
     if sampler not in SAMPLERS:
         raise TermPlanError(f"sampler must be one of {SAMPLERS} (or None for the default "
                             f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
+    _check_leaf_prior(leaf_prior, outputs, response, sampler, learned_scale)
     if outputs is not None and learned_split:
         raise TermPlanError("Learned split probabilities (a Dirichlet split_prior) are not "
                             f"supported for a BARTTree with several outputs (shape "
                             f"({outputs}, n)); pass fixed weights or one term per output.")
     return sampler, separate
+
+
+def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
+                      learned_scale: bool) -> None:
+    """Refuse what log-gamma leaves do not combine with: one output of constant leaves, a
+    fixed leaf scale, the CGM step."""
+    if leaf_prior not in LEAF_PRIORS:
+        raise TermPlanError(f"leaf_prior must be one of {LEAF_PRIORS}; got {leaf_prior!r}.")
+    if leaf_prior == "normal":
+        return
+    fix = "or use leaf_prior='normal'"
+    if outputs is not None:
+        raise TermPlanError(f"leaf_prior={leaf_prior!r} is for a term of one output; this "
+                            f"term has shape ({outputs}, n): use one term per output, {fix}.")
+    if response != "constant":
+        raise TermPlanError(f"leaf_prior={leaf_prior!r} holds one value per leaf; pass "
+                            f"response='constant' (not {response!r}), {fix}.")
+    if sampler != "cgm":
+        raise TermPlanError(f"leaf_prior={leaf_prior!r} is sampled by the CGM tree step: pass "
+                            f"sampler='cgm' (the default), {fix}.")
+    if learned_scale:
+        raise TermPlanError(f"leaf_prior={leaf_prior!r} takes a fixed leaf_sd (its Gamma "
+                            f"prior is calibrated on it); pass a number or None, {fix}.")
 
 
 def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
@@ -186,6 +216,9 @@ def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd:
                         categorical: np.ndarray | None = None) -> ForestSampler:
     """The sampler of one forest for ``prior.response``: :class:`ForestSampler` for constant
     leaves, :class:`LinearForestSampler` for linear ones and for the mix."""
+    if prior.leaf_prior != "normal":
+        return GammaForestSampler(X, prior, offset, leaf_sd, categorical,
+                                  kappa=leaf_prior_kappa(prior.leaf_prior))
     cls = ForestSampler if prior.response == "constant" else LinearForestSampler
     return cls(X, prior, offset, leaf_sd, categorical)
 
@@ -206,6 +239,8 @@ class TermPlan:
         What each leaf holds.
     step : str
         The tree step's kind, ``"cgm"`` or ``"pg"`` (for prior draws, the term's sampler).
+    leaf_prior : str
+        The leaves' prior (``"normal"``, or log-gamma leaves: their own conjugate sweep).
     """
 
     name: str
@@ -213,12 +248,13 @@ class TermPlan:
     shared: bool
     response: str
     step: str
+    leaf_prior: str = "normal"
 
     @property
     def warm_start(self) -> bool:
-        """Whether the grow-from-root warm start serves the term (it grows one value per
-        leaf: not for outputs that share their trees)."""
-        return not self.shared
+        """Whether the grow-from-root warm start serves the term (it grows one Gaussian
+        value per leaf: not for outputs that share their trees, nor log-gamma leaves)."""
+        return not self.shared and self.leaf_prior == "normal"
 
     @property
     def level_shifts(self) -> bool:
@@ -300,4 +336,5 @@ def term_plan(op, name: str = "", step: str | None = None) -> TermPlan:
     outputs = op.outputs
     return TermPlan(name=name, outputs=outputs,
                     shared=outputs is not None and not op.prior.separate_trees,
-                    response=op.prior.response, step=op.sampler if step is None else step)
+                    response=op.prior.response, step=op.sampler if step is None else step,
+                    leaf_prior=op.prior.leaf_prior)

@@ -85,6 +85,8 @@ class TreePrior:
         Whether ``response="linear"`` is the default's choice rather than the user's
         (``BARTTree(response=None)``): the tree step then samples constant leaves where linear
         ones are not the measured default (:meth:`pymc_trees.bart.plan.TermPlan.resolve`).
+    leaf_prior : {"normal", "log-gamma", "log-inverse-gamma"}
+        The leaf values' prior (:mod:`pymc_trees.bart.gamma_sampler`; checked by the plan).
     """
 
     m: int = 200
@@ -99,6 +101,7 @@ class TreePrior:
     response: str = "constant"
     separate_trees: bool = True
     response_auto: bool = False
+    leaf_prior: str = "normal"
 
     def __post_init__(self):
         if self.response not in ("constant", "linear", "mix"):

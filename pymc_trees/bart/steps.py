@@ -26,6 +26,7 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
+from pymc_trees.bart.gamma_likelihood import GammaLikelihood, gamma_likelihood
 from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
                                   default_move_probs, term_plan, warm_sweeps)
@@ -132,13 +133,8 @@ class _TreeStep(BlockedStep):
     # calls the likelihood through PyTensor (True; the same moves and random numbers, kept as
     # the reference the kernel is tested against and for likelihoods the kernel cannot run)
     python_sweep = False
-    stats_dtypes_shapes = {
-        "mean_depth": (np.float64, []),
-        "mean_leaves": (np.float64, []),
-        "warm_start": (bool, []),
-        "trees_held": (bool, []),
-        "tune": (bool, []),
-    }
+    stats_dtypes_shapes = {"mean_depth": (np.float64, []), "mean_leaves": (np.float64, []),
+                           **{k: (bool, []) for k in ("warm_start", "trees_held", "tune")}}
 
     def __new__(cls, vars=None, *args, **kwargs):
         # one step per tree term, holding the term and its learned leaf scale (if any)
@@ -287,7 +283,9 @@ class _TreeStep(BlockedStep):
                                                          self._move_probs_given)
             return
         try:
-            if self._shared:
+            if self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
+                self.likelihood = gamma_likelihood(model, rv, n, self._plan.leaf_prior)
+            elif self._shared:
                 # the k outputs' leaf values move together: integrated out jointly where the
                 # likelihood factorises over the outputs into augmentable ones (Gaussian given
                 # the latent variables), else the general step over the joint likelihood of
@@ -530,6 +528,11 @@ class _TreeStep(BlockedStep):
     def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if lik.family == "general":
             return self._general_update(smp, lik, point, warm, sweeps)
+        if isinstance(lik, GammaLikelihood):  # log-gamma leaves (no warm start)
+            rates = lik.rates(point, smp.offset, smp.values() if lik.draws_latents else None,
+                              self.rng)
+            return {**smp.gamma_sweep(self.rng, *rates, self._move_cp, sweeps),
+                    "accept_leaf": np.nan}
         return self._augmented_update(smp, lik, point, warm, sweeps)
 
     def _joint_update(self, point: dict, sweeps: int = 1) -> dict:

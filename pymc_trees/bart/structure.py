@@ -38,7 +38,7 @@ from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, af
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
-           "TreeLikelihood", "NoiseLikelihood", "LevelShift"]
+           "TreeLikelihood", "NoiseLikelihood", "LevelShift", "point_function"]
 
 
 def unobserved_term(model, f_rv) -> bool:
@@ -92,7 +92,7 @@ class _PointFn:
         return self.fn(*extra, *self.data, *(point[name] for name in self.names))
 
 
-def _compile(model, outs, inputs=(), mode=None):
+def point_function(model, outs, inputs=(), mode=None):
     return _PointFn(model, outs, inputs, mode)
 
 
@@ -283,7 +283,7 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     a, b = (_as_scalar_if_constant(x) for x in (a, b))
     y = model.rvs_to_values[obs]
     outs = [y, a, b, *(par for _, par in params)]
-    fn = _compile(model, outs)
+    fn = point_function(model, outs)
     # f itself only reaches a and b through its shape (zeros_like), never through its value
     static = not fam.draws_latents and _held_fixed(model, outs, [f_rv])
     lik = TreeLikelihood(observed_name=obs.name, observed=obs, family=fam.name, link=fam.link,
@@ -352,8 +352,8 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     a = graph_replace(eta, {f_rv: zeroed}, strict=False)
     b = graph_replace(pytensor.grad(pt.sum(eta), f_rv)[output], {f_rv: zeroed}, strict=False)
     y = model.rvs_to_values[obs]
-    fn = _compile(model, [y, a, b, *(par for _, par in params)])
-    probe = _compile(model, [eta, *(par for _, par in params)])
+    fn = point_function(model, [y, a, b, *(par for _, par in params)])
+    probe = point_function(model, [eta, *(par for _, par in params)])
     point = dict(model.initial_point())
     f_name = model.rvs_to_values[f_rv].name
     k = int(f_rv.owner.op.outputs)
@@ -399,7 +399,7 @@ def _entered_by(model, observed: list, f_rv, n: int, output: int) -> list:
     moved[output] += rng.normal(size=n)
     out = []
     for obs in observed:
-        fn = _compile(model, [model.logp(vars=[obs], sum=False)[0]], mode="FAST_COMPILE")
+        fn = point_function(model, [model.logp(vars=[obs], sum=False)[0]], mode="FAST_COMPILE")
         a, b = (np.asarray(fn({**point, f_name: w})[0], dtype=np.float64) for w in (W, moved))
         if not np.array_equal(a, b):
             out.append(obs)
@@ -476,8 +476,8 @@ def _softmax_output(model, obs, f_rv, n: int, output: int, name: str) -> TreeLik
     a = Xz[output] - pt.logsumexp(others, axis=0)
     b = graph_replace(pytensor.grad(pt.sum(X), f_rv)[output], {f_rv: zeroed}, strict=False)
     y = pt.cast(pt.eq(model.rvs_to_values[obs], output), "float64")
-    fn = _compile(model, [y, a, b, pt.constant(1.0)])
-    rows = _compile(model, [model.logp(vars=[obs], sum=False)[0]])
+    fn = point_function(model, [y, a, b, pt.constant(1.0)])
+    rows = point_function(model, [model.logp(vars=[obs], sum=False)[0]])
     point = dict(model.initial_point())
     f_name = model.rvs_to_values[f_rv].name
     rng = np.random.default_rng(0)
@@ -570,8 +570,8 @@ def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
         d_c = graph_replace(d_c, {f_rv: zeros}, strict=False)
         # c and f reach the slopes only through the unit difference and f's shape (mu is
         # affine in both): static when no other sampled variable does
-        shift = LevelShift(name=c.name, prior=_compile(model, [mu0, sd0]),
-                           slopes=_compile(model, [d_c, d_f]),
+        shift = LevelShift(name=c.name, prior=point_function(model, [mu0, sd0]),
+                           slopes=point_function(model, [d_c, d_f]),
                            static=_held_fixed(model, [d_c, d_f, mu0, sd0], [c, f_rv]))
         if shift.ratio(model.initial_point(), lik.n) is not None:
             out.append(shift)
@@ -629,7 +629,7 @@ def noise_likelihood(model, rv) -> NoiseLikelihood:
         outs += [y - mu, sigma**2]
         scale2_probe.append(graph_replace(sigma**2, {rv: probe}, strict=False))
     # s_i^2 must be proportional to the variable (variance) or to its inverse (precision).
-    probe_fn = _compile(model, scale2_probe, inputs=[probe], mode="FAST_COMPILE")
+    probe_fn = point_function(model, scale2_probe, inputs=[probe], mode="FAST_COMPILE")
     point = model.initial_point()
     base = [np.asarray(x, dtype=float) for x in probe_fn(point, 1.0)]
     other = [np.asarray(x, dtype=float) for x in probe_fn(point, 2.5)]
@@ -641,5 +641,5 @@ def noise_likelihood(model, rv) -> NoiseLikelihood:
             raise ModelStructureError(
                 f"The variance of {d.name!r} is not of the form {want} in {rv.name!r}. "
                 f"{NOISE_SUPPORTED}")
-    return NoiseLikelihood(kind=kind, prior=_compile(model, [alpha0, rate0]),
-                           residuals=_compile(model, outs))
+    return NoiseLikelihood(kind=kind, prior=point_function(model, [alpha0, rate0]),
+                           residuals=point_function(model, outs))

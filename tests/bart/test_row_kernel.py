@@ -80,8 +80,8 @@ def softmax():
 
 
 def negative_binomial():
-    # in the (n, p) form with p = a / (a + exp(f)): no augmentation reads it, the general
-    # step runs
+    # in the (n, p) form with p = a / (a + exp(f)), which the Polya-Gamma augmentation reads
+    # (issue 51; the general step ran it before)
     f = pmt.BARTTree("f", XX, Y=COUNTS, m=10, link="log")
     a = pm.Exponential("a", 1.0)
     pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=COUNTS)
@@ -177,8 +177,15 @@ def test_a_gamma_with_trees_in_mean_and_scale_runs_in_the_kernel():
     assert np.ptp(np.asarray(f_kernel)) > 0
 
 
-def test_negative_binomial_through_the_general_step_compiles():
+def test_negative_binomial_n_p_form_is_augmented_and_compiles_for_the_general_step():
     model, step = _step(negative_binomial)
+    assert step.likelihood.family == "negative_binomial"
+    old = tree_steps.tree_likelihood
+    tree_steps.tree_likelihood = _general_only
+    try:
+        model, step = _step(negative_binomial)
+    finally:
+        tree_steps.tree_likelihood = old
     assert step.likelihood.family == "general"
     assert step.likelihood.rows is not None, step.likelihood.rows_reason
 

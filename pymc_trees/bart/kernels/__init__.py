@@ -10,7 +10,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
 - One module per tree update: ``cgm`` (Chipman-George-McCulloch moves, constant leaves,
   conjugate), ``linear`` (linear leaves, conjugate), ``general`` (any likelihood: Newton
   leaf proposals, ``newton``, through a row callback, ``row_calls``), ``general_linear``
-  (linear leaves, any likelihood), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
+  (linear leaves, any likelihood), ``gamma_leaves`` (log-gamma leaves, conjugate in
+  likelihoods through ``exp``), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
   start); ``augment``: data augmentation.
 - ``conjugate_moves``: grow and prune of the conjugate sweeps (leaves integrated out),
   written once for constant and linear leaves.
@@ -28,7 +29,7 @@ ratio (``grow_tree_logr``, ``children_logr``, ``prune_tree_logr``, ``pair_childr
 ``merge_children``, ``commit_children``, ``commit_subtree``, ``restore_rules``).  The
 conjugate sweeps' grow and prune are written once, in ``conjugate_moves``, around the
 leaves' part: a leaf form is a ``NamedTuple`` bundle (``ConstantLeaves`` in ``cgm``,
-``LinearLeaves`` in ``linear``) that implements the hooks with ``numba.extending.overload``
+``LinearLeaves`` in ``linear``, ``GammaLeaves`` in ``gamma_leaves``) that implements the hooks with ``numba.extending.overload``
 on its type; numba compiles and caches the moves once per form.  A new conjugate leaf form
 is a bundle and its hooks, not a copy of the moves.
 

@@ -1,0 +1,338 @@
+"""The likelihoods in which log-gamma leaves are conjugate (``BARTTree(...,
+leaf_prior="log-gamma")`` or ``"log-inverse-gamma"``; :mod:`pymc_trees.bart.kernels.gamma_leaves`).
+
+A family here has, in ``eta_i``, the log of one of its parameters, a likelihood
+
+    p(y_i | eta_i) ∝ exp(q s_i eta_i - t_i exp(q eta_i))
+
+given its other parameters (and, for some, latent variables drawn per sweep):
+
+==================  ===========================  ===  ===============  =====================
+family              eta                          q    s                t
+==================  ===========================  ===  ===============  =====================
+Poisson             log mu                       1    y                1
+zero-inflated       log mu                       1    y                1 for the Poisson's rows,
+Poisson                                                                0 for the point mass's
+                                                                       (a zero's drawn)
+negative binomial   log mu                       1    y                g ~ Gamma(alpha + y,
+                                                                       rate alpha + mu)
+Gamma               log beta (the rate)          1    alpha            y
+Normal              log sigma                    -2   1/2              (y - mu)^2 / 2
+Student-t           log sigma                    -2   1/2              lam (y - mu)^2 / 2,
+                                                                       lam ~ Gamma((nu+1)/2,
+                                                                       rate (nu + r^2)/2)
+==================  ===========================  ===  ===============  =====================
+
+``eta = a + b f`` must be affine in the term with one constant ``b``: then ``q b`` is the
+exponent ``kappa`` of the term's leaves (1 for ``"log-gamma"``, -1 for
+``"log-inverse-gamma"``), and a row's log rate at the trees' zero is
+``log t_i + q (a_i + b offset)``.  The negative binomial is its Gamma-Poisson mixture (the
+latent rate g of each row, Murray 2021 section 5), the Student-t its Normal scale mixture.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.tensor.elemwise import DimShuffle
+
+from pymc_trees.bart.gamma_sampler import leaf_prior_kappa
+from pymc_trees.bart.kernels.augment import as_rows
+from pymc_trees.bart.model_graph import (ModelStructureError, affine_problem, constant_value,
+                                         dependents,
+                                         depends_on, negative_binomial_logit, scalar_op,
+                                         unwrap)
+from pymc_trees.bart.structure import point_function
+
+__all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
+           "GAMMA_FORMS"]
+
+
+def log_of(var, f):
+    """A graph of ``log(var)`` in which every ``log(exp(x))`` on the way to ``f`` is ``x``:
+    through products, quotients, reciprocals, square roots, constant powers, ``abs`` and
+    ``sign`` of an ``exp``; None when ``var`` reaches f through anything else."""
+    v = unwrap(var)
+    if not depends_on(v, f):
+        return pt.log(var)
+    node = v.owner
+    if node is None:
+        return None
+    if isinstance(node.op, DimShuffle):
+        inner = log_of(node.inputs[0], f)
+        return None if inner is None else node.op(inner)
+    op = scalar_op(v)
+    ins = node.inputs
+    if isinstance(op, ps.Exp):
+        return ins[0]
+    if isinstance(op, ps.Mul):
+        parts = [log_of(x, f) for x in ins]
+        return None if any(p is None for p in parts) else sum(parts[1:], parts[0])
+    if isinstance(op, ps.TrueDiv):
+        num, den = log_of(ins[0], f), log_of(ins[1], f)
+        return None if num is None or den is None else num - den
+    if isinstance(op, (ps.Reciprocal, ps.Sqrt, ps.Abs)):
+        inner = log_of(ins[0], f)
+        scale = {ps.Reciprocal: -1.0, ps.Sqrt: 0.5, ps.Abs: 1.0}[type(op)]
+        return None if inner is None else scale * inner
+    if isinstance(op, ps.Pow) and not depends_on(ins[1], f):
+        inner = log_of(ins[0], f)
+        return None if inner is None else ins[1] * inner
+    if isinstance(op, ps.Sign) and isinstance(scalar_op(unwrap(ins[0])), ps.Exp):
+        return pt.constant(0.0)  # the sign of an exp is 1
+    return None
+
+
+@dataclass(frozen=True)
+class GammaFamily:
+    """One likelihood in which log-gamma leaves are conjugate (module doc).
+
+    ``read(obs, inputs, f) -> (eta, params) | None`` finds eta (the log of the parameter,
+    affine in f) and the other parameters ``[(label, graph), ...]``; ``rows(rng, y, eta,
+    params) -> (s, t)`` the rows' shapes and rates (latent variables drawn from ``rng``
+    given ``eta`` when ``latent``)."""
+
+    name: str
+    distribution: type
+    q: float
+    read: Callable
+    rows: Callable
+    latent: bool
+    form: str
+    matches: Callable | None = None  # op -> bool, when not an instance of distribution.rv_type
+
+
+def _read_poisson(obs, inputs, f):
+    (mu,) = inputs
+    eta = log_of(mu, f)
+    return None if eta is None else (eta, [])
+
+
+def _read_negative_binomial(obs, inputs, f):
+    alpha, p = inputs
+    u = negative_binomial_logit(p, f)  # logit p = log alpha - log mu
+    return None if u is None else (pt.log(alpha) - u, [("alpha", alpha)])
+
+
+def _nb_rows(rng, y, eta, params):
+    alpha = as_rows(params[0], y.shape)
+    g = rng.gamma(alpha + y, 1.0 / (alpha + np.exp(eta)))
+    return y, g
+
+
+def _read_gamma(obs, inputs, f):
+    alpha, scale = inputs
+    eta = log_of(scale, f)
+    return None if eta is None else (-eta, [("alpha", alpha)])
+
+
+def _read_normal(obs, inputs, f):
+    mu, sigma = inputs
+    eta = log_of(sigma, f)
+    return None if eta is None else (eta, [("mu", mu)])
+
+
+def _read_student_t(obs, inputs, f):
+    nu, mu, sigma = inputs
+    eta = log_of(sigma, f)
+    return None if eta is None else (eta, [("nu", nu), ("mu", mu)])
+
+
+def _student_t_rows(rng, y, eta, params):
+    nu, mu = params
+    r2 = (y - mu) ** 2
+    lam = rng.gamma((nu + 1.0) / 2.0, 2.0 / (nu + r2 * np.exp(-2.0 * eta)))
+    return np.full(y.shape, 0.5), lam * r2 / 2.0
+
+
+def _is_zip(op, obs) -> bool:
+    """A two-component mixture of a point mass at 0 and a Poisson:
+    ``pm.ZeroInflatedPoisson``."""
+    if type(op).__name__ != "MixtureRV" or len(obs.owner.inputs) != 4:
+        return False
+    dirac, comp = obs.owner.inputs[2:]
+    return (type(dirac.owner.op).__name__ == "DiracDeltaRV"
+            and constant_value(dirac.owner.inputs[-1]) == 0.0
+            and isinstance(comp.owner.op, pm.Poisson.rv_type))
+
+
+def _read_zip(obs, inputs, f):
+    _, weights, _, comp = obs.owner.inputs  # a mixture's inputs: rng, weights, components
+    eta = log_of(comp.owner.inputs[2], f)
+    return None if eta is None else (eta, [("psi", weights[..., 1])])
+
+
+def _zip_rows(rng, y, eta, params):
+    """Given eta, a zero is the Poisson's with probability ``psi exp(-mu) / (1 - psi + psi
+    exp(-mu))``: the rows drawn from the point mass carry nothing (``t = 0``)."""
+    psi = as_rows(params[0], y.shape)
+    p0 = psi * np.exp(-np.exp(eta))
+    poisson = (y > 0) | (rng.random(y.shape) * (1.0 - psi + p0) < p0)
+    return y, poisson.astype(np.float64)
+
+
+GAMMA_FAMILIES = {
+    "poisson": GammaFamily("poisson", pm.Poisson, 1.0, _read_poisson,
+                           lambda rng, y, eta, params: (y, np.ones(y.shape)), False,
+                           "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)"),
+    "zero_inflated_poisson": GammaFamily(
+        "zero_inflated_poisson", pm.Poisson, 1.0, _read_zip, _zip_rows, True,
+        "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip),
+    "negative_binomial": GammaFamily(
+        "negative_binomial", pm.NegativeBinomial, 1.0, _read_negative_binomial, _nb_rows, True,
+        "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))"),
+    "gamma": GammaFamily(
+        "gamma", pm.Gamma, 1.0, _read_gamma,
+        lambda rng, y, eta, params: (as_rows(params[0], y.shape), y), False,
+        "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)"),
+    "normal": GammaFamily(
+        "normal", pm.Normal, -2.0, _read_normal,
+        lambda rng, y, eta, params: (np.full(y.shape, 0.5), (y - params[0]) ** 2 / 2.0),
+        False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))"),
+    "student_t": GammaFamily(
+        "student_t", pm.StudentT, -2.0, _read_student_t, _student_t_rows, True,
+        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))"),
+}
+
+GAMMA_FORMS = (
+    "A term with log-gamma leaves enters one observed likelihood of one of these forms:\n"
+    + "".join(f"  - {fam.form}\n" for fam in GAMMA_FAMILIES.values())
+    + "where eta = a + b * f with one constant b: b = 1 for leaf_prior='log-gamma' in the "
+    "Poisson, negative binomial and Gamma rate (b = -1 in a Gamma mean exp(f)), and "
+    "b = -1/2 for 'log-gamma' or 1/2 for 'log-inverse-gamma' in a Normal or Student-t "
+    "sigma (sigma = exp(f / 2): f the log variance). A leaf's exp(kappa * value) is Gamma "
+    "with kappa = q * b (q = 1 for the first three, -2 for a sigma) and must be 1 for "
+    "'log-gamma' and -1 for 'log-inverse-gamma'. Use leaf_prior='normal' (the general "
+    "tree step) for any other form.")
+
+
+@dataclass
+class GammaLikelihood:
+    """The likelihood of a term with log-gamma leaves, compiled to per-row pieces.
+
+    ``pieces(point)`` returns ``(y, a, b, *params)``; :meth:`rates` the rows' shapes and
+    log rates at the trees' zero for the sweep."""
+
+    observed_name: str
+    family: str
+    kappa: float
+    q: float
+    pieces: Callable
+    n: int
+    link: str = "log"
+    observed: object = None  # the observed RV and eta's graph, for the level shifts
+    eta: object = None
+
+    def __getstate__(self) -> dict:
+        """Pickled without the model's graphs (as :class:`TreeLikelihood`)."""
+        return {**self.__dict__, "observed": None, "eta": None}
+
+    @property
+    def draws_latents(self) -> bool:
+        return GAMMA_FAMILIES[self.family].latent
+
+    def reset(self) -> None:
+        """Nothing is cached between draws (the tree step calls it at a chain's start)."""
+
+    @contextmanager
+    def held_at(self, point: dict):
+        yield self
+
+    def rates(self, point: dict, offset: float, f: np.ndarray | None = None,
+              rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, logt)``, shape (n,) each: the rows' shapes and ``log t_i + q (a_i + b
+        offset)`` (module doc), latent variables drawn from ``rng`` given the term's
+        current values ``f`` (offset included) where the family has them."""
+        n = self.n
+        y, a, b, *params = (np.asarray(x, dtype=np.float64) for x in self.pieces(point))
+        y = as_rows(y, (n,))
+        fam = GAMMA_FAMILIES[self.family]
+        eta = None
+        if fam.latent:
+            if f is None or rng is None:
+                raise ValueError(f"The {self.family} likelihood needs the term's current "
+                                 "values and a generator to draw its latent variables.")
+            eta = as_rows(a + b * np.asarray(f, dtype=np.float64), (n,))
+        s, t = fam.rows(rng, y, eta, params)
+        with np.errstate(divide="ignore"):
+            logt = np.log(t) + self.q * (a + float(b) * offset)
+        return (np.ascontiguousarray(as_rows(s, (n,))),
+                np.ascontiguousarray(as_rows(logt, (n,))))
+
+
+def _constant_coefficient(model, b) -> float | None:
+    """The value of the coefficient ``b`` when it is one number at every row and at two
+    points of the model (its start and a jittered one: a b that a model variable reaches
+    changes between them), else None."""
+    fn = point_function(model, [b])
+    start = model.initial_point()
+    rng = np.random.default_rng(0)
+    moved = {k: v + 0.37 * (1 + np.abs(v)) * rng.standard_normal(np.shape(v))
+             for k, v in start.items()}
+    vals = np.concatenate([np.ravel(fn(pt_)[0]) for pt_ in (start, moved)])
+    if vals.size and np.all(vals == vals[0]) and np.isfinite(vals[0]):
+        return float(vals[0])
+    return None
+
+
+def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
+    """Find and compile the likelihood of a term with log-gamma leaves (``leaf_prior``
+    ``"log-gamma"`` or ``"log-inverse-gamma"``); a :class:`ModelStructureError` naming the
+    forms and the fix otherwise."""
+    name = f_rv.name
+    kappa = leaf_prior_kappa(leaf_prior)
+    which = leaf_prior
+    head = f"{name!r} has leaf_prior={which!r}"
+    deps = dependents(model, f_rv)
+    if len(deps) != 1 or deps[0] not in model.observed_RVs:
+        found = ", ".join(d.name or str(d) for d in deps) or "none"
+        raise ModelStructureError(f"{head}, so it must enter exactly one observed likelihood; "
+                                  f"variables that depend on it: {found}.\n{GAMMA_FORMS}")
+    obs = deps[0]
+    op = obs.owner.op
+    fam = next((fm for fm in GAMMA_FAMILIES.values()
+                if (fm.matches(op, obs) if fm.matches is not None
+                    else isinstance(op, fm.distribution.rv_type))), None)
+    got = None if fam is None else fam.read(obs, obs.owner.inputs[2:], f_rv)
+    if got is None or not depends_on(got[0], f_rv):  # f elsewhere (a Normal's mean)
+        kind = type(op).__name__.removesuffix("RV")
+        raise ModelStructureError(f"{head}, but it enters {obs.name!r} (a {kind}) in a form "
+                                  f"with no conjugate Gamma update.\n{GAMMA_FORMS}")
+    eta, params = got
+    for label, par in params:
+        if depends_on(par, f_rv):
+            raise ModelStructureError(f"{head}, but the {label} of {obs.name!r} depends on "
+                                      f"it too.\n{GAMMA_FORMS}")
+    if (msg := affine_problem(eta, f_rv)) is not None:
+        raise ModelStructureError(f"{head}, but the log {fam.distribution.__name__} parameter "
+                                  f"of {obs.name!r} is not affine in it: found {msg}.\n"
+                                  f"{GAMMA_FORMS}")
+    zeros = pt.zeros((n,))
+    a = graph_replace(eta, {f_rv: zeros}, strict=False)
+    b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
+    b_value = _constant_coefficient(model, b)
+    if b_value is None or fam.q * b_value != kappa:
+        found = "varies (a vector or a model variable)" if b_value is None else \
+            f"is {b_value:g}, so kappa = {fam.q * b_value:g}"
+        raise ModelStructureError(
+            f"{head} (kappa = {kappa:g}), but in {obs.name!r} the coefficient b of {name} in "
+            f"eta {found}.\n{GAMMA_FORMS}")
+    y = model.rvs_to_values[obs]
+    fn = point_function(model, [y, a, pt.constant(b_value), *(par for _, par in params)])
+    point = model.initial_point()
+    for label, x in zip(("observed", "a", "b", *(lb for lb, _ in params)), fn(point)):
+        shp = np.shape(x)
+        if len(shp) > 1 or (len(shp) == 1 and shp[0] not in (1, n)):
+            raise ModelStructureError(
+                f"In {obs.name!r} the {label} part has shape {shp}, but {name!r} has shape "
+                f"({n},); every row of the likelihood must match one row of X.")
+    return GammaLikelihood(observed_name=obs.name, family=fam.name, kappa=float(kappa),
+                           q=fam.q, pieces=fn, n=n, observed=obs, eta=eta)

@@ -1,0 +1,393 @@
+"""Multiplicative leaves with a conjugate Gamma prior (log-gamma leaves; Murray 2021,
+Pratola et al. 2020): the conjugate sweep for a term that enters its likelihood through
+``exp``.
+
+A family in this form has, in its log-scale predictor ``eta_i`` (affine in the term f), a
+likelihood ``prod_i exp(kappa s_i eta_i - t_i exp(kappa eta_i))`` up to factors free of f:
+a Poisson rate (``s = y``, ``t = exposure``, ``kappa = 1``), a Gamma outcome's rate
+(``s = shape``, ``t = y``), a Normal's precision (``s = 1/2``, ``t = (y - mu)^2 / 2``).  Every
+leaf value ``mu`` of the term is ``log(phi) / kappa`` with ``phi ~ Gamma(c, rate d)``, so
+given the other trees a leaf with rows N has the likelihood ``phi^A exp(-B phi)``,
+
+    A = sum_N s_i,    B = sum_N t_i exp(kappa (eta_i - mu)),
+
+and integrates out in closed form:
+
+    log int phi^A exp(-B phi) Gamma(phi; c, d) dphi
+        = lgamma(c + A) - lgamma(c) + c log d - (c + A) log(d + B),
+
+with the conditional ``phi | . ~ Gamma(c + A, rate d + B)``.  So the structure moves see the
+leaves through ``(A, B)`` as the Gaussian leaves do through ``(W, S)``: grow and prune are
+:mod:`~pymc_trees.bart.kernels.conjugate_moves`' with the hooks of :class:`GammaLeaves`,
+change and swap are CGM's (any internal node's rule, its subtree routed anew).
+
+The rows carry ``e_i = t_i exp(kappa (eta_i - mu_t(i)))``, the rate against every tree
+but the one being updated, kept by multiplying with each leaf's factor ``exp(+-kappa mu)``
+(no ``exp`` per row and tree); every sweep starts it afresh from the trees' sum.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba.extending import overload
+
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
+                                                     grow_proposal, leaf_form_is, leaf_score,
+                                                     merged_score, merged_sums,
+                                                     partitioned_rows, prune, set_children,
+                                                     set_merged)
+from pymc_trees.bart.kernels.forest import LEAF, load_mask
+from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit, log_psplit
+from pymc_trees.bart.kernels.tree_edit import (accept_u, collect_subtree_rows, commit_subtree,
+                                               leaf_rows, partition_rows, pick_restructure,
+                                               prior_subtree, restore_rules, route_segments,
+                                               swap_partner, swap_rules)
+
+__all__ = ["GammaLeaves", "gamma_log_ml", "gamma_sweep"]
+
+_GROW, _PRUNE, _CHANGE, _SWAP = 0, 1, 2, 3
+
+
+@numba.njit(cache=True, inline="always")
+def gamma_log_ml(A, B, c, d):
+    """``log int phi^A exp(-B phi) Gamma(phi; c, rate d) dphi`` (module doc)."""
+    return math.lgamma(c + A) - math.lgamma(c) + c * math.log(d) - (c + A) * math.log(d + B)
+
+
+class GammaLeaves(NamedTuple):
+    """The log-gamma leaves' form of the conjugate moves: every leaf's ``A`` (sum of its
+    rows' shapes) and ``B`` (sum of their rates given the other trees), shape (K,); the
+    prior's ``c``, ``d``; the rows' ``s`` and ``e`` (n,); and the arrays the hooks read
+    (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``, ``lo``, ``tmp``)."""
+
+    A: np.ndarray
+    B: np.ndarray
+    c: float
+    d: float
+    s: np.ndarray
+    e: np.ndarray
+    Xb: np.ndarray
+    XbT: np.ndarray
+    leaf_of_row: np.ndarray
+    idx: np.ndarray
+    lo: np.ndarray
+    tmp: np.ndarray
+
+
+def _gamma(leaves) -> bool:
+    return leaf_form_is(leaves, GammaLeaves)
+
+
+@numba.njit(cache=True, inline="always")
+def _side_sums(XbT, v, c, idx, start, end, s, e):
+    """``(A_left, B_left, A_right, B_right)`` of the rows ``idx[start:end]`` under rule
+    ``c`` of feature ``v``; both sides summed (a difference could leave a tiny negative
+    rate when the rates span many orders of magnitude)."""
+    al = bl = ar = br = 0.0
+    for q in range(start, end):
+        i = idx[q]
+        b = XbT[v, i]
+        if c >= 0:
+            go = b <= c
+        else:
+            go = ((~c) >> b) & 1
+        if go:
+            al += s[i]
+            bl += e[i]
+        else:
+            ar += s[i]
+            br += e[i]
+    return al, bl, ar, br
+
+
+@numba.njit(cache=True, inline="always")
+def _range_sums(idx, start, end, s, e):
+    a = b = 0.0
+    for q in range(start, end):
+        i = idx[q]
+        a += s[i]
+        b += e[i]
+    return a, b
+
+
+@overload(leaf_score)
+def _leaf_score(leaves, k):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, k):
+        return gamma_log_ml(leaves.A[k], leaves.B[k], leaves.c, leaves.d)
+    return impl
+
+
+@overload(children_sums)
+def _children_sums(leaves, rng, t, ell, v, c, min_leaf):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, rng, t, ell, v, c, min_leaf):
+        idx, lo = leaves.idx, leaves.lo
+        cnt = leaf_rows(t, ell, leaves.leaf_of_row, idx)
+        rule = c
+        if lo[v] < 0:
+            rule = draw_levels(rng, lo, v, leaves.Xb, idx, 0, cnt, min_leaf)
+        ch = _side_sums(leaves.XbT, v, rule, idx, 0, cnt, leaves.s, leaves.e)
+        return ch, cnt, -1, rule
+    return impl
+
+
+@overload(children_score)
+def _children_score(leaves, ch):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, ch):
+        return (gamma_log_ml(ch[0], ch[1], leaves.c, leaves.d)
+                + gamma_log_ml(ch[2], ch[3], leaves.c, leaves.d))
+    return impl
+
+
+@overload(partitioned_rows)
+def _partitioned_rows(leaves, t, ell, cnt, mid, v, c):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, ell, cnt, mid, v, c):
+        # idx[:cnt] still holds the leaf's rows (children_sums collected them)
+        return cnt, partition_rows(leaves.XbT, leaves.idx, 0, cnt, v, c, leaves.tmp)
+    return impl
+
+
+@overload(set_children)
+def _set_children(leaves, t, ell, kl, kr, ch):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, ell, kl, kr, ch):
+        leaves.A[kl] = ch[0]
+        leaves.B[kl] = ch[1]
+        leaves.A[kr] = ch[2]
+        leaves.B[kr] = ch[3]
+    return impl
+
+
+@overload(merged_sums)
+def _merged_sums(leaves, t, eta, kl, kr, pv):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, pv):
+        return leaves.A[kl] + leaves.A[kr], leaves.B[kl] + leaves.B[kr]
+    return impl
+
+
+@overload(merged_score)
+def _merged_score(leaves, mg):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, mg):
+        return gamma_log_ml(mg[0], mg[1], leaves.c, leaves.d)
+    return impl
+
+
+@overload(set_merged)
+def _set_merged(leaves, t, eta, kl, kr, mg):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, eta, kl, kr, mg):
+        leaf_of_row = leaves.leaf_of_row
+        for i in range(leaf_of_row.shape[1]):
+            lf = leaf_of_row[t, i]
+            leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
+        leaves.A[eta] = mg[0]
+        leaves.B[eta] = mg[1]
+    return impl
+
+
+@numba.njit(cache=True)
+def _old_subtree(t, root, skip_root_rule, forest, leaves, split_prior, rules, stack):
+    """The current subtree's log prior factors plus its leaves' log marginal likelihoods
+    (as the constant leaves' ``_old_subtree`` in :mod:`~pymc_trees.bart.kernels.cgm`)."""
+    var, left, right, depth = forest.var, forest.left, forest.right, forest.depth
+    wavail, ncut = forest.wavail, forest.ncut
+    alpha, beta = rules.alpha, rules.beta
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        d = depth[t, k]
+        if var[t, k] >= 0:
+            total += log_psplit(d, alpha, beta)
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
+            total += gamma_log_ml(leaves.A[k], leaves.B[k], leaves.c, leaves.d)
+    return total
+
+
+@numba.njit(cache=True)
+def _new_subtree(t, root, forest, leaves, rules, scratch, nA, nB):
+    """The proposed subtree's ``log p_split`` of its internal nodes plus its leaves' log
+    marginal likelihoods, their sums ``(nA, nB)`` taken over the segments of ``scratch.idx``
+    that :func:`route_segments` gave them."""
+    var, left, right, depth = forest.var, forest.left, forest.right, forest.depth
+    idx, seg_s, seg_e, stack = scratch.idx, scratch.seg_s, scratch.seg_e, scratch.stack
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if var[t, k] >= 0:
+            total += log_psplit(depth[t, k], rules.alpha, rules.beta)
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            a, b = _range_sums(idx, seg_s[k], seg_e[k], leaves.s, leaves.e)
+            nA[k] = a
+            nB[k] = b
+            total += gamma_log_ml(a, b, leaves.c, leaves.d)
+    return total
+
+
+@numba.njit(cache=True)
+def _restructure(rng, is_swap, t, leaves, data, rules, forest, scratch, nA, nB):
+    """A change (a new rule from the prior at any internal node, its subtree's rows routed
+    anew) or a swap (a parent's rule exchanged with its child's), CGM's moves of the constant
+    leaves (:mod:`~pymc_trees.bart.kernels.cgm`) with the log-gamma leaves integrated out:
+    the subtree's prior factors and leaf marginals before and after.  -1 when no node
+    qualifies, else 1/0 for accepted/rejected."""
+    var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
+    lo, hi, idx, stack = scratch.lo, scratch.hi, scratch.idx, scratch.stack
+    chosen, root, kl, kr = pick_restructure(rng, is_swap, t, forest)
+    if chosen < 0:
+        return -1
+    v_new = 0
+    c_new = 0
+    if not is_swap:
+        load_mask(forest.amask, t, chosen, lo, hi)
+        v_new, c_new, _ = draw_rule(rng, lo, hi, data.split_prior, forest.wavail[t, chosen])
+    old_rules = (var[t, root], cut[t, root], var[t, kl], cut[t, kl], var[t, kr], cut[t, kr])
+    sib = kl
+    both = False
+    if is_swap:
+        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
+        if not possible:
+            return 0
+    root_wsum = forest.wavail[t, root]
+    cnt = collect_subtree_rows(t, root, var, left, right, forest.leaf_of_row, stack,
+                               scratch.in_sub, idx)
+    old = _old_subtree(t, root, not is_swap, forest, leaves, data.split_prior, rules, stack)
+    if is_swap:
+        swap_rules(t, root, chosen, sib, both, var, cut)
+        load_mask(forest.amask, t, root, lo, hi)  # the root keeps its rows
+    else:
+        if lo[v_new] < 0:
+            c_new = draw_levels(rng, lo, v_new, data.Xb, idx, 0, cnt, rules.min_leaf)
+        var[t, root] = v_new
+        cut[t, root] = c_new
+    u = rng.random()
+    route_segments(t, root, cnt, data.XbT, var, cut, left, right, idx, scratch.seg_s,
+                   scratch.seg_e, stack, scratch.tmp)
+    new = _new_subtree(t, root, forest, leaves, rules, scratch, nA, nB)
+    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest, scratch)
+    if valid and accept_u(u, new + rest - old):
+        commit_subtree(t, root, forest, scratch, leaves.A, leaves.B, nA, nB)
+        return 1
+    restore_rules(t, root, kl, kr, old_rules, var, cut)
+    return 0
+
+
+@numba.njit(cache=True)
+def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch, bufs,
+                tally, sweeps):
+    """``sweeps`` backfitting sweeps over all trees of a term with log-gamma leaves.
+
+    Parameters
+    ----------
+    data, rules, forest, scratch
+        The :class:`SweepData`, :class:`TreeRules` (``prec0`` unread), ``ForestArrays`` and
+        :class:`SweepScratch` of the conjugate sweeps.
+    move_cp : ndarray of shape (4,)
+        Cumulative probabilities of grow, prune, change and swap.
+    s, logt : ndarray of shape (n,)
+        Every row's shape ``s_i`` and ``log t_i + kappa (eta_i - f_i)``: its log rate with
+        the term's trees at zero (module doc; ``-inf`` where ``t_i = 0``).
+    kappa, c, d : float
+        The leaf's exponent and the prior ``exp(kappa mu) ~ Gamma(c, rate d)``.
+    bufs : tuple of ndarray
+        ``(A, B, e, nA, nB)``: scratch for the leaves' sums and a move's proposed sums
+        (shape (K,) each) and the rows' rates (shape (n,)).
+    tally : ndarray of shape (2, 4), dtype int64
+        Moves proposed (row 0) and accepted (row 1), per move type.
+    """
+    var, value, n_nodes, leaf_of_row = (forest.var, forest.value, forest.n_nodes,
+                                        forest.leaf_of_row)
+    A, B, e, nA, nB = bufs
+    m, n = leaf_of_row.shape
+    K = A.shape[0]
+    pg = move_cp[0]
+    pp = move_cp[1] - move_cp[0]
+    lo, hi = scratch.lo, scratch.hi
+    leaves = GammaLeaves(A, B, c, d, s, e, data.Xb, data.XbT, leaf_of_row, scratch.idx, lo,
+                         scratch.tmp)
+    back = np.zeros(K)  # exp(kappa mu) of the tree updated last, to put it back
+    out = np.zeros(K)  # exp(-kappa mu) of the tree to take out
+    for _ in range(sweeps):
+        # the rates against all trees, afresh from the trees' sum (tree by tree: each
+        # tree's row of leaf_of_row is contiguous)
+        for i in range(n):
+            e[i] = 0.0
+        for t in range(m):
+            for i in range(n):
+                e[i] += value[t, leaf_of_row[t, i]]
+        for i in range(n):
+            e[i] = math.exp(logt[i] + kappa * e[i])
+        for t in range(m):
+            u = rng.random()
+            move = _GROW
+            while move < _SWAP and u >= move_cp[move]:
+                move += 1
+            nk = n_nodes[t]
+            for k in range(nk):
+                A[k] = 0.0
+                B[k] = 0.0
+                out[k] = math.exp(-kappa * value[t, k]) if var[t, k] == LEAF else 0.0
+            tp = t - 1
+            for i in range(n):
+                k = leaf_of_row[t, i]
+                ei = e[i] * out[k]
+                if tp >= 0:
+                    ei *= back[leaf_of_row[tp, i]]
+                e[i] = ei
+                A[k] += s[i]
+                B[k] += ei
+            if move == _GROW:
+                proposal = grow_proposal(rng, t, data.split_prior, forest, lo, hi)
+                res = grow(rng, t, proposal, leaves, data, rules, pg, pp, forest, scratch)
+            elif move == _PRUNE:
+                res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
+            else:
+                res = _restructure(rng, move == _SWAP, t, leaves, data, rules, forest, scratch,
+                                   nA, nB)
+            if res >= 0:
+                tally[0, move] += 1
+                tally[1, move] += res
+            for k in range(n_nodes[t]):
+                if var[t, k] == LEAF:
+                    phi = rng.gamma(c + A[k], 1.0 / (d + B[k]))
+                    value[t, k] = math.log(phi) / kappa
+                    back[k] = phi
