@@ -246,6 +246,21 @@ class GammaLikelihood:
     def held_at(self, point: dict):
         yield self
 
+    def update(self, smp, rng: np.random.Generator, point: dict, move_cumprobs: np.ndarray,
+               warm: bool = False, sweeps: int = 1) -> dict:
+        """The tree step's update of the term's sampler ``smp`` (a
+        :class:`~pymc_trees.bart.gamma_sampler.GammaForestSampler`) at ``point``:
+        ``sweeps`` conjugate sweeps (latent variables drawn first where the family has
+        them), or with ``warm`` one grow-from-root sweep against the rows' Newton pseudo-data
+        (a start only: its leaves are the normal prior's).  Returns the moves' stats."""
+        f = smp.values()
+        s, logt = self.rates(point, smp.offset, f if self.draws_latents else None, rng)
+        if warm:
+            smp.gfr_sweep(rng, *_warm_rows(s, logt, self.kappa, f - smp.offset))
+            return {f"accept_{mv}": np.nan for mv in ("grow", "prune", "change", "swap",
+                                                      "leaf")}
+        return {**smp.gamma_sweep(rng, s, logt, move_cumprobs, sweeps), "accept_leaf": np.nan}
+
     def rates(self, point: dict, offset: float, f: np.ndarray | None = None,
               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(s, logt)``, shape (n,) each: the rows' shapes and ``log t_i + q (a_i + b
@@ -266,6 +281,17 @@ class GammaLikelihood:
             logt = np.log(t) + self.q * (a + float(b) * offset)
         return (np.ascontiguousarray(as_rows(s, (n,))),
                 np.ascontiguousarray(as_rows(logt, (n,))))
+
+
+def _warm_rows(s, logt, kappa, F) -> tuple[np.ndarray, np.ndarray]:
+    """The Newton pseudo-data of the rows at the trees' sum F (offset removed) for a
+    grow-from-root warm start: in F a row's log-likelihood is ``kappa s F - r``,
+    ``r = exp(logt + kappa F)``, so ``g = kappa (s - r)``, ``h = kappa^2 r`` and
+    ``z = F + g / h`` with precision h (a row with ``r = 0`` carries no weight)."""
+    r = np.exp(logt + kappa * F)
+    ok = r > 0
+    z = np.where(ok, F + (s - r) / (kappa * np.where(ok, r, 1.0)), F)
+    return z, kappa * kappa * r
 
 
 def _constant_coefficient(model, b) -> float | None:

@@ -252,9 +252,9 @@ class TermPlan:
 
     @property
     def warm_start(self) -> bool:
-        """Whether the grow-from-root warm start serves the term (it grows one Gaussian
-        value per leaf: not for outputs that share their trees, nor log-gamma leaves)."""
-        return not self.shared and self.leaf_prior == "normal"
+        """Whether the grow-from-root warm start serves the term (it grows one value per
+        leaf: not for outputs that share their trees)."""
+        return not self.shared
 
     @property
     def level_shifts(self) -> bool:

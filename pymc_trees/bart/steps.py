@@ -528,11 +528,8 @@ class _TreeStep(BlockedStep):
     def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if lik.family == "general":
             return self._general_update(smp, lik, point, warm, sweeps)
-        if isinstance(lik, GammaLikelihood):  # log-gamma leaves (no warm start)
-            rates = lik.rates(point, smp.offset, smp.values() if lik.draws_latents else None,
-                              self.rng)
-            return {**smp.gamma_sweep(self.rng, *rates, self._move_cp, sweeps),
-                    "accept_leaf": np.nan}
+        if isinstance(lik, GammaLikelihood):  # log-gamma leaves
+            return lik.update(smp, self.rng, point, self._move_cp, warm, sweeps)
         return self._augmented_update(smp, lik, point, warm, sweeps)
 
     def _joint_update(self, point: dict, sweeps: int = 1) -> dict:
