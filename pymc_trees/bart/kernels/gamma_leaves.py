@@ -312,8 +312,8 @@ def _restructure(rng, is_swap, t, leaves, data, rules, forest, scratch, nA, nB):
 
 
 @numba.njit(cache=True)
-def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch, bufs,
-                tally, sweeps):
+def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, scratch,
+                bufs, tally, sweeps):
     """``sweeps`` backfitting sweeps over all trees of a term with log-gamma leaves.
 
     Parameters
@@ -328,6 +328,9 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch
         the term's trees at zero (module doc; ``-inf`` where ``t_i = 0``).
     kappa, c, d : float
         The leaf's exponent and the prior ``exp(kappa mu) ~ Gamma(c, rate d)``.
+    fsum : ndarray of shape (n,)
+        The trees' sum at the rows on entry (read only; the rates follow it, tree by tree,
+        through the sweeps).
     bufs : tuple of ndarray
         ``(A, B, e, nA, nB)``: scratch for the leaves' sums and a move's proposed sums
         (shape (K,) each) and the rows' rates (shape (n,)).
@@ -344,18 +347,14 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch
     lo, hi = scratch.lo, scratch.hi
     leaves = GammaLeaves(A, B, c, d, s, e, data.Xb, data.XbT, leaf_of_row, scratch.idx, lo,
                          scratch.tmp)
-    back = np.zeros(K)  # exp(kappa mu) of the tree updated last, to put it back
+    back = np.ones(K)  # exp(kappa mu) of the tree updated last, to put it back (none yet)
     out = np.zeros(K)  # exp(-kappa mu) of the tree to take out
+    acc = np.zeros(8 * K)  # (A, B) per leaf in four interleaved partial sums
+    n4 = n - (n & 3)
+    # the rates against all trees, from the trees' sum the sampler holds
+    for i in range(n):
+        e[i] = math.exp(logt[i] + kappa * fsum[i])
     for _ in range(sweeps):
-        # the rates against all trees, afresh from the trees' sum (tree by tree: each
-        # tree's row of leaf_of_row is contiguous)
-        for i in range(n):
-            e[i] = 0.0
-        for t in range(m):
-            for i in range(n):
-                e[i] += value[t, leaf_of_row[t, i]]
-        for i in range(n):
-            e[i] = math.exp(logt[i] + kappa * e[i])
         for t in range(m):
             u = rng.random()
             move = _GROW
@@ -363,18 +362,30 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch
                 move += 1
             nk = n_nodes[t]
             for k in range(nk):
-                A[k] = 0.0
-                B[k] = 0.0
                 out[k] = math.exp(-kappa * value[t, k]) if var[t, k] == LEAF else 0.0
-            tp = t - 1
-            for i in range(n):
+                for j in range(8):
+                    acc[j * K + k] = 0.0
+            # one pass: tree t - 1 back into the rates and tree t out, and (A, B) per leaf
+            # summed in four lanes (rows i mod 4), so that consecutive rows in the same
+            # leaf do not wait on each other's additions
+            tp = t - 1 if t > 0 else m - 1
+            for i0 in range(0, n4, 4):
+                for j in range(4):
+                    i = i0 + j
+                    k = leaf_of_row[t, i]
+                    ei = e[i] * out[k] * back[leaf_of_row[tp, i]]
+                    e[i] = ei
+                    acc[2 * j * K + k] += s[i]
+                    acc[(2 * j + 1) * K + k] += ei
+            for i in range(n4, n):
                 k = leaf_of_row[t, i]
-                ei = e[i] * out[k]
-                if tp >= 0:
-                    ei *= back[leaf_of_row[tp, i]]
+                ei = e[i] * out[k] * back[leaf_of_row[tp, i]]
                 e[i] = ei
-                A[k] += s[i]
-                B[k] += ei
+                acc[k] += s[i]
+                acc[K + k] += ei
+            for k in range(nk):
+                A[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
+                B[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
             if move == _GROW:
                 proposal = grow_proposal(rng, t, data.split_prior, forest, lo, hi)
                 res = grow(rng, t, proposal, leaves, data, rules, pg, pp, forest, scratch)
@@ -386,6 +397,8 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, forest, scratch
             if res >= 0:
                 tally[0, move] += 1
                 tally[1, move] += res
+            for k in range(back.shape[0]):
+                back[k] = 1.0
             for k in range(n_nodes[t]):
                 if var[t, k] == LEAF:
                     phi = rng.gamma(c + A[k], 1.0 / (d + B[k]))
