@@ -291,8 +291,15 @@ def ours(task, X, y, Xt, cfg, variant="default"):
             # prior sd 0.75 of log sigma at a row, stochtree's variance forest's calibration
             # (its leaf_prior_calibration_param 1.5 is the prior sd of log sigma^2 at a row)
             f = pmt.BARTTree("f", X, y, m=cfg.m, **kw)
-            sd_log = 0.75 if variant.startswith("variance 0.75") else 1.0
-            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=sd_log / np.sqrt(VAR_TREES))
+            sd_log = 0.75 if variant.startswith(("variance 0.75", "variance conjugate")) else 1.0
+            if variant.startswith("variance conjugate"):
+                # issue 51: log-inverse-gamma leaves on g the log variance (sd 1.5 of log
+                # sigma^2 at a row, stochtree's calibration), the conjugate variance update
+                g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=2 * sd_log / np.sqrt(VAR_TREES),
+                                 leaf_prior="log-inverse-gamma")
+                g = g / 2  # log sigma
+            else:
+                g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=sd_log / np.sqrt(VAR_TREES))
             a = pm.Normal("a", np.log(np.sqrt(_s2_guess(X, y))), 1.0)
             if variant.endswith("+ t"):
                 pm.StudentT("y", nu=pm.Gamma("nu", 2.0, 0.1), mu=f, sigma=pm.math.exp(a + g),
@@ -325,6 +332,8 @@ def ours(task, X, y, Xt, cfg, variant="default"):
     post = idata.posterior
     if variant.startswith("variance"):
         gt = pmt.predict(idata, Xt, var_name="g").values.reshape(-1, len(Xt))
+        if variant.startswith("variance conjugate"):
+            gt = gt / 2  # the term is the log variance
         sd = np.exp(post["a"].values.reshape(-1, 1) + gt)
         if variant.endswith("+ t"):
             return ft, sd, time.perf_counter() - t, post["nu"].values.reshape(-1)
@@ -440,7 +449,10 @@ CANDIDATES = {  # issue 50: the models beyond plain BART, each a one-line change
     # variance trees with stochtree's variance forest's prior scale (after linear leaves
     # became the default, so the mean term has linear leaves)
     "ours, variance trees 0.75": "variance 0.75",
-    "ours, variance trees 0.75 + Student-t": "variance 0.75 + t"}
+    "ours, variance trees 0.75 + Student-t": "variance 0.75 + t",
+    # issue 51's conjugate variance forest (log-inverse-gamma leaves), same prior scale
+    "ours, conjugate variance trees": "variance conjugate",
+    "ours, conjugate variance trees + Student-t": "variance conjugate + t"}
 BAYES = {
     DEFAULT: lambda task, X, y, Xt, Xn, Xtn, cfg: ours(task, X, y, Xt, cfg),
     "ours, fixed leaf scale": lambda task, X, y, Xt, Xn, Xtn, cfg:
