@@ -43,11 +43,17 @@ a negative binomial written with ``n = a``, ``p = a / (a + exp(f))`` with ``a`` 
 form too).  Both samplers get the same model; ESS is of f at 8 fixed training rows and of every
 free scalar.
 
-Issue 51's rows, "ours, log-gamma leaves": the same model with ``leaf_prior="log-gamma"``
-(Poisson, the negative binomial written ``mu=exp(f), alpha=a``) or ``"log-inverse-gamma"``
-(the Gamma mean; the Normal's log variance ``g``, ``sigma = exp(log sd(y) + g / 2)``, leaf sd
-``2 / sqrt(m)``): the conjugate multiplicative update of
-``pymc_trees.bart.kernels.gamma_leaves``.
+Issue 51's rows: "ours" is the default, ``leaf_prior="auto"``, which gives the Poisson and
+Gamma means log-gamma and log-inverse-gamma leaves (a learned leaf scale, the default's) and
+the Normal's log variance ``g`` (``sigma = exp(log sd(y) + g / 2)``, leaf sd ``2 / sqrt(m)``)
+log-inverse-gamma leaves: the conjugate multiplicative update of
+``pymc_trees.bart.kernels.gamma_leaves``.  "ours, normal leaves (general step)" is the same
+model with ``leaf_prior="normal"``; "ours, log sigma (exp(g))" writes the variance term as
+``sigma = exp(log sd(y) + g)`` with leaf sd ``1 / sqrt(m)`` (the same prior; kappa = -2 has
+no conjugate form, so the general step).  The negative binomial's default is the
+Polya-Gamma augmentation with normal leaves; its "ours, log-gamma leaves" row writes the same
+likelihood as ``mu=exp(f), alpha=a`` with ``leaf_prior="log-gamma"`` (the Gamma-Poisson
+mixture).
 
 Reported: held-out log predictive density per row (log of the mean over draws of the row's
 density), with the paired standard error of the difference to our row; the median and
@@ -402,25 +408,30 @@ def _hetero_ours(X, y, m):
     return {"sd0": np.log(y.std())}
 
 
-def _poisson_lg(X, y, m):
-    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="log-gamma")
+def _poisson_normal(X, y, m):
+    # issue 51: the default (leaf_prior="auto") gives this term log-gamma leaves; the normal
+    # leaves of the general step one argument away
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="normal")
     pm.Poisson("y", mu=pm.math.exp(f), observed=y)
 
 
-def _gamma_lg(X, y, m):
-    # the mean exp(f) divides the rate: each tree multiplies the mean by an inverse-gamma factor
-    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="log-inverse-gamma")
+def _gamma_normal(X, y, m):
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior="normal")
     k = pm.Gamma("k", 2.0, 0.5)
     pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
 
 
-def _hetero_lg(X, y, m):
-    # g the log variance (sigma = exp(g / 2)): inverse-gamma variance factors, stochtree's and
-    # Pratola et al.'s variance forest; its leaf sd twice the log-sigma term's
+def _hetero_variance(X, y, m, leaf_prior="auto"):
+    # g the log variance (sigma = exp(g / 2)), its leaf sd twice the log-sigma term's: by
+    # default inverse-gamma variance factors (stochtree's and Pratola et al.'s variance forest)
     f = pmt.BARTTree("f", X, y, m=m, response="constant")
-    g = pmt.BARTTree("g", X, m=m, leaf_sd=2.0 / np.sqrt(m), leaf_prior="log-inverse-gamma")
+    g = pmt.BARTTree("g", X, m=m, leaf_sd=2.0 / np.sqrt(m), leaf_prior=leaf_prior)
     pm.Normal("y", f, pm.math.exp(np.log(y.std()) + g / 2), observed=y)
     return {"sd0": np.log(y.std()), "g_scale": 0.5}
+
+
+def _hetero_variance_normal(X, y, m):
+    return _hetero_variance(X, y, m, leaf_prior="normal")
 
 
 def _nb_lg(X, y, m):
@@ -554,28 +565,33 @@ PROBLEMS = {
 }
 
 
-def _family(load, ours, theirs, terms, scalars, lpd, log_gamma=None):
+def _family(load, ours, theirs, terms, scalars, lpd, others=None):
+    """One problem's rows: ours (the defaults), ``others`` (name: the model with another
+    leaf prior, issue 51), pymc-bart."""
     o, t = _sim_run(ours, theirs, terms, scalars)
     runs = {"ours": o}
-    if log_gamma is not None:  # the same model with log-gamma leaves (issue 51)
-        runs["ours, log-gamma leaves"] = _sim_run(log_gamma, theirs, terms, scalars)[0]
+    for name, build in (others or {}).items():
+        runs[name] = _sim_run(build, theirs, terms, scalars)[0]
     return load, {**runs, "pymc-bart 0.13": t}, lpd
 
 
+NORMAL_LEAVES = "ours, normal leaves (general step)"
 FAMILIES = {
     "poisson": _family(sim_poisson, _poisson_ours, _poisson_theirs, ["f"], [], lpd_poisson,
-                       _poisson_lg),
+                       {NORMAL_LEAVES: _poisson_normal}),
     "gamma_shape": _family(sim_gamma, _gamma_ours, _gamma_theirs, ["f"], ["k"], lpd_gamma,
-                           _gamma_lg),
-    "normal_two_terms": _family(sim_hetero, _hetero_ours, _hetero_theirs, ["f", "g"], [],
-                                lpd_hetero, _hetero_lg),
+                           {NORMAL_LEAVES: _gamma_normal}),
+    "normal_two_terms": _family(sim_hetero, _hetero_variance, _hetero_theirs, ["f", "g"], [],
+                                lpd_hetero, {NORMAL_LEAVES: _hetero_variance_normal,
+                                             "ours, log sigma (exp(g))": _hetero_ours}),
     "normal_abs": _family(sim_hetero, _abs_ours, _abs_theirs, ["w"], [], lpd_hetero),
     "three_quantiles": _family(sim_hetero, _quant_ours, _quant_theirs, ["mu"], [],
                                lpd_quantiles),
     "three_quantiles_b": _family(sim_hetero, _quant_b_ours, _quant_b_theirs, ["mu"], ["b"],
                                  lpd_quantiles),
     "softmax": _family(sim_classes, _softmax_ours, _softmax_theirs, ["f"], [], lpd_softmax),
-    "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb, _nb_lg),
+    "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb,
+                                 {"ours, log-gamma leaves": _nb_lg}),
 }
 
 

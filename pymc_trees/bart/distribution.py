@@ -16,10 +16,12 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.calibration import leaf_calibration
+from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
 from pymc_trees.bart.numba_draw import register_numba_draw
-from pymc_trees.bart.plan import DEFAULT_SAMPLER, SAMPLERS, check_arguments, term_plan
+from pymc_trees.bart.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
+                                  check_arguments, term_plan)
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
@@ -108,12 +110,14 @@ class BARTTreeRV(RandomVariable):
         sd = float(leaf_sd)
         if self.prior.learned_scale:  # one leaf scale for every output, from its prior
             sd = learned_scale_prior_draw(rng, sd)
-        plan = term_plan(self)
+        plan, prior = term_plan(self), self.prior
+        if prior.leaf_prior == "auto":  # settled by the model's likelihood, as the step does
+            plan, prior = plan.settle_leaf_prior(prior, settled_leaf_prior(self, X))
         shared = plan.shared  # one forest, k values at each leaf
         for j in range(1 if shared else out.shape[0]):
-            fs = plan.make_sampler(np.asarray(X), self.prior, float(offset), sd,
+            fs = plan.make_sampler(np.asarray(X), prior, float(offset), sd,
                                    categorical_columns(self), per_output=False)
-            if not self.prior.dart and self.prior.split_prior is None:
+            if not prior.dart and prior.split_prior is None:
                 # equal, or learned (a Dirichlet draw); DART's come from Linero's prior in
                 # draw_prior
                 fs.set_split_weights(np.asarray(split_weights, dtype=np.float64))
@@ -283,17 +287,26 @@ class BARTTree(Distribution):
         accepted with the exact log-likelihood); no warm start, no Particle Gibbs, constant
         leaves only (``docs/design.md``, "Outputs that share their trees").  With k = 1 the
         two forms are the same term (one forest).
-    leaf_prior : {"normal", "log-gamma", "log-inverse-gamma"}, default "normal"
-        The leaf values' prior.  ``"log-gamma"``: every leaf's ``exp(value)`` is
-        ``Gamma(c, rate d)``, so each tree multiplies ``exp(f)`` by a Gamma factor (Murray
-        2021); ``"log-inverse-gamma"``: by an inverse-gamma one (Pratola et al. 2020's
-        variance trees).  ``c`` and ``d`` give each leaf the normal prior's mean 0 and sd
-        ``leaf_sd``.  For a term that enters a Poisson or negative binomial mean, a Gamma
-        outcome's rate or mean, or a Normal or Student-t ``sigma`` through ``exp`` in the
-        conjugate direction, the leaves then integrate out of the tree moves in closed
-        form (:mod:`pymc_trees.bart.gamma_likelihood` lists the forms; any other is refused
-        with them).  One output, constant leaves, a fixed ``leaf_sd``, the CGM step (grow,
-        prune and change, no warm start, no level shift).
+    leaf_prior : {"auto", "normal", "log-gamma", "log-inverse-gamma"}, default "auto"
+        The leaf values' prior.  ``"normal"``: ``Normal(0, leaf_sd**2)``.  ``"log-gamma"``:
+        every leaf's ``exp(value)`` is ``Gamma(c, rate d)``, so each tree multiplies
+        ``exp(f)`` by a Gamma factor (Murray 2021); ``"log-inverse-gamma"``: by an
+        inverse-gamma one (Pratola et al. 2020's variance trees).  ``c`` and ``d`` give each
+        leaf the normal prior's mean 0 and sd ``leaf_sd``.  For a term that enters a Poisson
+        or negative binomial mean, a Gamma outcome's rate or mean, or a Normal or Student-t
+        variance through ``exp`` in the conjugate direction, the leaves then integrate out of
+        the tree moves in closed form (:mod:`pymc_trees.bart.gamma_likelihood` lists the
+        forms; any other is refused with them).  One output, constant leaves, a leaf scale
+        that is a number, ``"fixed"`` or ``"learned"`` (not a model variable), the CGM step.
+        ``"auto"`` settles when the tree step reads the likelihood: log-gamma leaves in the
+        direction the likelihood is conjugate in for a Poisson mean ``exp(a + f)`` (with an
+        exposure), a Gamma outcome's mean and a Normal's log variance (``sigma =
+        exp(g / 2)``, ``sqrt(exp(g))``, ``tau = exp(-g)``), where they measured 2 to 4 times
+        the effective draws a second of the general step at the same held-out density
+        (``docs/design.md``, "Which prior a model gets"); normal leaves everywhere else (the
+        negative binomial keeps its Polya-Gamma augmentation).  ``pm.sample_prior_predictive``
+        draws the prior the step samples (it settles the same way); the step's
+        ``leaf_prior`` says which.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -331,7 +344,7 @@ class BARTTree(Distribution):
                 sampler: str | None = None, link: str | None = None,
                 keep_values: bool | None = None, categorical=None, missing: float | None = None,
                 missing_split: bool = True, columns=None, response: str | None = None,
-                separate_trees: bool = True, leaf_prior: str = "normal", **kwargs):
+                separate_trees: bool = True, leaf_prior: str = "auto", **kwargs):
         if kwargs.get("initval") is not None:
             raise ValueError(f"BARTTree {name!r} does not take an initval: every tree starts "
                              "as a single leaf (f = offset) and the tree step moves from there. "
@@ -354,7 +367,7 @@ class BARTTree(Distribution):
              columns: tuple[str, ...] | None = None, link: str | None = None,
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
              missing_split: bool = True, response: str | None = None,
-             separate_trees: bool = True, leaf_prior: str = "normal", **kwargs):
+             separate_trees: bool = True, leaf_prior: str = "auto", **kwargs):
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:
@@ -387,8 +400,7 @@ class BARTTree(Distribution):
         if link is None and Y is not None:
             link = "identity"
         if leaf_sd is None and (Y is not None or link in ("probit", "logit")):
-            # log-gamma leaves: a fixed scale, on which their Gamma prior is calibrated
-            leaf_sd = DEFAULT_LEAF_SD if leaf_prior == "normal" else "fixed"
+            leaf_sd = DEFAULT_LEAF_SD
         internal = False
         if isinstance(leaf_sd, str):
             if leaf_sd not in ("learned", "fixed"):
@@ -452,13 +464,16 @@ class BARTTree(Distribution):
         if auto:
             linear = (Y is not None and link in ("identity", "logit", "probit")
                       and outputs is None and sampler in (None, "cgm")
-                      and leaf_prior == "normal")
+                      and leaf_prior in ("normal", "auto"))
             response = "linear" if linear else "constant"
         # what combines with what (pymc_trees.bart.plan): refused here with the fix
         sampler, separate = check_arguments(
             outputs=outputs, response=response, separate_trees=separate_trees, sampler=sampler,
             learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant),
-            leaf_prior=leaf_prior, learned_scale=internal or learned)
+            leaf_prior=leaf_prior, learned_scale=learned)
+        if leaf_prior == "auto" and not auto_leaf_prior_applies(outputs, response, auto,
+                                                                sampler, learned):
+            leaf_prior = "normal"  # no likelihood makes log-gamma leaves serve this term
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,
                           missing_split=bool(missing_split), learned_scale=internal,

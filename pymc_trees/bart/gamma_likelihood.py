@@ -53,7 +53,14 @@ from pymc_trees.bart.model_graph import (ModelStructureError, affine_problem, co
 from pymc_trees.bart.structure import point_function
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
-           "GAMMA_FORMS"]
+           "GAMMA_FORMS", "AUTO_FAMILIES", "auto_leaf_prior", "settled_leaf_prior"]
+
+# The families whose terms get log-gamma leaves by default (leaf_prior="auto"): where issue
+# 51's measurements found them ahead of the general step (docs/design.md, "Which prior a
+# model gets"); the negative binomial keeps normal leaves (its Polya-Gamma augmentation
+# mixes the dispersion faster), and the zero-inflated Poisson and the Student-t's variance
+# were not measured.
+AUTO_FAMILIES = ("poisson", "gamma", "normal")
 
 
 def log_of(var, f):
@@ -314,7 +321,8 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     ``"log-gamma"`` or ``"log-inverse-gamma"``); a :class:`ModelStructureError` naming the
     forms and the fix otherwise."""
     name = f_rv.name
-    kappa = leaf_prior_kappa(leaf_prior)
+    auto = leaf_prior == "auto"  # kappa from the likelihood, one of AUTO_FAMILIES
+    kappa = None if auto else leaf_prior_kappa(leaf_prior)
     which = leaf_prior
     head = f"{name!r} has leaf_prior={which!r}"
     deps = dependents(model, f_rv)
@@ -327,6 +335,8 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     fam = next((fm for fm in GAMMA_FAMILIES.values()
                 if (fm.matches(op, obs) if fm.matches is not None
                     else isinstance(op, fm.distribution.rv_type))), None)
+    if auto and fam is not None and fam.name not in AUTO_FAMILIES:
+        fam = None
     got = None if fam is None else fam.read(obs, obs.owner.inputs[2:], f_rv)
     if got is None or not depends_on(got[0], f_rv):  # f elsewhere (a Normal's mean)
         kind = type(op).__name__.removesuffix("RV")
@@ -345,11 +355,13 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     a = graph_replace(eta, {f_rv: zeros}, strict=False)
     b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
     b_value = _constant_coefficient(model, b)
+    if auto and b_value is not None and fam.q * b_value in (1.0, -1.0):
+        kappa = fam.q * b_value
     if b_value is None or fam.q * b_value != kappa:
         found = "varies (a vector or a model variable)" if b_value is None else \
             f"is {b_value:g}, so kappa = {fam.q * b_value:g}"
         raise ModelStructureError(
-            f"{head} (kappa = {kappa:g}), but in {obs.name!r} the coefficient b of {name} in "
+            f"{head} (kappa = {'+-1' if kappa is None else f'{kappa:g}'}), but in {obs.name!r} the coefficient b of {name} in "
             f"eta {found}.\n{GAMMA_FORMS}")
     y = model.rvs_to_values[obs]
     fn = point_function(model, [y, a, pt.constant(b_value), *(par for _, par in params)])
@@ -362,3 +374,60 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
                 f"({n},); every row of the likelihood must match one row of X.")
     return GammaLikelihood(observed_name=obs.name, family=fam.name, kappa=float(kappa),
                            q=fam.q, pieces=fn, n=n, observed=obs, eta=eta)
+
+
+def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
+    """The leaf prior that ``leaf_prior="auto"`` settles to for the term ``f_rv`` in
+    ``model``, with its likelihood: ``"log-gamma"`` or ``"log-inverse-gamma"`` (and the
+    compiled :class:`GammaLikelihood`) when the term enters one likelihood of
+    :data:`AUTO_FAMILIES` through ``exp`` with kappa = +-1, else ``("normal", None)``."""
+    try:
+        lik = gamma_likelihood(model, f_rv, n, "auto")
+    except ModelStructureError:
+        return "normal", None
+    return ("log-gamma" if lik.kappa > 0 else "log-inverse-gamma"), lik
+
+
+def settled_leaf_prior(op, X=None) -> str:
+    """The leaf prior of the tree term whose Op is ``op`` (a ``BARTTreeRV``, at rows ``X``)
+    for a draw from its prior: ``leaf_prior="auto"`` settles as the tree step settles it, by
+    the likelihood the term enters in the model of the current context
+    (:func:`auto_leaf_prior`; ``pm.sample_prior_predictive``
+    enters its model's context, :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
+    any model context (``pm.draw(f)`` after the ``with`` block) has no likelihood in sight
+    and gets normal leaves (the same mean and sd at every leaf)."""
+    if op.prior.leaf_prior != "auto":
+        return op.prior.leaf_prior
+    model = pm.Model.get_context(error_if_none=False)
+    # the compiled draw holds a copy of the Op (PyMC makes it inplace): found by its props
+    props = {k: v for k, v in op._props_dict().items() if k != "inplace"}
+    found = [] if model is None else [
+        v for v in model.free_RVs if type(getattr(v.owner, "op", None)) is type(op)
+        and {k: w for k, w in v.owner.op._props_dict().items() if k != "inplace"} == props]
+    if len(found) > 1 and X is not None:
+        found = [v for v in found if np.array_equal(_rows(v).eval(), X)]
+    settled = {_settle_in(model, v) for v in found}
+    if len(settled) > 1:
+        raise ValueError(
+            f"Tree terms {[v.name for v in found]} have the same arguments and X but their "
+            "leaf_prior='auto' settles differently by their likelihoods; pass leaf_prior "
+            "explicitly ('normal', 'log-gamma' or 'log-inverse-gamma') to draw them from "
+            "their priors.")
+    return settled.pop() if settled else "normal"
+
+
+def _rows(rv):
+    """The X input of the tree term ``rv`` (its first distribution parameter)."""
+    return rv.owner.op.dist_params(rv.owner)[0]
+
+
+def _settle_in(model, rv) -> str:
+    """``leaf_prior="auto"`` of the term ``rv`` settled by its likelihood in ``model``,
+    kept on the term's Op until the model gains a variable."""
+    op = rv.owner.op
+    key = (id(model), len(model.basic_RVs), len(model.potentials), len(model.deterministics))
+    kept = getattr(op, "_settled", None)
+    if kept is None or kept[0] != key:
+        n = int(_rows(rv).shape[0].eval())
+        kept = op._settled = (key, auto_leaf_prior(model, rv, n)[0])
+    return kept[1]

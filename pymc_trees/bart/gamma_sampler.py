@@ -24,7 +24,8 @@ from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.gamma_leaves import gamma_sweep
 from pymc_trees.bart.sampler import ForestSampler, MOVES, acceptance_rates
 
-__all__ = ["GammaForestSampler", "log_gamma_prior", "LEAF_PRIORS", "leaf_prior_kappa"]
+__all__ = ["GammaForestSampler", "log_gamma_prior", "LEAF_PRIORS", "leaf_prior_kappa",
+           "learned_gamma_scale_logpdf"]
 
 # the leaf priors a term takes: BARTTree(leaf_prior=...)
 LEAF_PRIORS = ("normal", "log-gamma", "log-inverse-gamma")
@@ -58,6 +59,23 @@ def log_gamma_prior(leaf_sd: float, kappa: float = 1.0) -> tuple[float, float]:
     return c, float(np.exp(special.digamma(c)))
 
 
+def learned_gamma_scale_logpdf(u: float, n_leaves: float, s1: float, s2: float, alpha: float,
+                               beta: float) -> float:
+    """The log density, up to a constant, of ``u = log c`` for a learned leaf scale of
+    log-gamma leaves: the leaf variance ``v = trigamma(c) ~ InverseGamma(alpha, beta)``
+    (``BARTTree(..., leaf_sd="learned")``'s prior, with the Jacobian ``|dv/du| =
+    -polygamma(2, c) c``) times the density of the forest's L leaves, each ``exp(kappa mu)
+    ~ Gamma(c, rate d = exp(digamma(c)))``: ``L (c log d - lgamma(c)) + c s1 - d s2`` with
+    ``s1 = sum kappa mu`` and ``s2 = sum exp(kappa mu)``."""
+    c = np.exp(u)
+    if not np.isfinite(c) or c <= 0.0 or c > 1e12:
+        return -np.inf
+    v = special.polygamma(1, c)
+    dig = special.digamma(c)
+    return float(-(alpha + 1.0) * np.log(v) - beta / v + np.log(-special.polygamma(2, c)) + u
+                 + n_leaves * (c * dig - special.gammaln(c)) + c * s1 - np.exp(dig) * s2)
+
+
 @dataclass
 class GammaForestSampler(ForestSampler):
     """A :class:`ForestSampler` whose leaf values ``mu`` have ``exp(kappa mu) ~ Gamma(c,
@@ -86,6 +104,21 @@ class GammaForestSampler(ForestSampler):
         if kept is None or kept[0] != key:
             self._cd = kept = (key, log_gamma_prior(*key))
         return kept[1]
+
+    def set_gamma_shape(self, c: float) -> None:
+        """Set the leaves' prior by its shape ``c`` (a learned leaf scale's draw): ``leaf_sd
+        = sqrt(trigamma(c)) / |kappa|`` and ``d = exp(digamma(c))``."""
+        c = float(c)
+        self.leaf_sd = float(np.sqrt(special.polygamma(1, c)) / abs(self.kappa))
+        self._cd = ((float(self.leaf_sd), float(self.kappa)),
+                    (c, float(np.exp(special.digamma(c)))))
+
+    def log_leaf_stats(self) -> tuple[float, float, float]:
+        """``(L, sum kappa mu, sum exp(kappa mu))`` over the forest's L leaves: the forest's
+        density as a function of the leaves' prior depends on these only."""
+        f = self.forest
+        x = self.kappa * f.value[f.var == LEAF]
+        return float(x.size), float(x.sum()), float(np.exp(x).sum())
 
     def gamma_sweep(self, rng: np.random.Generator, s: np.ndarray, logt: np.ndarray,
                     move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:

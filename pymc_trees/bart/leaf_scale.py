@@ -35,7 +35,9 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.distribution import term_inputs
-from pymc_trees.bart.sampler import learned_scale_draw, learned_scale_prior_draw
+from pymc_trees.bart.gamma_sampler import GammaForestSampler, learned_gamma_scale_logpdf
+from pymc_trees.bart.sampler import (learned_scale_draw, learned_scale_prior,
+                                     learned_scale_prior_draw)
 from pymc_trees.bart.structure import ModelStructureError
 
 __all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
@@ -163,8 +165,17 @@ class LearnedLeafScale(FixedLeafScale):
         sampler.leaf_sd = learned_scale_prior_draw(rng, self.sd0)
 
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
-        if not prior_only:
-            # (a term drawn from its prior drew the scale from its prior with the trees)
+        if prior_only:  # (a term drawn from its prior drew the scale with the trees)
+            return {}
+        if isinstance(sampler, GammaForestSampler):
+            # log-gamma leaves: no conjugate draw; slice sampling on log c (the leaves'
+            # Gamma shape, from which their sd and rate follow in closed form)
+            stats = sampler.log_leaf_stats()
+            prior = learned_scale_prior(self.sd0)
+            u = slice_sample(rng, float(np.log(sampler.gamma_prior[0])),
+                             lambda x: learned_gamma_scale_logpdf(x, *stats, *prior), 0.5, 64)
+            sampler.set_gamma_shape(np.exp(u))
+        else:
             sampler.leaf_sd = learned_scale_draw(rng, self.sd0, *sampler.leaf_stats())
         return {}
 

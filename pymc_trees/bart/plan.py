@@ -46,7 +46,8 @@ from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
-           "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START", "default_move_probs"]
+           "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START", "default_move_probs",
+           "auto_leaf_prior_applies"]
 
 SAMPLERS = ("cgm", "pg")
 # The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
@@ -141,7 +142,7 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
     leaf_prior : str
         ``BARTTree(leaf_prior=...)``.
     learned_scale : bool
-        Whether the leaf scale is learned (``"learned"`` or a model variable).
+        Whether the leaf scale is a model variable.
 
     Returns
     -------
@@ -171,10 +172,12 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
 def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
                       learned_scale: bool) -> None:
     """Refuse what log-gamma leaves do not combine with: one output of constant leaves, a
-    fixed leaf scale, the CGM step."""
-    if leaf_prior not in LEAF_PRIORS:
-        raise TermPlanError(f"leaf_prior must be one of {LEAF_PRIORS}; got {leaf_prior!r}.")
-    if leaf_prior == "normal":
+    leaf scale that is fixed or learned inside the step (not a model variable), the CGM
+    step.  ``"auto"`` is settled by the likelihood (:meth:`TermPlan.settle_leaf_prior`)."""
+    if leaf_prior not in LEAF_PRIORS + ("auto",):
+        raise TermPlanError(f"leaf_prior must be one of {LEAF_PRIORS + ('auto',)}; got "
+                            f"{leaf_prior!r}.")
+    if leaf_prior in ("normal", "auto"):
         return
     fix = "or use leaf_prior='normal'"
     if outputs is not None:
@@ -187,8 +190,19 @@ def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
         raise TermPlanError(f"leaf_prior={leaf_prior!r} is sampled by the CGM tree step: pass "
                             f"sampler='cgm' (the default), {fix}.")
     if learned_scale:
-        raise TermPlanError(f"leaf_prior={leaf_prior!r} takes a fixed leaf_sd (its Gamma "
-                            f"prior is calibrated on it); pass a number or None, {fix}.")
+        raise TermPlanError(f"leaf_prior={leaf_prior!r} takes a leaf_sd that is a number, "
+                            f"\"learned\" or \"fixed\" (its Gamma prior is calibrated on it), "
+                            f"not a model variable; {fix}.")
+
+
+def auto_leaf_prior_applies(outputs, response: str, response_auto: bool, sampler: str,
+                            model_scale: bool) -> bool:
+    """Whether ``leaf_prior="auto"`` may become log-gamma leaves once the likelihood is
+    known: a term of one output whose leaves may be constant (constant, or the default's
+    linear ones: ``response_auto``), sampled by the CGM step, with no model variable as its
+    leaf scale."""
+    return (outputs is None and (response == "constant" or response_auto)
+            and sampler == "cgm" and not model_scale)
 
 
 def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
@@ -288,6 +302,17 @@ class TermPlan:
             return self, prior
         return (replace(self, response="constant"),
                 replace(prior, response="constant", response_auto=False))
+
+    def settle_leaf_prior(self, prior: TreePrior, leaf_prior: str
+                          ) -> tuple["TermPlan", TreePrior]:
+        """The plan and prior with ``leaf_prior="auto"`` settled to ``leaf_prior`` (by the
+        likelihood, :func:`pymc_trees.bart.gamma_likelihood.auto_leaf_prior`): log-gamma
+        leaves hold one value each (constant leaves)."""
+        if leaf_prior == "normal":
+            return replace(self, leaf_prior="normal"), replace(prior, leaf_prior="normal")
+        return (replace(self, leaf_prior=leaf_prior, response="constant"),
+                replace(prior, leaf_prior=leaf_prior, response="constant",
+                        response_auto=False))
 
     def check_step(self) -> None:
         """Refuse a step kind the sampler cannot serve, when the step is built."""

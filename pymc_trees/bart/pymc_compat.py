@@ -1,7 +1,7 @@
 """Every place where the package reaches into PyMC beyond its public API, in one module.
 
-PyMC has no hook for three things a tree term needs, so :func:`install` (called once by
-``import pymc_trees``) wraps two of its functions and two methods, and the tree steps'
+PyMC has no hook for four things a tree term needs, so :func:`install` (called once by
+``import pymc_trees``) wraps three of its functions and two methods, and the tree steps'
 ``competence`` looks at the call stack once; the steps join PyMC's registry here too
 (:func:`register_step_methods`):
 
@@ -20,6 +20,10 @@ PyMC has no hook for three things a tree term needs, so :func:`install` (called 
   to reuse a tree term's training-row values after its X changed, or to draw it from the
   tree prior (:func:`pymc_trees.bart.ppc_guard.refuse_wrong_draws`); ``docs/design.md``,
   "New data through PyMC's API".
+* ``pymc.sample_prior_predictive`` (also as ``pymc.sampling`` and
+  ``pymc.sampling.forward`` hold it): it draws within its model's context, where a tree
+  term's ``leaf_prior="auto"`` settles by the likelihood it enters
+  (:func:`pymc_trees.bart.distribution.settled_leaf_prior`), as the tree step settles it.
 * :func:`reduce_step`: the steps pickle from their state alone, without the arguments
   PyMC's ``BlockedStep`` keeps in its private ``_BlockedStep__newargs``.
 * :func:`external_nuts_sampler`: which ``nuts_sampler`` the ``pm.sample`` call on the
@@ -263,9 +267,33 @@ def _install_refusal() -> None:
     forward._maybe_warn_implicit_freeze = _wrapped(original, refuse_then_warn)
 
 
+def _install_prior_context() -> None:
+    """Make ``pm.sample_prior_predictive`` draw within its model's context, once: a tree term
+    whose ``leaf_prior="auto"`` settles by the likelihood it enters finds that model there
+    (:func:`pymc_trees.bart.distribution.settled_leaf_prior`), also when the model is passed
+    as ``model=`` outside its ``with`` block."""
+    from pymc import sampling
+    from pymc.model import modelcontext
+    from pymc.sampling import forward
+
+    original = forward.sample_prior_predictive
+    if getattr(original, "_pymc_trees", False):
+        return
+
+    def sample_prior_predictive(*args, model=None, **kwargs):
+        with modelcontext(model):
+            return original(*args, model=model, **kwargs)
+
+    wrapped = _wrapped(original, sample_prior_predictive)
+    for module in (forward, sampling, pm):
+        if getattr(module, "sample_prior_predictive", None) is original:
+            module.sample_prior_predictive = wrapped
+
+
 def install() -> None:
-    """Install the three integration points in PyMC (each once; see the module's text)."""
+    """Install the four integration points in PyMC (each once; see the module's text)."""
     _install_trace_conversion()
     _install_trace_vars()
     _install_refusal()
+    _install_prior_context()
 

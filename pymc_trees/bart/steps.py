@@ -26,7 +26,7 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
-from pymc_trees.bart.gamma_likelihood import GammaLikelihood, gamma_likelihood
+from pymc_trees.bart.gamma_likelihood import GammaLikelihood, auto_leaf_prior, gamma_likelihood
 from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
                                   default_move_probs, term_plan, warm_sweeps)
@@ -273,18 +273,20 @@ class _TreeStep(BlockedStep):
         (:func:`~pymc_trees.bart.structure.unobserved_term`) has none: its step draws it from
         its prior (:meth:`_prior_draw`)."""
         outputs = rv.owner.op.outputs
-        self._liks = None
-        self._joint = None
+        self._liks = self._joint = None
         self._prior_only = unobserved_term(model, rv)
+        self.likelihood, prior, lp = None, rv.owner.op.prior, self._plan.leaf_prior
+        if lp == "auto":  # log-gamma leaves where the likelihood takes them
+            lp, self.likelihood = (auto_leaf_prior(model, rv, n) if not self._prior_only
+                                   and self._plan.step == "cgm" else ("normal", None))
+            self._plan, prior = self._plan.settle_leaf_prior(prior, lp)
         if self._prior_only:
-            self.likelihood = None
             self.level_shifts = []
-            self._plan, self._prior = self._plan.resolve(rv.owner.op.prior, None,
-                                                         self._move_probs_given)
+            self._plan, self._prior = self._plan.resolve(prior, None, self._move_probs_given)
             return
         try:
             if self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
-                self.likelihood = gamma_likelihood(model, rv, n, self._plan.leaf_prior)
+                self.likelihood = self.likelihood or gamma_likelihood(model, rv, n, lp)
             elif self._shared:
                 # the k outputs' leaf values move together: integrated out jointly where the
                 # likelihood factorises over the outputs into augmentable ones (Gaussian given
@@ -314,8 +316,7 @@ class _TreeStep(BlockedStep):
             self.likelihood = general_likelihood(model, rv, n)
         liks = self._liks or self._joint or [self.likelihood]
         general = [lik for lik in liks if lik.family == "general"]
-        self._plan, self._prior = self._plan.resolve(rv.owner.op.prior, liks,
-                                                     self._move_probs_given)
+        self._plan, self._prior = self._plan.resolve(prior, liks, self._move_probs_given)
         self._plan.check_likelihoods(liks)
         for lik in liks:
             if lik.family == "general":
@@ -352,6 +353,11 @@ class _TreeStep(BlockedStep):
     def leaf_sd(self, value):
         if value is not None:
             self.sampler.leaf_sd = float(value)
+
+    @property
+    def leaf_prior(self) -> str:
+        """The leaves' prior the step samples (``"auto"`` settled by the likelihood)."""
+        return self._plan.leaf_prior
 
     @property
     def split_state(self):

@@ -353,15 +353,17 @@ def test_downstream_new_data_posterior_predictive_save_and_two_cores(tmp_path):
 
 def test_what_log_gamma_leaves_refuse_names_the_fix():
     """Refused when the term is built: several outputs, linear leaves, Particle Gibbs, a
-    learned scale; when the step is built: a likelihood in which the leaves are not
+    leaf scale that is a model variable; when the step is built: a likelihood in which the leaves are not
     conjugate (sigma = exp(f): kappa = -2; a Poisson mean with log-inverse-gamma leaves; a
     Normal mean)."""
     from pymc_trees.bart.plan import TermPlanError
 
     for kw, words in [({"shape": (2, 6)}, "one output"), ({"response": "linear"}, "response"),
-                      ({"sampler": "pg"}, "sampler='cgm'"), ({"leaf_sd": "learned"}, "fixed"),
+                      ({"sampler": "pg"}, "sampler='cgm'"), ({"leaf_sd": "var"}, "model variable"),
                       ({"leaf_prior": "gamma"}, "leaf_prior must be one of")]:
         with pm.Model():
+            if kw.get("leaf_sd") == "var":
+                kw = {"leaf_sd": pm.HalfNormal("s", 0.3)}
             with pytest.raises(TermPlanError, match=words):
                 pmt.BARTTree("f", X6, Y_POS, min_leaf=1, **{"leaf_prior": "log-gamma", **kw})
     cases = [("log-inverse-gamma",
@@ -407,3 +409,133 @@ def test_negative_binomial_n_p_form_reads_as_the_mean_form():
     for leaf_prior in ("normal", "log-gamma"):
         for x, z in zip(got["mu", leaf_prior], got["n_p", leaf_prior]):
             np.testing.assert_allclose(x, z, rtol=1e-12)
+
+
+@pytest.mark.parametrize("leaf_prior", ["log-gamma", "log-inverse-gamma"])
+def test_learned_scale_draw_matches_its_conditional(leaf_prior):
+    """``leaf_sd="learned"``: given a forest, the slice-sampled leaf variance follows ``v ~
+    InverseGamma(3, 2 sd0^2)`` times the leaves' log-gamma density, computed here
+    independently of the sampler's parametrisation (on a grid of v, each leaf's ``(c, d)``
+    by :func:`log_gamma_prior` from ``sqrt(v)``, no Jacobian in c).  KS bound at the chain's
+    ESS."""
+    from pymc_trees.bart.leaf_scale import LearnedLeafScale
+
+    kappa = leaf_prior_kappa(leaf_prior)
+    prior = TreePrior(m=15, alpha=ALPHA, beta=BETA, min_leaf=1, leaf_prior=leaf_prior)
+    smp = GammaForestSampler(X6, prior, 0.0, 0.5, kappa=kappa)
+    rng = np.random.default_rng(5)
+    smp.draw_prior(rng)
+    scale, sd0 = LearnedLeafScale("f", 0.3), 0.3
+    v = np.array([(scale.update(rng, smp, {}, False), smp.leaf_sd)[1]
+                  for _ in range(4000)]) ** 2
+    mu = kappa * smp.forest.value[smp.forest.var == -1]
+    grid = np.linspace(1e-3, 3.0, 6000)
+    logp = stats.invgamma(3.0, scale=2 * sd0**2).logpdf(grid)
+    for j, vj in enumerate(grid):
+        c, d = log_gamma_prior(math.sqrt(vj), kappa)
+        logp[j] += np.sum(c * math.log(d) - special.gammaln(c) + c * mu - d * np.exp(mu))
+    w = np.exp(logp - logp.max())
+    cdf = np.cumsum(w) / w.sum()
+    ess = float(az.ess(v[None, :]))
+    d = stats.kstest(v, lambda x: np.interp(x, grid, cdf)).statistic
+    assert ess > 500 and d < 1.95 / np.sqrt(ess), (d, ess)
+
+
+def test_learned_scale_matches_enumeration_through_pm_sample():
+    """Poisson with an exposure, m = 1 on 6 rows, ``leaf_sd="learned"``: the exact joint
+    posterior of the partition and the leaf variance (on a grid of ``log c``, every leaf's
+    marginal in closed form, ``gamma_log_ml``, itself checked against quadrature above) gives
+    the partitions' probabilities, the posterior mean of f and of the leaf sd; the chains of
+    ``pm.sample`` must match them."""
+    from pymc_trees.bart.distribution import term_inputs
+    from pymc_trees.bart.sampler import learned_scale_prior
+
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X6, Y_COUNT, m=1, alpha=ALPHA, beta=BETA, min_leaf=1,
+                         link="log", leaf_sd="learned", leaf_prior="log-gamma")
+        CASES["poisson_exposure"][1](f)
+    sd0 = float(term_inputs(f).leaf_sd.eval())
+    off = float(term_inputs(f).offset.eval())
+    a, b = learned_scale_prior(sd0)
+    prior = _prior()
+    t = EXPOSURE * np.exp(0.3 + off)
+    us = np.linspace(-6.0, 12.0, 4001)
+    c = np.exp(us)
+    v = special.polygamma(1, c)
+    d = np.exp(special.digamma(c))
+    log_u = (stats.invgamma(a, scale=b).logpdf(v) + np.log(-special.polygamma(2, c)) + us)
+    joint = {}
+    for part in prior:
+        lj = math.log(prior[part]) + log_u
+        for rows in part:
+            A, B = float(Y_COUNT[list(rows)].sum()), float(t[list(rows)].sum())
+            lj = lj + np.array([gamma_log_ml(A, B, ci, di) for ci, di in zip(c, d)])
+        joint[part] = lj
+    top = max(float(lj.max()) for lj in joint.values())
+    w = {k: np.exp(lj - top) for k, lj in joint.items()}
+    z = sum(float(integrate.trapezoid(wk, us)) for wk in w.values())
+    post = {k: float(integrate.trapezoid(wk, us)) / z for k, wk in w.items()}
+    sd_mean = sum(float(integrate.trapezoid(wk * np.sqrt(v), us)) for wk in w.values()) / z
+    f_mean = np.zeros(6)
+    for k, wk in w.items():
+        for rows in k:
+            A, B = float(Y_COUNT[list(rows)].sum()), float(t[list(rows)].sum())
+            e_mu = special.digamma(c + A) - np.log(d + B)  # E[log phi | c, d]
+            f_mean[list(rows)] += float(integrate.trapezoid(wk * e_mu, us)) / z
+    with model:
+        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=23,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 6})
+    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
+             for chain in pmt.forests(idata, "f").values]
+    check_cells(parts, post, {k: prior[k] for k in post})
+    check_f_mean(list(idata.posterior["f"].values - off), f_mean)
+    sds = idata.sample_stats["f_leaf_sd"].values
+    assert abs(sds.mean() - sd_mean) < 4 * float(az.mcse(sds)), (sds.mean(), sd_mean)
+
+
+def test_auto_leaf_prior_settles_by_the_likelihood():
+    """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
+    (a Poisson mean, a Gamma mean, a Normal's log variance) in the direction their
+    likelihood is conjugate in, and normal leaves to anything else: the negative binomial
+    (its augmentation), a Normal mean, ``sigma = exp(g)`` (kappa = -2), several outputs."""
+    def poisson(f):
+        pm.Poisson("y", mu=pm.math.exp(f) * EXPOSURE, observed=Y_COUNT)
+
+    cases = [(poisson, {}, "log-gamma"),
+             (CASES["gamma_mean"][1], {}, "log-inverse-gamma"),
+             (CASES["normal_log_variance"][1], {}, "log-inverse-gamma"),
+             (CASES["negative_binomial"][1], {}, "normal"),
+             (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal"),
+             (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL), {}, "normal"),
+             (lambda f: pm.Poisson("y", pm.math.exp(f[0]), observed=Y_COUNT),
+              {"shape": (2, 6)}, "normal"),
+             (poisson, {"leaf_prior": "normal"}, "normal")]
+    for build, kw, want in cases:
+        with pm.Model() as model:
+            f = pmt.BARTTree("f", X6, m=2, leaf_sd=0.5, min_leaf=1, **kw)
+            build(f)
+            step = pmt.CGMTreeStep([f])
+        assert step.leaf_prior == want, (want, kw)
+        from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
+        with model:
+            assert settled_leaf_prior(f.owner.op) == want
+
+
+def test_prior_predictive_draws_the_settled_leaf_prior():
+    """``pm.sample_prior_predictive`` draws an ``"auto"`` term from the prior its step
+    samples: m = 1 and leaf sd 1, so f at a row is one leaf, whose skewness is the
+    log-gamma's (-0.98 here), the normal's (0) when the likelihood leaves it normal; also
+    with ``model=`` outside the ``with`` block."""
+    c, _ = log_gamma_prior(1.0, 1.0)
+    skew = special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
+    for build, want in [(lambda f: pm.Poisson("y", mu=pm.math.exp(f), observed=Y_COUNT), skew),
+                        (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), 0.0)]:
+        with pm.Model() as model:
+            f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+            build(f)
+        draws = pm.sample_prior_predictive(draws=4000, model=model, random_seed=8,
+                                           var_names=["f"]).prior["f"].values[0, :, 0]
+        cube = draws**3
+        assert abs(draws.var() - 1.0) < 0.1
+        assert abs(cube.mean() - want) < 4 * cube.std() / np.sqrt(cube.size), (cube.mean(), want)

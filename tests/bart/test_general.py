@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import arviz as az
 import numpy as np
 import pymc as pm
@@ -26,6 +28,10 @@ from enumeration import (check_cells, forest_row_partitions, partition_prior_row
 from pymc_trees.core.binning import bin_data, make_cutpoints
 from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
 from pymc_trees.bart.kernels.bundles import TreeRules
+
+# the general tree step's tests: normal leaves (by default, leaf_prior="auto" gives a
+# Poisson or Gamma mean and a Normal's log variance log-gamma leaves)
+BARTTree = functools.partial(pmt.BARTTree, leaf_prior="normal")
 
 X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
@@ -83,7 +89,7 @@ def _compiled(case):
 
     leaf_sd, _, _, model_given_f = CASES[case]
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         model_given_f(f)
     lik = general_likelihood(model, f, 6)
     compiled = lik.compiled(model.initial_point())
@@ -158,7 +164,7 @@ def test_model_derivatives_match_the_numpy_likelihood(case):
 
     leaf_sd, loglik, _, model_given_f = CASES[case]
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         model_given_f(f)
     lik = general_likelihood(model, f, 6)
     fv = np.random.default_rng(3).normal(0, 0.7, 6)
@@ -176,7 +182,7 @@ def test_gamma_mean_through_pm_sample_matches_enumeration():
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     with pm.Model():
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         model_given_f(f)
         idata = pm.sample(draws=3000, tune=300, chains=2, cores=1, random_seed=21,
                           progressbar=False, compute_convergence_checks=False,
@@ -219,8 +225,8 @@ def test_tree_terms_in_links_and_scales_sample(name):
     and the moves are accepted at useful rates."""
     X, y, _ = _scale_data(120)
     with pm.Model():
-        f1 = pmt.BARTTree("f1", X, m=5, leaf_sd=0.5)
-        f2 = pmt.BARTTree("f2", X, m=5, leaf_sd=0.3)
+        f1 = BARTTree("f1", X, m=5, leaf_sd=0.5)
+        f2 = BARTTree("f2", X, m=5, leaf_sd=0.3)
         SCALE_MODELS[name](X, y, f1, f2)
         idata = pm.sample(draws=60, tune=60, chains=1, random_seed=3, progressbar=False,
                           compute_convergence_checks=False)
@@ -238,8 +244,8 @@ def test_log_sigma_tree_recovers_two_noise_levels():
     1 with a factor of about 2 either way, and it ignores x2)."""
     X, y, sd = _scale_data(400, seed=1)
     with pm.Model():
-        f1 = pmt.BARTTree("f1", X, y, m=20)
-        f2 = pmt.BARTTree("f2", X, m=20, leaf_sd=0.15)
+        f1 = BARTTree("f1", X, y, m=20)
+        f2 = BARTTree("f2", X, m=20, leaf_sd=0.15)
         pm.Normal("y", mu=f1, sigma=pm.math.exp(f2), observed=y)
         idata = pm.sample(draws=200, tune=200, chains=1, random_seed=4, progressbar=False,
                           compute_convergence_checks=False)
@@ -365,7 +371,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     post, prior, f_mean, f_cross = softmax_exact()
     n = len(Y_SOFT)
     with pm.Model():
-        f = pmt.BARTTree("f", X_SOFT, m=1, alpha=ALPHA_SOFT, leaf_sd=1.0, min_leaf=1,
+        f = BARTTree("f", X_SOFT, m=1, alpha=ALPHA_SOFT, leaf_sd=1.0, min_leaf=1,
                          shape=(3, n), sampler="pg" if path == "pg" else "cgm")
         pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=Y_SOFT)
         draws, sweeps = SOFTMAX_DRAWS[path]
@@ -401,7 +407,7 @@ def test_several_outputs_predict_save_and_posterior_predictive(tmp_path):
     y = (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0.5).astype(int)
     with pm.Model(coords={"cls": ["a", "b", "c"], "obs": range(40), "col": ["u", "v"]}) as model:
         Xd = pm.Data("X", X, dims=("obs", "col"))
-        f = pmt.BARTTree("f", Xd, m=4, leaf_sd=0.5, dims=("cls", "obs"))
+        f = BARTTree("f", Xd, m=4, leaf_sd=0.5, dims=("cls", "obs"))
         pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=y, shape=Xd.shape[0])
         idata = pm.sample(draws=30, tune=30, chains=2, random_seed=2, progressbar=False,
                           compute_convergence_checks=False)
@@ -443,15 +449,15 @@ def test_several_outputs_refuse_what_they_do_not_support():
     y = np.random.default_rng(1).normal(size=20)
     with pm.Model():
         # Particle Gibbs needs every output augmentable; output 1 here is a scale
-        w = pmt.BARTTree("w", X, m=2, leaf_sd=1.0, shape=(2, 20), sampler="pg")
+        w = BARTTree("w", X, m=2, leaf_sd=1.0, shape=(2, 20), sampler="pg")
         pm.Normal("y", w[0], pm.math.abs(w[1]) + 0.1, observed=y)
         with pytest.raises(ValueError, match=r"Output\(s\) \[1\] of 'w'.*sampler='cgm'"):
             pm.sample(draws=5, tune=5, chains=1, progressbar=False)
     with pm.Model():
         with pytest.raises(ValueError, match="does not match the 20 rows"):
-            pmt.BARTTree("g", X, m=2, leaf_sd=1.0, shape=(3, 19))
+            BARTTree("g", X, m=2, leaf_sd=1.0, shape=(3, 19))
         with pytest.raises(ValueError, match="asks for 3 dimensions"):
-            pmt.BARTTree("h", X, m=2, leaf_sd=1.0, shape=(2, 3, 20))
+            BARTTree("h", X, m=2, leaf_sd=1.0, shape=(2, 3, 20))
 
 
 def test_backend_choice_does_not_depend_on_the_compile_cache():
@@ -488,7 +494,7 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     with pm.Model():
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
         pm.Poisson("counts", mu=pm.math.exp(0.8 + f), observed=Y_COUNT)
         pm.Bernoulli("answers", logit_p=f, observed=yes)
         idata = pm.sample(draws=4500, tune=300, chains=2, cores=1, random_seed=23,
@@ -500,7 +506,7 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
     check_f_mean(list(idata.posterior["f"].values), f_mean)
     # a free variable depending on the term is still refused, with the reason
     with pm.Model():
-        f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
         pm.Normal("z", mu=f.sum())
         pm.Poisson("counts", mu=pm.math.exp(f), observed=Y_COUNT)
         with pytest.raises(pmt.ModelStructureError, match="must enter observed likelihoods only"):
@@ -524,7 +530,7 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     n = len(X6)
     with pm.Model():
-        w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+        w = BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n))
         pm.Poisson("y", mu=pm.math.exp(0.8 + w), observed=np.broadcast_to(Y_COUNT, (2, n)))
         idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=29,
@@ -551,7 +557,7 @@ def test_proposals_outside_the_support_are_rejected_exactly():
     TV(prior, posterior) / 3 = 0.145."""
     leaf_sd = 1.0
     with pm.Model():
-        f = pmt.BARTTree("f", X6, Y=Y_COUNT, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd,
+        f = BARTTree("f", X6, Y=Y_COUNT, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd,
                          min_leaf=1)
         pm.Poisson("y", mu=f, observed=Y_COUNT)
         offset = float(f.owner.inputs[3].eval())
@@ -583,7 +589,7 @@ def test_a_row_outside_the_support_leaves_the_other_rows_alone():
     for make in (lambda f: pm.Poisson("y", mu=f, observed=Y_COUNT),
                  lambda f: pm.Normal("y", mu=0.2, sigma=f, observed=Y_REAL)):
         with pm.Model() as model:
-            f = pmt.BARTTree("f", X6, Y=Y_POS, m=1, leaf_sd=1.0, min_leaf=1)
+            f = BARTTree("f", X6, Y=Y_POS, m=1, leaf_sd=1.0, min_leaf=1)
             make(f)
         loglik = general_likelihood(model, f, 6).bind(model.initial_point())
         fv = np.array([1.5, 0.7, -0.2, 2.0, 3.0, 2.5])

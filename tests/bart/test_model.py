@@ -88,7 +88,8 @@ def _unsupported_model(case):
     X = rng.uniform(size=(20, 2))
     y = rng.normal(size=20)
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X, leaf_sd=1.0, m=5)
+        # normal leaves: by default a Poisson mean's would be log-gamma ones (conjugate)
+        f = pmt.BARTTree("f", X, leaf_sd=1.0, m=5, leaf_prior="normal")
         if case == "nonlinear":
             pm.Normal("y", mu=pm.math.exp(f), sigma=1.0, observed=y)
         elif case == "two_likelihoods":

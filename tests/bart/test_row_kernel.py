@@ -17,6 +17,8 @@ model (pymc_trees.bart.rowgraph) and the whole sweep in one numba kernel
 
 from __future__ import annotations
 
+import functools
+
 import pickle
 
 import cloudpickle
@@ -29,6 +31,10 @@ import pymc_trees as pmt
 from pymc_trees.bart import steps as tree_steps
 from pymc_trees.bart.structure import NotAugmentable
 
+# the general tree step's tests: normal leaves (by default, leaf_prior="auto" gives a
+# Poisson or Gamma mean and a Normal's log variance log-gamma leaves)
+BARTTree = functools.partial(pmt.BARTTree, leaf_prior="normal")
+
 N = 60
 RNG = np.random.default_rng(20261125)
 XX = RNG.uniform(0, 10, (N, 2))
@@ -39,27 +45,27 @@ CLASS = RNG.integers(0, 3, N)
 
 
 def poisson():
-    f = pmt.BARTTree("f", XX, Y=COUNTS, m=10, link="log")
+    f = BARTTree("f", XX, Y=COUNTS, m=10, link="log")
     pm.Poisson("y", mu=pm.math.exp(f), observed=COUNTS)
     return [f]
 
 
 def gamma_shape():
-    f = pmt.BARTTree("f", XX, Y=POS, m=10, link="log")
+    f = BARTTree("f", XX, Y=POS, m=10, link="log")
     k = pm.Gamma("k", 2.0, 0.5)
     pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=POS)
     return [f]
 
 
 def two_terms():
-    f = pmt.BARTTree("f", XX, m=10, leaf_sd=0.5)
-    g = pmt.BARTTree("g", XX, m=10, leaf_sd=0.2)
+    f = BARTTree("f", XX, m=10, leaf_sd=0.5)
+    g = BARTTree("g", XX, m=10, leaf_sd=0.2)
     pm.Normal("y", f, pm.math.exp(g), observed=Y)
     return [g]
 
 
 def abs_scale():
-    w = pmt.BARTTree("w", XX, m=10, shape=(2, N), leaf_sd=0.3)
+    w = BARTTree("w", XX, m=10, shape=(2, N), leaf_sd=0.3)
     pm.Normal("y", w[0], pm.math.abs(w[1] + 1.0), observed=Y)
     return [w]
 
@@ -67,14 +73,14 @@ def abs_scale():
 def quantiles():
     # three quantiles with a log link: the location is not affine in the term, so the general
     # step runs (an affine location takes the asymmetric Laplace augmentation instead)
-    mu = pmt.BARTTree("mu", XX, Y=POS, m=10, shape=(3, N), link="log")
+    mu = BARTTree("mu", XX, Y=POS, m=10, shape=(3, N), link="log")
     pm.AsymmetricLaplace("y", mu=pm.math.exp(mu), b=0.5, q=np.array([[0.1], [0.5], [0.9]]),
                          observed=np.stack([POS] * 3))
     return [mu]
 
 
 def softmax():
-    f = pmt.BARTTree("f", XX, m=10, shape=(3, N), leaf_sd=0.5)
+    f = BARTTree("f", XX, m=10, shape=(3, N), leaf_sd=0.5)
     pm.Categorical("y", p=pm.math.softmax(f, axis=0).T, observed=CLASS)
     return [f]
 
@@ -82,7 +88,7 @@ def softmax():
 def negative_binomial():
     # in the (n, p) form with p = a / (a + exp(f)), which the Polya-Gamma augmentation reads
     # (issue 51; the general step ran it before)
-    f = pmt.BARTTree("f", XX, Y=COUNTS, m=10, link="log")
+    f = BARTTree("f", XX, Y=COUNTS, m=10, link="log")
     a = pm.Exponential("a", 1.0)
     pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=COUNTS)
     return [f]
@@ -142,8 +148,8 @@ def test_compiled_sweep_makes_the_python_sweeps_moves(name):
 
 
 def gamma_mean_and_scale():
-    f1 = pmt.BARTTree("f1", XX, Y=POS, m=10, link="log")
-    f2 = pmt.BARTTree("f2", XX, m=10, leaf_sd=0.3)
+    f1 = BARTTree("f1", XX, Y=POS, m=10, link="log")
+    f2 = BARTTree("f2", XX, m=10, leaf_sd=0.3)
     pm.Gamma("y", mu=pm.math.exp(f1), sigma=pm.math.exp(np.log(POS.std()) + f2), observed=POS)
     return [f2]
 
@@ -193,7 +199,7 @@ def test_negative_binomial_n_p_form_is_augmented_and_compiles_for_the_general_st
 def test_a_row_graph_numba_cannot_run_falls_back_with_a_reason():
     # trigamma runs in object mode under numba: the Python sweep runs instead, and samples
     with pm.Model() as model:
-        f = pmt.BARTTree("f", XX, m=10, leaf_sd=0.3)
+        f = BARTTree("f", XX, m=10, leaf_sd=0.3)
         pm.Normal("y", mu=pm.math.polygamma(1, pm.math.exp(f) + 1.0), sigma=0.5, observed=Y)
         step = tree_steps.CGMTreeStep([f])
     assert step.likelihood.rows is None
