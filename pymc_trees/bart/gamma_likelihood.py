@@ -56,11 +56,9 @@ __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood
            "GAMMA_FORMS", "AUTO_FAMILIES", "auto_leaf_prior", "settled_leaf_prior"]
 
 # The families whose terms get log-gamma leaves by default (leaf_prior="auto"): where issue
-# 51's measurements found them ahead of the general step (docs/design.md, "Which prior a
-# model gets"); the negative binomial keeps normal leaves (its Polya-Gamma augmentation
-# mixes the dispersion faster), and the zero-inflated Poisson and the Student-t's variance
-# were not measured.
-AUTO_FAMILIES = ("poisson", "gamma", "normal")
+# 51's measurements found them ahead of normal leaves (docs/design.md, "Which prior a model
+# gets"); the zero-inflated Poisson and the Student-t's variance were not measured.
+AUTO_FAMILIES = ("poisson", "negative_binomial", "gamma", "normal")
 
 
 def log_of(var, f):

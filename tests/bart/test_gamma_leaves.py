@@ -16,6 +16,11 @@ conjugate sweep of :mod:`pymc_trees.bart.kernels.gamma_leaves` against exact pos
   tree step takes) and swept by the sampler; Poisson and the Student-t also through
   ``pm.sample``.
 * Prior recovery: with no data the sweep leaves the prior invariant (trees and leaves).
+* The learned leaf scale (``leaf_sd="learned"``): its slice update against its conditional
+  computed independently on a grid, and the joint enumeration of partitions and leaf
+  variance through ``pm.sample``.
+* ``leaf_prior="auto"``: which prior each likelihood settles to, and that
+  ``pm.sample_prior_predictive`` draws the settled prior.
 """
 
 from __future__ import annotations
@@ -188,20 +193,27 @@ def test_sweep_matches_enumeration(case):
     check_f_mean([c[1] for c in chains], f_mean)
 
 
+def _sampled_matches(model, seed, prior, post, f_mean, offset=0.0):
+    """``pm.sample`` of the m = 1 model (2 chains x 2,500 draws of 6 sweeps): its partitions
+    and its f (less the offset) against the exact posterior; returns the trace."""
+    with model:
+        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=seed,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 6})
+    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
+             for chain in pmt.forests(idata, "f").values]
+    check_cells(parts, post, {k: prior[k] for k in post})
+    check_f_mean(list(idata.posterior["f"].values - offset), f_mean)
+    return idata
+
+
 @pytest.mark.parametrize("case", ["poisson_exposure", "student_t_log_variance"])
 def test_pm_sample_matches_enumeration(case):
     """Through ``pm.sample``: the step assignment, the likelihood read by the step, the
     latent variables drawn per sweep (Student-t), the trace."""
     prior, post, f_mean = _exact(case)
     model, _ = _model(case)
-    with model:
-        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=21,
-                          progressbar=False, compute_convergence_checks=False,
-                          cgm_tree={"sweeps": 6})
-    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
-             for chain in pmt.forests(idata, "f").values]
-    check_cells(parts, post, {k: prior[k] for k in post})
-    check_f_mean(list(idata.posterior["f"].values), f_mean)
+    idata = _sampled_matches(model, 21, prior, post, f_mean)
     # the trace's values are the forests' predictions at the training rows, to the bit
     np.testing.assert_array_equal(pmt.predict(idata, X6, "f").values,
                                   idata.posterior["f"].values)
@@ -482,30 +494,25 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
             A, B = float(Y_COUNT[list(rows)].sum()), float(t[list(rows)].sum())
             e_mu = special.digamma(c + A) - np.log(d + B)  # E[log phi | c, d]
             f_mean[list(rows)] += float(integrate.trapezoid(wk * e_mu, us)) / z
-    with model:
-        idata = pm.sample(draws=2500, tune=300, chains=2, cores=1, random_seed=23,
-                          progressbar=False, compute_convergence_checks=False,
-                          cgm_tree={"sweeps": 6})
-    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
-             for chain in pmt.forests(idata, "f").values]
-    check_cells(parts, post, {k: prior[k] for k in post})
-    check_f_mean(list(idata.posterior["f"].values - off), f_mean)
+    idata = _sampled_matches(model, 23, prior, post, f_mean, off)
     sds = idata.sample_stats["f_leaf_sd"].values
     assert abs(sds.mean() - sd_mean) < 4 * float(az.mcse(sds)), (sds.mean(), sd_mean)
 
 
 def test_auto_leaf_prior_settles_by_the_likelihood():
     """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
-    (a Poisson mean, a Gamma mean, a Normal's log variance) in the direction their
-    likelihood is conjugate in, and normal leaves to anything else: the negative binomial
-    (its augmentation), a Normal mean, ``sigma = exp(g)`` (kappa = -2), several outputs."""
+    (a Poisson or negative binomial mean, a Gamma mean, a Normal's log variance) in the
+    direction their likelihood is conjugate in, and normal leaves to anything else: the
+    zero-inflated Poisson (not measured), a Normal mean, ``sigma = exp(g)`` (kappa = -2),
+    several outputs, a term whose leaf prior is named."""
     def poisson(f):
         pm.Poisson("y", mu=pm.math.exp(f) * EXPOSURE, observed=Y_COUNT)
 
     cases = [(poisson, {}, "log-gamma"),
              (CASES["gamma_mean"][1], {}, "log-inverse-gamma"),
              (CASES["normal_log_variance"][1], {}, "log-inverse-gamma"),
-             (CASES["negative_binomial"][1], {}, "normal"),
+             (CASES["negative_binomial"][1], {}, "log-gamma"),
+             (CASES["zero_inflated_poisson"][1], {}, "normal"),
              (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal"),
              (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL), {}, "normal"),
              (lambda f: pm.Poisson("y", pm.math.exp(f[0]), observed=Y_COUNT),

@@ -67,7 +67,7 @@ def _model(name, rng):
     import pymc_trees as pmt
 
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5)
+        f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5, leaf_prior="normal")  # the augmentation
         if name == "normal":
             pm.Normal("y", f, 1.0, observed=rng.normal(size=30))
         elif name == "student_t":
@@ -112,7 +112,7 @@ def test_a_form_no_entry_reads_is_refused_with_the_list():
     import pymc_trees as pmt
 
     with pm.Model() as model:
-        f = pmt.BARTTree("f", rng.normal(size=(30, 2)), m=3, leaf_sd=0.5)
+        f = pmt.BARTTree("f", rng.normal(size=(30, 2)), m=3, leaf_sd=0.5, leaf_prior="normal")
         pm.Poisson("y", pm.math.exp(f), observed=rng.poisson(2.0, 30))
     with pytest.raises(NotAugmentable, match="Poisson likelihood, which has no exact") as err:
         tree_likelihood(model, f, 30)

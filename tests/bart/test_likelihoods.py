@@ -13,6 +13,8 @@ asymmetric Laplace likelihoods (bart-math section 8).
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import arviz as az
@@ -26,6 +28,10 @@ from enumeration import (check_cells, forest_row_partitions, partition_prior_row
                          quadrature_posterior)
 from pymc_trees.bart.kernels import augment
 from pymc_trees.core.binning import bin_data, make_cutpoints
+
+# the augmentations' tests: normal leaves (by default, leaf_prior="auto" gives a negative
+# binomial mean log-gamma leaves, its Gamma-Poisson mixture)
+BARTTree = functools.partial(pmt.BARTTree, leaf_prior="normal")
 
 # --- the augmentation draws ---------------------------------------------------------------
 
@@ -263,7 +269,7 @@ def test_likelihood_matches_enumeration(case, sampler):
     prior = _prior()
     post, f_mean = quadrature_posterior(prior, len(X6), loglik, leaf_sd)
     with pm.Model():
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          link=link, sampler=sampler)
         build(f)
         draws, sweeps = DRAWS[case][sampler]
@@ -294,7 +300,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
         # one column: DART's split probabilities are 1 whatever it draws, so the uniform
         # prior gives the same posterior without DART's draws (a tenth of the sampling time
         # in a profile of this model)
-        w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+        w = BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n), split_prior="uniform")
         pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
         step = CGMTreeStep([w])  # built once: checked here, then sampled with
@@ -341,7 +347,7 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
 
     leaf_sd, sigma, n = 1.0, 0.8, len(X6)
     with pm.Model():
-        w = pmt.BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+        w = BARTTree("w", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          shape=(2, n))
         pm.Normal("y", mu=w[0] + C_ROWS * w[1], sigma=sigma, observed=Y_REAL)
         step = CGMTreeStep([w], sweeps=5)  # built once: checked here, then sampled with
@@ -388,7 +394,7 @@ def test_outputs_are_augmented_one_by_one_where_they_can_be(model):
 
     n = len(X6)
     with pm.Model():
-        w = pmt.BARTTree("w", X6, m=1, leaf_sd=1.0, min_leaf=1, shape=(2, n))
+        w = BARTTree("w", X6, m=1, leaf_sd=1.0, min_leaf=1, shape=(2, n))
         if model == "abs_scale":
             pm.Normal("y", w[0], pm.math.abs(w[1] + 1.0), observed=Y_REAL)
             expected = ["normal", "general"]
@@ -437,7 +443,7 @@ def test_likelihood_forms_are_read_from_the_graph(form):
 
     build, family, a, b = FORMS[form]
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
         build(f)
     lik = tree_likelihood(model, f, 6)
     assert lik.family == family
@@ -455,7 +461,7 @@ def test_pieces_held_at_one_point_are_evaluated_once_and_only_there():
     from pymc_trees.bart.structure import tree_likelihood
 
     with pm.Model() as model:
-        f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
         pm.StudentT("y", nu=3.0, mu=f, sigma=pm.HalfNormal("s", 1.0), observed=Y_REAL)
     lik = tree_likelihood(model, f, 6)
     calls = []
@@ -486,7 +492,7 @@ def test_a_level_shift_is_evaluated_once_a_chain_only_when_nothing_sampled_moves
 
     for hyper in (False, True):
         with pm.Model() as model:
-            f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+            f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
             mu_a = pm.Normal("mu_a", 0.0, 1.0) if hyper else 0.5
             a = pm.Normal("a", mu_a, 2.0)
             pm.Normal("y", mu=a + 2.0 * f, sigma=1.0, observed=Y_REAL)
@@ -517,7 +523,7 @@ def test_link_calibration():
     assert np.isclose(sd, np.log(10.5 / 0.5) / (2 * k * np.sqrt(m)))
     X = np.arange(8.0)[:, None]
     with pm.Model():
-        f = pmt.BARTTree("f", X, y01, m=m, link="probit", min_leaf=1)
+        f = BARTTree("f", X, y01, m=m, link="probit", min_leaf=1)
         assert f.owner.op.link == "probit"
         assert np.isclose(f.owner.inputs[3].eval(), stats.norm.ppf(5 / 8))
     with pytest.raises(ValueError, match="0/1 outcomes or proportions"):
@@ -535,7 +541,7 @@ def test_term_calibrated_for_another_link_is_refused_at_sampling(term_link, like
     X = rng.uniform(size=(40, 2))
     y = (rng.uniform(size=40) < 0.4).astype(int)
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=5, link=term_link)
+        f = BARTTree("f", X, y, m=5, link=term_link)
         if likelihood == "logit":
             pm.Bernoulli("y", logit_p=f, observed=y)
         elif likelihood == "normal":
@@ -566,8 +572,8 @@ def test_logit_model_with_intercept_random_effect_two_terms_and_new_data():
         Xd = pm.Data("X", X)
         gd = pm.Data("g", g)
         zd = pm.Data("z", z)
-        f1 = pmt.BARTTree("f1", Xd, y, m=20, link="logit", sampler="cgm")
-        f2 = pmt.BARTTree("f2", Xd, m=10, leaf_sd=0.3, sampler="pg")
+        f1 = BARTTree("f1", Xd, y, m=20, link="logit", sampler="cgm")
+        f2 = BARTTree("f2", Xd, m=10, leaf_sd=0.3, sampler="pg")
         a = pm.Normal("a", 0.0, 2.0)
         su = pm.HalfNormal("su", 1.0)
         u = pm.Normal("u", 0.0, su, shape=G)
@@ -630,7 +636,7 @@ def test_recovery_of_probability_or_rate(case):
     X = rng.uniform(size=(800, 3))
     eta, y, link, build = _recovery_case(case, rng, X)
     with pm.Model():
-        f = pmt.BARTTree("f", X, y, m=50, link=link)
+        f = BARTTree("f", X, y, m=50, link=link)
         build(f, y)
         idata = pm.sample(draws=400, tune=400, chains=2, cores=1, random_seed=41,
                           progressbar=False, compute_convergence_checks=False)
@@ -694,7 +700,7 @@ def test_logit_intercept_level_shift_matches_enumeration():
     total = sum(post_w.values())
     post = {k: v / total for k, v in post_w.items()}
     with pm.Model():
-        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
+        f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
                          link="logit")
         a = pm.Normal("c", m0, s0)
         pm.Bernoulli("y", logit_p=a + f, observed=Y_BIN)
