@@ -546,3 +546,32 @@ def test_prior_predictive_draws_the_settled_leaf_prior():
         cube = draws**3
         assert abs(draws.var() - 1.0) < 0.1
         assert abs(cube.mean() - want) < 4 * cube.std() / np.sqrt(cube.size), (cube.mean(), want)
+
+
+def test_prior_recovered_through_pm_sample():
+    """Prior recovery through ``pm.sample``: a Poisson whose every row has exposure 0 (``t =
+    0``, observed 0) carries no information, so the chains must sample the tree prior over
+    partitions and the log-gamma leaf prior (mean 0, sd 0.5, the skewness of ``log phi``):
+    the step, its likelihood reading and the trace, where the sweep test above checks the
+    kernel alone."""
+    with pm.Model():
+        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=0.5, min_leaf=1)
+        pm.Poisson("y", mu=pm.math.exp(f) * np.zeros(6), observed=np.zeros(6, dtype=int))
+        assert pmt.CGMTreeStep([f]).leaf_prior == "log-gamma"  # what pm.sample assigns
+        idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, random_seed=31,
+                          progressbar=False, compute_convergence_checks=False,
+                          cgm_tree={"sweeps": 2})
+    prior = _prior()
+    parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
+             for chain in pmt.forests(idata, "f").values]
+    flat = [p for chain in parts for p in chain]
+    freq = {k: sum(p == k for p in flat) / len(flat) for k in prior}
+    n_eff = min(float(az.ess(np.array([[float(p == k) for p in ch] for ch in parts])))
+                for k in sorted(prior, key=prior.get, reverse=True)[:5])
+    from enumeration import total_variation, tv_tolerance
+    assert total_variation(freq, prior) < tv_tolerance(prior, n_eff)
+    f0 = idata.posterior["f"].values[..., 0]
+    c, _ = log_gamma_prior(0.5, 1.0)
+    skew = special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
+    for x, want in [(f0, 0.0), (f0**2, 0.25), (f0**3 / 0.125, skew)]:
+        assert abs(x.mean() - want) < 4 * float(az.mcse(x)), (x.mean(), want)
