@@ -43,22 +43,23 @@ BURN, SWEEPS = 300, 3000
 def _poisson():
     rng, X, eta = _data()
     y = rng.poisson(np.exp(0.5 + eta))
-    return pmt.BARTTree("f", X, y, m=M, link="log"), lambda f: pm.Poisson(
+    return pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal"), lambda f: pm.Poisson(
         "y", mu=pm.math.exp(f), observed=y)
 
 
 def _gamma():
     rng, X, eta = _data()
     y = rng.gamma(4.0, np.exp(1.0 + eta) / 4.0)
-    return pmt.BARTTree("f", X, y, m=M, link="log"), lambda f: pm.Gamma(
+    return pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal"), lambda f: pm.Gamma(
         "y", alpha=4.0, beta=4.0 / pm.math.exp(f), observed=y)
 
 
 def _negative_binomial():
     rng, X, eta = _data()
     y = rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(1.0 + eta)))
-    return pmt.BARTTree("f", X, y, m=M, link="log"), lambda f: pm.NegativeBinomial(
-        "y", n=3.0, p=3.0 / (3.0 + pm.math.exp(f)), observed=y)
+    f = pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal")
+    return f, lambda f: pm.NegativeBinomial("y", n=3.0, p=3.0 / (3.0 + pm.math.exp(f)),
+                                            observed=y)
 
 
 FAMILIES = {"poisson": _poisson, "gamma": _gamma, "negative_binomial": _negative_binomial}

@@ -37,7 +37,7 @@ def _data(seed=0):
 def poisson():
     rng, X, eta = _data()
     y = rng.poisson(np.exp(0.5 + eta))
-    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    f = pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal")
     pm.Poisson("y", mu=pm.math.exp(f), observed=y)
     return [f]
 
@@ -45,7 +45,7 @@ def poisson():
 def gamma_shape():
     rng, X, eta = _data()
     y = rng.gamma(4.0, np.exp(1.0 + eta) / 4.0)
-    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    f = pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal")
     k = pm.Gamma("k", 2.0, 0.5)
     pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
     return [f]
@@ -55,7 +55,7 @@ def normal_log_scale():
     rng, X, eta = _data()
     y = eta + rng.normal(size=N) * (0.1 + 0.6 * X[:, 3])
     pmt.BARTTree("f", X, y, m=M, response="constant")
-    g = pmt.BARTTree("g", X, m=M, leaf_sd=1.0 / np.sqrt(M))
+    g = pmt.BARTTree("g", X, m=M, leaf_sd=1.0 / np.sqrt(M), leaf_prior="normal")
     pm.Normal("y", pm.modelcontext(None)["f"], pm.math.exp(np.log(y.std()) + g), observed=y)
     return [g]
 
@@ -74,7 +74,7 @@ def three_quantiles_log():
 def negative_binomial():
     rng, X, eta = _data()
     y = rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(1.0 + eta)))
-    f = pmt.BARTTree("f", X, y, m=M, link="log")
+    f = pmt.BARTTree("f", X, y, m=M, link="log", leaf_prior="normal")
     a = pm.Gamma("a", 2.0, 0.5)
     pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=y)
     return [f]

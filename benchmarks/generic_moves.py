@@ -94,7 +94,8 @@ def general(sweeps: int, rounds: int) -> tuple[float, float]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with pm.Model() as model:
-                f = pmt.BARTTree("f", X, y, m=m, link="log", response=response)
+                f = pmt.BARTTree("f", X, y, m=m, link="log", response=response,
+                                 leaf_prior="normal")
                 pm.Poisson("y", mu=pm.math.exp(f), observed=y)
                 kw = {"move_probs": LINEAR_MIX} if response == "constant" else {}
                 step = tree_steps.CGMTreeStep([f], **kw)

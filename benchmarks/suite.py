@@ -299,7 +299,10 @@ def ours(task, X, y, Xt, cfg, variant="default"):
                                  leaf_prior="log-inverse-gamma")
                 g = g / 2  # log sigma
             else:
-                g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=sd_log / np.sqrt(VAR_TREES))
+                # normal leaves, the general step (as measured; "auto" would give sigma =
+                # exp(a + g) in a Normal conjugate leaves of exponent -2)
+                g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=sd_log / np.sqrt(VAR_TREES),
+                                 leaf_prior="normal")
             a = pm.Normal("a", np.log(np.sqrt(_s2_guess(X, y))), 1.0)
             if variant.endswith("+ t"):
                 pm.StudentT("y", nu=pm.Gamma("nu", 2.0, 0.1), mu=f, sigma=pm.math.exp(a + g),

@@ -13,7 +13,7 @@ on one core:
   ``a ~ Normal(log sd(y), 1)``, ``y ~ Normal(f, exp(a + g / 2))``: the conjugate variance
   update of issue 51 (``pymc_trees.bart.kernels.gamma_leaves``) and NUTS for a.
 * **ours, general step**: the same with normal leaves on ``g`` the log sd (leaf sd
-  0.75 / sqrt(50)), ``sigma = exp(a + g)``: the general tree step.
+  0.75 / sqrt(50), ``leaf_prior="normal"``), ``sigma = exp(a + g)``: the general tree step.
 * **stochtree variance forest**: ``BARTModel.sample(..., variance_forest_params=
   {"num_trees": 50})``, mean forest 200 trees, ``num_burnin=1000, num_mcmc=1000``,
   2 chains, one thread; and the same with its default warm start (``num_gfr=10``,
@@ -65,7 +65,8 @@ def ours(X, y, Xt, seed, conjugate, tune=1000, draws=1000):
                              leaf_prior="log-inverse-gamma")
             sigma = pm.math.exp(a + g / 2)
         else:
-            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=0.75 / np.sqrt(VAR_TREES))
+            g = pmt.BARTTree("g", X, m=VAR_TREES, leaf_sd=0.75 / np.sqrt(VAR_TREES),
+                             leaf_prior="normal")  # the general step
             sigma = pm.math.exp(a + g)
         pm.Normal("y", f, sigma, observed=y)
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,

@@ -77,8 +77,8 @@ def group_a() -> None:
 
 
 def group_b() -> None:
-    """The other samplers: Particle Gibbs, the general step (Poisson), linear leaves (also in
-    the general step) and outputs that share their trees."""
+    """The other samplers: Particle Gibbs, the general step (Poisson), log-gamma leaves,
+    linear leaves (also in the general step) and outputs that share their trees."""
     import pymc as pm
 
     import pymc_trees as pmt
@@ -88,10 +88,11 @@ def group_b() -> None:
         pm.Normal("y", mu=f, sigma=1.0, observed=y)
         pm.sample(**SAMPLE)
     counts = np.random.default_rng(2).poisson(np.exp(X[:, 0]))
-    with pm.Model():
-        f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5)
-        pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
-        pm.sample(**SAMPLE)
+    for leaf_prior in ("normal", "auto"):  # the general step, and log-gamma leaves
+        with pm.Model():
+            f = pmt.BARTTree("f", X, m=3, leaf_sd=0.5, leaf_prior=leaf_prior)
+            pm.Poisson("y", mu=pm.math.exp(f), observed=counts)
+            pm.sample(**SAMPLE)
     with pm.Model():
         f = pmt.BARTTree("f", X, y, m=3, response="linear")
         pm.Normal("y", mu=f, sigma=1.0, observed=y)

@@ -112,7 +112,7 @@ class BARTTreeRV(RandomVariable):
             sd = learned_scale_prior_draw(rng, sd)
         plan, prior = term_plan(self), self.prior
         if prior.leaf_prior == "auto":  # settled by the model's likelihood, as the step does
-            plan, prior = plan.settle_leaf_prior(prior, settled_leaf_prior(self, X))
+            plan, prior = plan.settle_leaf_prior(prior, *settled_leaf_prior(self, X))
         shared = plan.shared  # one forest, k values at each leaf
         for j in range(1 if shared else out.shape[0]):
             fs = plan.make_sampler(np.asarray(X), prior, float(offset), sd,
@@ -302,7 +302,8 @@ class BARTTree(Distribution):
         direction the likelihood is conjugate in for a Poisson or negative binomial mean
         ``exp(a + f)`` (with an exposure; the latter by its Gamma-Poisson mixture), a Gamma
         outcome's mean and a Normal's log variance (``sigma = exp(g / 2)``,
-        ``sqrt(exp(g))``, ``tau = exp(-g)``), where they measured 2 to 4 times the effective
+        ``sqrt(exp(g))``, ``tau = exp(-g)``; ``sigma = exp(g)`` with every leaf's
+        ``exp(-2 value)`` Gamma), where they measured 2 to 4 times the effective
         draws a second of normal leaves at the same held-out density (``docs/design.md``,
         "Which prior a model gets"); normal leaves everywhere else.  ``pm.sample_prior_predictive``
         draws the prior the step samples (it settles the same way); the step's

@@ -215,8 +215,9 @@ GAMMA_FORMS = (
     "b = -1/2 for 'log-gamma' or 1/2 for 'log-inverse-gamma' in a Normal or Student-t "
     "sigma (sigma = exp(f / 2): f the log variance). A leaf's exp(kappa * value) is Gamma "
     "with kappa = q * b (q = 1 for the first three, -2 for a sigma) and must be 1 for "
-    "'log-gamma' and -1 for 'log-inverse-gamma'. Use leaf_prior='normal' (the general "
-    "tree step) for any other form.")
+    "'log-gamma' and -1 for 'log-inverse-gamma'; leaf_prior='auto' (the default) also "
+    "takes kappa = -2 (sigma = exp(f)). Use leaf_prior='normal' (the general tree step) "
+    "for any other form.")
 
 
 @dataclass
@@ -353,14 +354,14 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     a = graph_replace(eta, {f_rv: zeros}, strict=False)
     b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
     b_value = _constant_coefficient(model, b)
-    if auto and b_value is not None and fam.q * b_value in (1.0, -1.0):
-        kappa = fam.q * b_value
+    if auto and b_value is not None and fam.q * b_value in (1.0, -1.0, 2.0, -2.0):
+        kappa = fam.q * b_value  # +-2: sigma = exp(g), a leaf's exp(-2 mu) Gamma
     if b_value is None or fam.q * b_value != kappa:
         found = "varies (a vector or a model variable)" if b_value is None else \
             f"is {b_value:g}, so kappa = {fam.q * b_value:g}"
         raise ModelStructureError(
-            f"{head} (kappa = {'+-1' if kappa is None else f'{kappa:g}'}), but in {obs.name!r} the coefficient b of {name} in "
-            f"eta {found}.\n{GAMMA_FORMS}")
+            f"{head} (kappa = {'+-1 or +-2' if kappa is None else f'{kappa:g}'}), but in "
+            f"{obs.name!r} the coefficient b of {name} in eta {found}.\n{GAMMA_FORMS}")
     y = model.rvs_to_values[obs]
     fn = point_function(model, [y, a, pt.constant(b_value), *(par for _, par in params)])
     point = model.initial_point()
@@ -378,7 +379,9 @@ def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
     """The leaf prior that ``leaf_prior="auto"`` settles to for the term ``f_rv`` in
     ``model``, with its likelihood: ``"log-gamma"`` or ``"log-inverse-gamma"`` (and the
     compiled :class:`GammaLikelihood`) when the term enters one likelihood of
-    :data:`AUTO_FAMILIES` through ``exp`` with kappa = +-1, else ``("normal", None)``."""
+    :data:`AUTO_FAMILIES` through ``exp`` with kappa = +-1 or +-2 (``lik.kappa``; -2 for
+    ``sigma = exp(g)``: each tree multiplies the variance by ``exp(2 mu)``, inverse-gamma),
+    else ``("normal", None)``."""
     try:
         lik = gamma_likelihood(model, f_rv, n, "auto")
     except ModelStructureError:
@@ -386,16 +389,16 @@ def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
     return ("log-gamma" if lik.kappa > 0 else "log-inverse-gamma"), lik
 
 
-def settled_leaf_prior(op, X=None) -> str:
-    """The leaf prior of the tree term whose Op is ``op`` (a ``BARTTreeRV``, at rows ``X``)
-    for a draw from its prior: ``leaf_prior="auto"`` settles as the tree step settles it, by
+def settled_leaf_prior(op, X=None) -> tuple[str, float]:
+    """The leaf prior and its exponent kappa (0 for the name's +-1) of the tree term whose
+    Op is ``op`` (a ``BARTTreeRV``, at rows ``X``) for a draw from its prior: ``leaf_prior="auto"`` settles as the tree step settles it, by
     the likelihood the term enters in the model of the current context
     (:func:`auto_leaf_prior`; ``pm.sample_prior_predictive``
     enters its model's context, :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
     any model context (``pm.draw(f)`` after the ``with`` block) has no likelihood in sight
     and gets normal leaves (the same mean and sd at every leaf)."""
     if op.prior.leaf_prior != "auto":
-        return op.prior.leaf_prior
+        return op.prior.leaf_prior, 0.0
     model = pm.Model.get_context(error_if_none=False)
     # the compiled draw holds a copy of the Op (PyMC makes it inplace): found by its props
     props = {k: v for k, v in op._props_dict().items() if k != "inplace"}
@@ -411,7 +414,7 @@ def settled_leaf_prior(op, X=None) -> str:
             "leaf_prior='auto' settles differently by their likelihoods; pass leaf_prior "
             "explicitly ('normal', 'log-gamma' or 'log-inverse-gamma') to draw them from "
             "their priors.")
-    return settled.pop() if settled else "normal"
+    return settled.pop() if settled else ("normal", 0.0)
 
 
 def _rows(rv):
@@ -419,7 +422,7 @@ def _rows(rv):
     return rv.owner.op.dist_params(rv.owner)[0]
 
 
-def _settle_in(model, rv) -> str:
+def _settle_in(model, rv) -> tuple[str, float]:
     """``leaf_prior="auto"`` of the term ``rv`` settled by its likelihood in ``model``,
     kept on the term's Op until the model gains a variable."""
     op = rv.owner.op
@@ -427,5 +430,6 @@ def _settle_in(model, rv) -> str:
     kept = getattr(op, "_settled", None)
     if kept is None or kept[0] != key:
         n = int(_rows(rv).shape[0].eval())
-        kept = op._settled = (key, auto_leaf_prior(model, rv, n)[0])
+        lp, lik = auto_leaf_prior(model, rv, n)
+        kept = op._settled = (key, (lp, 0.0 if lik is None else float(lik.kappa)))
     return kept[1]

@@ -61,11 +61,11 @@ def log_gamma_prior(leaf_sd: float, kappa: float = 1.0) -> tuple[float, float]:
 
 
 def learned_gamma_scale_logpdf(u: float, n_leaves: float, s1: float, s2: float, alpha: float,
-                               beta: float) -> float:
+                               beta: float, kappa2: float = 1.0) -> float:
     """The log density, up to a constant, of ``u = log c`` for a learned leaf scale of
-    log-gamma leaves: the leaf variance ``v = trigamma(c) ~ InverseGamma(alpha, beta)``
-    (``BARTTree(..., leaf_sd="learned")``'s prior, with the Jacobian ``|dv/du| =
-    -polygamma(2, c) c``) times the density of the forest's L leaves, each ``exp(kappa mu)
+    log-gamma leaves: the leaf variance ``v = trigamma(c) / kappa^2 ~ InverseGamma(alpha,
+    beta)`` (``BARTTree(..., leaf_sd="learned")``'s prior, with the Jacobian ``|dv/du| =
+    -polygamma(2, c) c / kappa^2``; ``kappa2`` is ``kappa^2``) times the density of the forest's L leaves, each ``exp(kappa mu)
     ~ Gamma(c, rate d = exp(digamma(c)))``: ``L (c log d - lgamma(c)) + c s1 - d s2`` with
     ``s1 = sum kappa mu`` and ``s2 = sum exp(kappa mu)``."""
     if not -30.0 < u < 27.0:  # c from 1e-13 to 5e11: beyond, the prior's mass is nil
@@ -73,9 +73,10 @@ def learned_gamma_scale_logpdf(u: float, n_leaves: float, s1: float, s2: float, 
     c = math.exp(u)
     # trigamma(c) = zeta(2, c), polygamma(2, c) = -2 zeta(3, c): scipy's polygamma is
     # Python around zeta, ten times slower per call on this path (once per sweep)
-    v = float(special.zeta(2.0, c))
+    v = float(special.zeta(2.0, c)) / kappa2
     dig = float(special.digamma(c))
-    return (-(alpha + 1.0) * math.log(v) - beta / v + math.log(2.0 * special.zeta(3.0, c)) + u
+    return (-(alpha + 1.0) * math.log(v) - beta / v
+            + math.log(2.0 * special.zeta(3.0, c) / kappa2) + u
             + n_leaves * (c * dig - math.lgamma(c)) + c * s1 - math.exp(dig) * s2)
 
 
@@ -94,9 +95,9 @@ class GammaForestSampler(ForestSampler):
     _ROW_ATTRS = ForestSampler._ROW_ATTRS + ("_gamma_bufs",)
 
     def __post_init__(self):
-        if self.kappa not in (1.0, -1.0):
-            raise ValueError(f"kappa must be 1 (log-gamma leaves) or -1 (log-inverse-gamma); "
-                             f"got {self.kappa!r}.")
+        if self.kappa not in (1.0, -1.0, 2.0, -2.0):
+            raise ValueError(f"kappa must be 1 or 2 (log-gamma leaves) or -1 or -2 "
+                             f"(log-inverse-gamma); got {self.kappa!r}.")
         super().__post_init__()
 
     @property

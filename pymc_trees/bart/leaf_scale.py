@@ -173,7 +173,8 @@ class LearnedLeafScale(FixedLeafScale):
             stats = sampler.log_leaf_stats()
             prior = learned_scale_prior(self.sd0)
             u = slice_sample(rng, float(np.log(sampler.gamma_prior[0])),
-                             lambda x: learned_gamma_scale_logpdf(x, *stats, *prior), 0.5, 64)
+                             lambda x: learned_gamma_scale_logpdf(x, *stats, *prior,
+                                                                  sampler.kappa**2), 0.5, 64)
             sampler.set_gamma_shape(np.exp(u))
         else:
             sampler.leaf_sd = learned_scale_draw(rng, self.sd0, *sampler.leaf_stats())

@@ -232,7 +232,7 @@ def make_forest_sampler(X: np.ndarray, prior: TreePrior, offset: float, leaf_sd:
     leaves, :class:`LinearForestSampler` for linear ones and for the mix."""
     if prior.leaf_prior != "normal":
         return GammaForestSampler(X, prior, offset, leaf_sd, categorical,
-                                  kappa=leaf_prior_kappa(prior.leaf_prior))
+                                  kappa=prior.leaf_kappa or leaf_prior_kappa(prior.leaf_prior))
     cls = ForestSampler if prior.response == "constant" else LinearForestSampler
     return cls(X, prior, offset, leaf_sd, categorical)
 
@@ -303,16 +303,17 @@ class TermPlan:
         return (replace(self, response="constant"),
                 replace(prior, response="constant", response_auto=False))
 
-    def settle_leaf_prior(self, prior: TreePrior, leaf_prior: str
+    def settle_leaf_prior(self, prior: TreePrior, leaf_prior: str, kappa: float = 0.0
                           ) -> tuple["TermPlan", TreePrior]:
-        """The plan and prior with ``leaf_prior="auto"`` settled to ``leaf_prior`` (by the
-        likelihood, :func:`pymc_trees.bart.gamma_likelihood.auto_leaf_prior`): log-gamma
-        leaves hold one value each (constant leaves)."""
+        """The plan and prior with ``leaf_prior="auto"`` settled to ``leaf_prior`` and the
+        exponent ``kappa`` (by the likelihood,
+        :func:`pymc_trees.bart.gamma_likelihood.auto_leaf_prior`): log-gamma leaves hold one
+        value each (constant leaves)."""
         if leaf_prior == "normal":
             return replace(self, leaf_prior="normal"), replace(prior, leaf_prior="normal")
         return (replace(self, leaf_prior=leaf_prior, response="constant"),
-                replace(prior, leaf_prior=leaf_prior, response="constant",
-                        response_auto=False))
+                replace(prior, leaf_prior=leaf_prior, leaf_kappa=float(kappa),
+                        response="constant", response_auto=False))
 
     def check_step(self) -> None:
         """Refuse a step kind the sampler cannot serve, when the step is built."""

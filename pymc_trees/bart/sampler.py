@@ -85,8 +85,11 @@ class TreePrior:
         Whether ``response="linear"`` is the default's choice rather than the user's
         (``BARTTree(response=None)``): the tree step then samples constant leaves where linear
         ones are not the measured default (:meth:`pymc_trees.bart.plan.TermPlan.resolve`).
-    leaf_prior : {"normal", "log-gamma", "log-inverse-gamma"}
+    leaf_prior : {"normal", "log-gamma", "log-inverse-gamma", "auto"}
         The leaf values' prior (:mod:`pymc_trees.bart.gamma_sampler`; checked by the plan).
+    leaf_kappa : float
+        The exponent of log-gamma leaves, ``exp(kappa mu) ~ Gamma``, when the likelihood
+        set it (+-1 or +-2, ``"auto"`` settled); 0: +-1 by ``leaf_prior``.
     """
 
     m: int = 200
@@ -102,6 +105,7 @@ class TreePrior:
     separate_trees: bool = True
     response_auto: bool = False
     leaf_prior: str = "normal"
+    leaf_kappa: float = 0.0
 
     def __post_init__(self):
         if self.response not in ("constant", "linear", "mix"):
@@ -161,22 +165,11 @@ def learned_scale_draw(rng: np.random.Generator, sd0: float, n_leaves: float,
 
 
 def learned_scale_prior_draw(rng: np.random.Generator, sd0: float) -> float:
-    """A draw of the leaf sd learned inside the tree step from its prior.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    sd0 : float
-        The calibrated leaf sd, on which the prior is centred (:func:`learned_scale_prior`).
-
-    Returns
-    -------
-    float
-        ``sqrt(v)`` with ``v ~ InverseGamma(learned_scale_prior(sd0))``: the conditional of
-        :func:`learned_scale_draw` given a forest of no leaves.  Prior draws of the term
-        (``pm.sample_prior_predictive``) and a tree step whose term nothing observes draw
-        the scale this way before the trees.
-    """
+    """A draw of the leaf sd learned inside the tree step from its prior, centred on the
+    calibrated sd ``sd0``: ``sqrt(v)`` with ``v ~ InverseGamma(learned_scale_prior(sd0))``,
+    the conditional of :func:`learned_scale_draw` given a forest of no leaves.  Prior draws
+    of the term (``pm.sample_prior_predictive``) and a tree step whose term nothing
+    observes draw the scale this way before the trees."""
     return learned_scale_draw(rng, sd0, 0.0, 0.0)
 
 

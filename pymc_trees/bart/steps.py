@@ -272,14 +272,14 @@ class _TreeStep(BlockedStep):
         ``_plan`` and ``_prior``).  A term that no density depends on
         (:func:`~pymc_trees.bart.structure.unobserved_term`) has none: its step draws it from
         its prior (:meth:`_prior_draw`)."""
-        outputs = rv.owner.op.outputs
-        self._liks = self._joint = None
+        outputs, self._liks, self._joint = rv.owner.op.outputs, None, None
         self._prior_only = unobserved_term(model, rv)
         self.likelihood, prior, lp = None, rv.owner.op.prior, self._plan.leaf_prior
         if lp == "auto":  # log-gamma leaves where the likelihood takes them
             lp, self.likelihood = (auto_leaf_prior(model, rv, n) if not self._prior_only
                                    and self._plan.step == "cgm" else ("normal", None))
-            self._plan, prior = self._plan.settle_leaf_prior(prior, lp)
+            self._plan, prior = self._plan.settle_leaf_prior(
+                prior, lp, getattr(self.likelihood, "kappa", 0.0))
         if self._prior_only:
             self.level_shifts = []
             self._plan, self._prior = self._plan.resolve(prior, None, self._move_probs_given)

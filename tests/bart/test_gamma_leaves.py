@@ -501,32 +501,34 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
 
 def test_auto_leaf_prior_settles_by_the_likelihood():
     """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
-    (a Poisson or negative binomial mean, a Gamma mean, a Normal's log variance) in the
-    direction their likelihood is conjugate in, and normal leaves to anything else: the
-    zero-inflated Poisson (not measured), a Normal mean, ``sigma = exp(g)`` (kappa = -2),
+    (a Poisson or negative binomial mean, a Gamma mean, a Normal's log variance or log sd)
+    in the direction and with the exponent their likelihood is conjugate in, and normal
+    leaves to anything else: the zero-inflated Poisson (not measured), a Normal mean,
     several outputs, a term whose leaf prior is named."""
     def poisson(f):
         pm.Poisson("y", mu=pm.math.exp(f) * EXPOSURE, observed=Y_COUNT)
 
-    cases = [(poisson, {}, "log-gamma"),
-             (CASES["gamma_mean"][1], {}, "log-inverse-gamma"),
-             (CASES["normal_log_variance"][1], {}, "log-inverse-gamma"),
-             (CASES["negative_binomial"][1], {}, "log-gamma"),
-             (CASES["zero_inflated_poisson"][1], {}, "normal"),
-             (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal"),
-             (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL), {}, "normal"),
+    cases = [(poisson, {}, "log-gamma", 1.0),
+             (CASES["gamma_mean"][1], {}, "log-inverse-gamma", -1.0),
+             (CASES["normal_log_variance"][1], {}, "log-inverse-gamma", -1.0),
+             (CASES["negative_binomial"][1], {}, "log-gamma", 1.0),
+             (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL), {},
+              "log-inverse-gamma", -2.0),
+             (CASES["zero_inflated_poisson"][1], {}, "normal", 0.0),
+             (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal", 0.0),
              (lambda f: pm.Poisson("y", pm.math.exp(f[0]), observed=Y_COUNT),
-              {"shape": (2, 6)}, "normal"),
-             (poisson, {"leaf_prior": "normal"}, "normal")]
-    for build, kw, want in cases:
+              {"shape": (2, 6)}, "normal", 0.0),
+             (poisson, {"leaf_prior": "normal"}, "normal", 0.0)]
+    from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
+    for build, kw, want, kappa in cases:
         with pm.Model() as model:
             f = pmt.BARTTree("f", X6, m=2, leaf_sd=0.5, min_leaf=1, **kw)
             build(f)
             step = pmt.CGMTreeStep([f])
         assert step.leaf_prior == want, (want, kw)
-        from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
+        assert getattr(step.sampler, "kappa", 0.0) == kappa
         with model:
-            assert settled_leaf_prior(f.owner.op) == want
+            assert settled_leaf_prior(f.owner.op) == (want, kappa if kw == {} else 0.0)
 
 
 def test_prior_predictive_draws_the_settled_leaf_prior():
@@ -534,18 +536,22 @@ def test_prior_predictive_draws_the_settled_leaf_prior():
     samples: m = 1 and leaf sd 1, so f at a row is one leaf, whose skewness is the
     log-gamma's (-0.98 here), the normal's (0) when the likelihood leaves it normal; also
     with ``model=`` outside the ``with`` block."""
-    c, _ = log_gamma_prior(1.0, 1.0)
-    skew = special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
-    for build, want in [(lambda f: pm.Poisson("y", mu=pm.math.exp(f), observed=Y_COUNT), skew),
+    def skew(kappa):
+        c, _ = log_gamma_prior(1.0, kappa)
+        return np.sign(kappa) * special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
+
+    for build, want in [(lambda f: pm.Poisson("y", mu=pm.math.exp(f), observed=Y_COUNT),
+                         skew(1.0)),
+                        (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL),
+                         skew(-2.0)),
                         (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), 0.0)]:
         with pm.Model() as model:
             f = pmt.BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
             build(f)
         draws = pm.sample_prior_predictive(draws=4000, model=model, random_seed=8,
                                            var_names=["f"]).prior["f"].values[0, :, 0]
-        cube = draws**3
-        assert abs(draws.var() - 1.0) < 0.1
-        assert abs(cube.mean() - want) < 4 * cube.std() / np.sqrt(cube.size), (cube.mean(), want)
+        for x, w in [(draws**2, 1.0), (draws**3, want)]:
+            assert abs(x.mean() - w) < 4 * x.std() / np.sqrt(x.size), (x.mean(), w)
 
 
 def test_prior_recovered_through_pm_sample():
@@ -575,3 +581,24 @@ def test_prior_recovered_through_pm_sample():
     skew = special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
     for x, want in [(f0, 0.0), (f0**2, 0.25), (f0**3 / 0.125, skew)]:
         assert abs(x.mean() - want) < 4 * float(az.mcse(x)), (x.mean(), want)
+
+
+def test_sigma_exp_f_settles_to_exponent_minus_two_and_matches_enumeration():
+    """``sigma = exp(f)`` in a Normal (kappa = q b = -2): ``"auto"`` gives leaves with
+    ``exp(-2 mu) ~ Gamma(c, d)``, calibrated to sd ``leaf_sd``; m = 1 on 6 rows through
+    ``pm.sample`` against quadrature of the Normal likelihood against that density."""
+    c, d = log_gamma_prior(0.5, -2.0)
+
+    def logpdf(mu):
+        u = -2.0 * np.asarray(mu)
+        return c * math.log(d) - special.gammaln(c) + c * u - d * np.exp(u) + math.log(2.0)
+
+    prior = _prior()
+    post, f_mean = quadrature_posterior(
+        prior, 6, lambda i, mu: stats.norm.logpdf(Y_REAL[i], 0.2, np.exp(mu)), 0.5, logpdf)
+    with pm.Model() as model:
+        f = pmt.BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=0.5, min_leaf=1)
+        pm.Normal("y", mu=0.2, sigma=pm.math.exp(f), observed=Y_REAL)
+        step = pmt.CGMTreeStep([f])
+    assert (step.leaf_prior, step.sampler.kappa) == ("log-inverse-gamma", -2.0)
+    _sampled_matches(model, 27, prior, post, f_mean)
