@@ -299,11 +299,11 @@ class BARTTree(Distribution):
         forms; any other is refused with them).  One output, constant leaves, a leaf scale
         that is a number, ``"fixed"`` or ``"learned"`` (not a model variable), the CGM step.
         ``"auto"`` settles when the tree step reads the likelihood: log-gamma leaves in the
-        direction the likelihood is conjugate in for a Poisson or negative binomial mean
-        ``exp(a + f)`` (with an exposure; the latter by its Gamma-Poisson mixture), a Gamma
-        outcome's mean and a Normal's log variance (``sigma = exp(g / 2)``,
-        ``sqrt(exp(g))``, ``tau = exp(-g)``; ``sigma = exp(g)`` with every leaf's
-        ``exp(-2 value)`` Gamma), where they measured 2 to 4 times the effective
+        direction the likelihood is conjugate in for a Poisson, zero-inflated Poisson or
+        negative binomial mean ``exp(a + f)`` (with an exposure; the negative binomial by
+        its Gamma-Poisson mixture), a Gamma outcome's mean and a Normal's or Student-t's log
+        variance (``sigma = exp(g / 2)``, ``sqrt(exp(g))``, ``tau = exp(-g)``; ``sigma =
+        exp(g)`` with every leaf's ``exp(-2 value)`` Gamma), where they measured 2 to 4 times the effective
         draws a second of normal leaves at the same held-out density (``docs/design.md``,
         "Which prior a model gets"); normal leaves everywhere else.  ``pm.sample_prior_predictive``
         draws the prior the step samples (it settles the same way); the step's

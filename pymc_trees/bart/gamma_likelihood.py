@@ -57,8 +57,9 @@ __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood
 
 # The families whose terms get log-gamma leaves by default (leaf_prior="auto"): where issue
 # 51's measurements found them ahead of normal leaves (docs/design.md, "Which prior a model
-# gets"); the zero-inflated Poisson and the Student-t's variance were not measured.
-AUTO_FAMILIES = ("poisson", "negative_binomial", "gamma", "normal")
+# gets"): every family of GAMMA_FAMILIES.
+AUTO_FAMILIES = ("poisson", "zero_inflated_poisson", "negative_binomial", "gamma", "normal",
+                 "student_t")
 
 
 def log_of(var, f):

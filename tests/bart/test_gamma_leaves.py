@@ -501,10 +501,10 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
 
 def test_auto_leaf_prior_settles_by_the_likelihood():
     """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
-    (a Poisson or negative binomial mean, a Gamma mean, a Normal's log variance or log sd)
-    in the direction and with the exponent their likelihood is conjugate in, and normal
-    leaves to anything else: the zero-inflated Poisson (not measured), a Normal mean,
-    several outputs, a term whose leaf prior is named."""
+    (a Poisson, zero-inflated Poisson or negative binomial mean, a Gamma mean, a Normal's or
+    Student-t's log variance or log sd) in the direction and with the exponent their
+    likelihood is conjugate in, and normal leaves to anything else: a Normal mean, several
+    outputs, a term whose leaf prior is named."""
     def poisson(f):
         pm.Poisson("y", mu=pm.math.exp(f) * EXPOSURE, observed=Y_COUNT)
 
@@ -514,7 +514,8 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
              (CASES["negative_binomial"][1], {}, "log-gamma", 1.0),
              (lambda f: pm.Normal("y", 0.0, pm.math.exp(f), observed=Y_REAL), {},
               "log-inverse-gamma", -2.0),
-             (CASES["zero_inflated_poisson"][1], {}, "normal", 0.0),
+             (CASES["zero_inflated_poisson"][1], {}, "log-gamma", 1.0),
+             (CASES["student_t_log_variance"][1], {}, "log-inverse-gamma", -1.0),
              (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal", 0.0),
              (lambda f: pm.Poisson("y", pm.math.exp(f[0]), observed=Y_COUNT),
               {"shape": (2, 6)}, "normal", 0.0),
