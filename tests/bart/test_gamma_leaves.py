@@ -535,8 +535,9 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
 def test_prior_predictive_draws_the_settled_leaf_prior():
     """``pm.sample_prior_predictive`` draws an ``"auto"`` term from the prior its step
     samples: m = 1 and leaf sd 1, so f at a row is one leaf, whose skewness is the
-    log-gamma's (-0.98 here), the normal's (0) when the likelihood leaves it normal; also
-    with ``model=`` outside the ``with`` block."""
+    log-gamma's (-0.94 for a Poisson mean; +1.47 for ``sigma = exp(f)``, exponent -2), the
+    normal's (0) when the likelihood leaves it normal; also with ``model=`` outside the
+    ``with`` block.  Checked on the second and third moments, 4 standard errors."""
     def skew(kappa):
         c, _ = log_gamma_prior(1.0, kappa)
         return np.sign(kappa) * special.polygamma(2, c) / special.polygamma(1, c) ** 1.5
