@@ -53,13 +53,7 @@ from pymc_trees.bart.model_graph import (ModelStructureError, affine_problem, co
 from pymc_trees.bart.structure import point_function
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
-           "GAMMA_FORMS", "AUTO_FAMILIES", "auto_leaf_prior", "settled_leaf_prior"]
-
-# The families whose terms get log-gamma leaves by default (leaf_prior="auto"): where issue
-# 51's measurements found them ahead of normal leaves (docs/design.md, "Which prior a model
-# gets"): every family of GAMMA_FAMILIES.
-AUTO_FAMILIES = ("poisson", "zero_inflated_poisson", "negative_binomial", "gamma", "normal",
-                 "student_t")
+           "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_prior"]
 
 
 def log_of(var, f):
@@ -321,7 +315,9 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     ``"log-gamma"`` or ``"log-inverse-gamma"``); a :class:`ModelStructureError` naming the
     forms and the fix otherwise."""
     name = f_rv.name
-    auto = leaf_prior == "auto"  # kappa from the likelihood, one of AUTO_FAMILIES
+    # "auto": kappa from the likelihood; every family here gets log-gamma leaves by default,
+    # each measured ahead of normal leaves (docs/design.md, "Which prior a model gets")
+    auto = leaf_prior == "auto"
     kappa = None if auto else leaf_prior_kappa(leaf_prior)
     which = leaf_prior
     head = f"{name!r} has leaf_prior={which!r}"
@@ -335,8 +331,6 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
     fam = next((fm for fm in GAMMA_FAMILIES.values()
                 if (fm.matches(op, obs) if fm.matches is not None
                     else isinstance(op, fm.distribution.rv_type))), None)
-    if auto and fam is not None and fam.name not in AUTO_FAMILIES:
-        fam = None
     got = None if fam is None else fam.read(obs, obs.owner.inputs[2:], f_rv)
     if got is None or not depends_on(got[0], f_rv):  # f elsewhere (a Normal's mean)
         kind = type(op).__name__.removesuffix("RV")
@@ -380,7 +374,7 @@ def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
     """The leaf prior that ``leaf_prior="auto"`` settles to for the term ``f_rv`` in
     ``model``, with its likelihood: ``"log-gamma"`` or ``"log-inverse-gamma"`` (and the
     compiled :class:`GammaLikelihood`) when the term enters one likelihood of
-    :data:`AUTO_FAMILIES` through ``exp`` with kappa = +-1 or +-2 (``lik.kappa``; -2 for
+    :data:`GAMMA_FAMILIES` through ``exp`` with kappa = +-1 or +-2 (``lik.kappa``; -2 for
     ``sigma = exp(g)``: each tree multiplies the variance by ``exp(2 mu)``, inverse-gamma),
     else ``("normal", None)``."""
     try:
@@ -392,10 +386,11 @@ def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
 
 def settled_leaf_prior(op, X=None) -> tuple[str, float]:
     """The leaf prior and its exponent kappa (0 for the name's +-1) of the tree term whose
-    Op is ``op`` (a ``BARTTreeRV``, at rows ``X``) for a draw from its prior: ``leaf_prior="auto"`` settles as the tree step settles it, by
-    the likelihood the term enters in the model of the current context
-    (:func:`auto_leaf_prior`; ``pm.sample_prior_predictive``
-    enters its model's context, :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
+    Op is ``op`` (a ``BARTTreeRV``, at rows ``X``) for a draw from its prior:
+    ``leaf_prior="auto"`` settles as the tree step settles it, by the likelihood the term
+    enters in the model of the current context (:func:`auto_leaf_prior`;
+    ``pm.sample_prior_predictive`` enters its model's context,
+    :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
     any model context (``pm.draw(f)`` after the ``with`` block) has no likelihood in sight
     and gets normal leaves (the same mean and sd at every leaf)."""
     if op.prior.leaf_prior != "auto":

@@ -65,9 +65,10 @@ def learned_gamma_scale_logpdf(u: float, n_leaves: float, s1: float, s2: float, 
     """The log density, up to a constant, of ``u = log c`` for a learned leaf scale of
     log-gamma leaves: the leaf variance ``v = trigamma(c) / kappa^2 ~ InverseGamma(alpha,
     beta)`` (``BARTTree(..., leaf_sd="learned")``'s prior, with the Jacobian ``|dv/du| =
-    -polygamma(2, c) c / kappa^2``; ``kappa2`` is ``kappa^2``) times the density of the forest's L leaves, each ``exp(kappa mu)
-    ~ Gamma(c, rate d = exp(digamma(c)))``: ``L (c log d - lgamma(c)) + c s1 - d s2`` with
-    ``s1 = sum kappa mu`` and ``s2 = sum exp(kappa mu)``."""
+    -polygamma(2, c) c / kappa^2``; ``kappa2`` is ``kappa^2``) times the density of the
+    forest's L leaves, each ``exp(kappa mu) ~ Gamma(c, rate d = exp(digamma(c)))``:
+    ``L (c log d - lgamma(c)) + c s1 - d s2`` with ``s1 = sum kappa mu`` and
+    ``s2 = sum exp(kappa mu)``."""
     if not -30.0 < u < 27.0:  # c from 1e-13 to 5e11: beyond, the prior's mass is nil
         return -np.inf
     c = math.exp(u)
