@@ -55,7 +55,14 @@ mixture).  "ours, normal leaves (general step)" is the same model with
 ``1 / sqrt(m)`` (the same normal prior; by default its leaves have ``exp(-2 mu)`` Gamma,
 kappa = -2, conjugate too).  Two more families for the default's choice: a zero-inflated
 Poisson (the Poisson problem's counts zeroed with probability 0.3, ``psi ~ Beta(2, 2)``) and
-the two-term model with Student-t noise (nu = 4), each against normal leaves.
+the two-term model with Student-t noise (nu = 4), each against normal leaves.  And the
+heteroscedastic Normal in the ``(2, n)`` form of pymc-bart's examples, ``w = BARTTree(X, y,
+shape=(2, n))``, ``Normal(w[0], exp(w[1]))`` (one offset and one learned leaf scale
+calibrated on y for both outputs, as pymc-bart's ``BART(X, Y, shape=(2, n))``): by default
+w[1] gets log-inverse-gamma leaves (exponent -2) given the mean w[0], which keeps its
+conjugate normal update; against normal leaves (w[1] by the general step) and pymc-bart's
+two terms (``_hetero_theirs``: its (2, n) predictions fail, above).  ESS of a term of k
+outputs is reported per output (``w[0]``, ``w[1]``).
 
 Reported: held-out log predictive density per row (log of the mean over draws of the row's
 density), with the paired standard error of the difference to our row; the median and
@@ -361,7 +368,11 @@ def _sim_run(build_ours, build_theirs, term_names, scalars):
             idata = _sample(draws, tune, seed)
         secs = time.perf_counter() - t
         post = idata.posterior
-        q = {k: post[k].values[..., ROWS8] for k in term_names}
+        q = {}
+        for k in term_names:  # a term of k outputs: each output's ESS
+            v = post[k].values[..., ROWS8]
+            q.update({f"{k}[{j}]": v[:, :, j] for j in range(v.shape[2])} if v.ndim == 4
+                     else {k: v})
         q.update({k: post[k].values for k in scalars})
         pred = {k: _flat(pmt.predict(idata, Xt, k).values) for k in term_names}
         pred.update({k: post[k].values.ravel() for k in scalars})
@@ -466,6 +477,17 @@ def _hetero_theirs(pmb, Xd, X, y, m, nu=None):
     else:
         pm.StudentT("y", nu=nu, mu=f, sigma=pm.math.exp(g), observed=y, shape=Xd.shape[0])
     return {"f": "f", "g": "g"}
+
+
+def _two_outputs(X, y, m, leaf_prior="auto"):
+    # the (2, n) form of pymc-bart's examples with sigma = exp(w[1]): by default w[1] gets
+    # log-inverse-gamma leaves (exponent -2) given the mean w[0] (issue 51, must-have 2)
+    w = pmt.BARTTree("w", X, y, m=m, shape=(2, len(y)), leaf_prior=leaf_prior)
+    pm.Normal("y", w[0], pm.math.exp(w[1]), observed=y)
+
+
+def _two_outputs_normal(X, y, m):
+    return _two_outputs(X, y, m, leaf_prior="normal")
 
 
 def _abs_ours(X, y, m):
@@ -588,6 +610,14 @@ def lpd_hetero(pred, yt):
     return _mix(stats.norm.logpdf(yt[None], mu, sd))
 
 
+def lpd_hetero_exp(pred, yt):
+    """``Normal(w[0], exp(w[1]))`` for one term of shape (2, n) (ours), ``Normal(f, exp(g))``
+    for two (theirs)."""
+    if "w" in pred:
+        pred = {"f": pred["w"][:, 0], "g": pred["w"][:, 1]}
+    return lpd_hetero(pred, yt)
+
+
 def lpd_quantiles(pred, yt):
     mu = pred["mu"] if "mu" in pred else np.stack([pred[f"mu{j}"] for j in range(3)], axis=1)
     q = QS[None]
@@ -648,6 +678,8 @@ FAMILIES = {
     "normal_two_terms": _family(sim_hetero, _hetero_variance, _hetero_theirs, ["f", "g"], [],
                                 lpd_hetero, {NORMAL_LEAVES: _hetero_variance_normal,
                                              "ours, log sigma (exp(g))": _hetero_ours}),
+    "normal_two_outputs": _family(sim_hetero, _two_outputs, _hetero_theirs, ["w"], [],
+                                  lpd_hetero_exp, {NORMAL_LEAVES: _two_outputs_normal}),
     "normal_abs": _family(sim_hetero, _abs_ours, _abs_theirs, ["w"], [], lpd_hetero),
     "three_quantiles": _family(sim_hetero, _quant_ours, _quant_theirs, ["mu"], [],
                                lpd_quantiles),

@@ -16,7 +16,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.calibration import leaf_calibration
-from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
+from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
 from pymc_trees.bart.numba_draw import register_numba_draw
@@ -112,11 +112,11 @@ class BARTTreeRV(RandomVariable):
             sd = learned_scale_prior_draw(rng, sd)
         plan, prior = term_plan(self), self.prior
         if prior.leaf_prior == "auto":  # settled by the model's likelihood, as the step does
-            plan, prior = plan.settle_leaf_prior(prior, *settled_leaf_prior(self, X))
+            plan, prior = plan.settle_leaf_priors(prior, settled_leaf_priors(self, X))
         shared = plan.shared  # one forest, k values at each leaf
         for j in range(1 if shared else out.shape[0]):
             fs = plan.make_sampler(np.asarray(X), prior, float(offset), sd,
-                                   categorical_columns(self), per_output=False)
+                                   categorical_columns(self), per_output=False, output=j)
             if not prior.dart and prior.split_prior is None:
                 # equal, or learned (a Dirichlet draw); DART's come from Linero's prior in
                 # draw_prior
@@ -296,8 +296,9 @@ class BARTTree(Distribution):
         or negative binomial mean, a Gamma outcome's rate or mean, or a Normal or Student-t
         variance through ``exp`` in the conjugate direction, the leaves then integrate out of
         the tree moves in closed form (:mod:`pymc_trees.bart.gamma_likelihood` lists the
-        forms; any other is refused with them).  One output, constant leaves, a leaf scale
-        that is a number, ``"fixed"`` or ``"learned"`` (not a model variable), the CGM step.
+        forms; any other is refused with them).  One output (``"auto"`` settles each output
+        of a (k, n) term), constant leaves, a leaf scale that is a number, ``"fixed"`` or
+        ``"learned"`` (not a model variable), the CGM step.
         ``"auto"`` settles when the tree step reads the likelihood: log-gamma leaves in the
         direction the likelihood is conjugate in for a Poisson, zero-inflated Poisson or
         negative binomial mean ``exp(a + f)`` (with an exposure; the negative binomial by
@@ -305,8 +306,9 @@ class BARTTree(Distribution):
         variance (``sigma = exp(g / 2)``, ``sqrt(exp(g))``, ``tau = exp(-g)``; ``sigma =
         exp(g)`` with every leaf's ``exp(-2 value)`` Gamma), where they measured 2.4 to 5.8
         times the effective draws of f a second of normal leaves at the same held-out
-        density (``docs/design.md``, "Which prior a model gets"); normal leaves everywhere
-        else.  ``pm.sample_prior_predictive`` draws the prior the step samples (it settles
+        density (``docs/design.md``, "Which prior a model gets"); each output of a term of
+        shape (k, n) with trees of its own by its likelihood (``Normal(w[0],
+        pm.math.exp(w[1]))``: w[1]); normal leaves everywhere else.  ``pm.sample_prior_predictive`` draws the prior the step samples (it settles
         the same way); the step's ``leaf_prior`` says which.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
@@ -473,7 +475,7 @@ class BARTTree(Distribution):
             learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant),
             leaf_prior=leaf_prior, learned_scale=learned)
         if leaf_prior == "auto" and not auto_leaf_prior_applies(outputs, response, auto,
-                                                                sampler, learned):
+                                                                sampler, learned, separate):
             leaf_prior = "normal"  # no likelihood makes log-gamma leaves serve this term
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,

@@ -43,17 +43,18 @@ import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.subtensor import Subtensor
 
 from pymc_trees.bart.gamma_sampler import leaf_prior_kappa
 from pymc_trees.bart.kernels.augment import as_rows
-from pymc_trees.bart.model_graph import (ModelStructureError, affine_problem, constant_value,
-                                         dependents,
-                                         depends_on, negative_binomial_logit, scalar_op,
-                                         unwrap)
-from pymc_trees.bart.structure import point_function
+from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
+                                         constant_value, dependents, depends_on,
+                                         negative_binomial_logit, scalar_op, unwrap)
+from pymc_trees.bart.structure import (entered_by, general_likelihood, output_tree_likelihood,
+                                       point_function)
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
-           "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_prior"]
+           "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_priors", "output_likelihoods"]
 
 
 def log_of(var, f):
@@ -66,9 +67,9 @@ def log_of(var, f):
     node = v.owner
     if node is None:
         return None
-    if isinstance(node.op, DimShuffle):
+    if isinstance(node.op, (DimShuffle, Subtensor)):  # exp(w)[1] as exp(w[1])
         inner = log_of(node.inputs[0], f)
-        return None if inner is None else node.op(inner)
+        return None if inner is None else node.op(inner, *node.inputs[1:])
     op = scalar_op(v)
     ins = node.inputs
     if isinstance(op, ps.Exp):
@@ -258,6 +259,9 @@ class GammaLikelihood:
         s, logt = self.rates(point, smp.offset, f if self.draws_latents else None, rng)
         if warm:
             smp.gfr_sweep(rng, *_warm_rows(s, logt, self.kappa, f - smp.offset))
+            # its leaves (fits to a Newton approximation) redrawn exactly before anything (a
+            # learned leaf scale) reads them
+            smp.redraw_leaves(rng, s, logt, move_cumprobs)
             return {f"accept_{mv}": np.nan for mv in ("grow", "prune", "change", "swap",
                                                       "leaf")}
         return {**smp.gamma_sweep(rng, s, logt, move_cumprobs, sweeps), "accept_leaf": np.nan}
@@ -310,18 +314,25 @@ def _constant_coefficient(model, b) -> float | None:
     return None
 
 
-def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
+def gamma_likelihood(model, f_rv, n: int, leaf_prior: str,
+                     output: int | None = None) -> GammaLikelihood:
     """Find and compile the likelihood of a term with log-gamma leaves (``leaf_prior``
-    ``"log-gamma"`` or ``"log-inverse-gamma"``); a :class:`ModelStructureError` naming the
-    forms and the fix otherwise."""
-    name = f_rv.name
+    ``"log-gamma"`` or ``"log-inverse-gamma"``, or ``"auto"``: kappa read from the form); a
+    :class:`ModelStructureError` naming the forms and the fix otherwise.
+
+    With ``output`` (a term of shape (k, n)): the likelihood of that output given the others
+    (``Normal(w[0], pm.math.exp(w[1]))``: output 1 a log sigma given the mean w[0]); ``a``
+    then holds the other outputs' current contribution, and the form is checked at the
+    initial point with the term at random values (:func:`_output_problem`)."""
+    name = f_rv.name if output is None else f"{f_rv.name}[{output}]"
     # "auto": kappa from the likelihood; every family here gets log-gamma leaves by default,
     # each measured ahead of normal leaves (docs/design.md, "Which prior a model gets")
     auto = leaf_prior == "auto"
     kappa = None if auto else leaf_prior_kappa(leaf_prior)
-    which = leaf_prior
-    head = f"{name!r} has leaf_prior={which!r}"
+    head = f"{name!r} has leaf_prior={leaf_prior!r}"
     deps = dependents(model, f_rv)
+    if output is not None and len(deps) > 1 and all(d in model.observed_RVs for d in deps):
+        deps = entered_by(model, deps, f_rv, n, output)  # outputs in likelihoods of their own
     if len(deps) != 1 or deps[0] not in model.observed_RVs:
         found = ", ".join(d.name or str(d) for d in deps) or "none"
         raise ModelStructureError(f"{head}, so it must enter exactly one observed likelihood; "
@@ -337,17 +348,25 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
         raise ModelStructureError(f"{head}, but it enters {obs.name!r} (a {kind}) in a form "
                                   f"with no conjugate Gamma update.\n{GAMMA_FORMS}")
     eta, params = got
-    for label, par in params:
-        if depends_on(par, f_rv):
-            raise ModelStructureError(f"{head}, but the {label} of {obs.name!r} depends on "
-                                      f"it too.\n{GAMMA_FORMS}")
-    if (msg := affine_problem(eta, f_rv)) is not None:
+    if output is None:
+        for label, par in params:
+            if depends_on(par, f_rv):
+                raise ModelStructureError(f"{head}, but the {label} of {obs.name!r} depends "
+                                          f"on it too.\n{GAMMA_FORMS}")
+        problem = affine_problem(eta, f_rv)
+        zeros = pt.zeros((n,))
+        a = graph_replace(eta, {f_rv: zeros}, strict=False)
+        b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
+    else:
+        zeroed = pt.set_subtensor(f_rv[output], 0.0)
+        a = graph_replace(eta, {f_rv: zeroed}, strict=False)
+        b = graph_replace(pytensor.grad(pt.sum(eta), f_rv)[output], {f_rv: zeroed},
+                          strict=False)
+        problem = _output_problem(model, f_rv, n, output, eta, params, b, obs.name)
+    if problem is not None:
         raise ModelStructureError(f"{head}, but the log {fam.distribution.__name__} parameter "
-                                  f"of {obs.name!r} is not affine in it: found {msg}.\n"
+                                  f"of {obs.name!r} is not affine in it: found {problem}.\n"
                                   f"{GAMMA_FORMS}")
-    zeros = pt.zeros((n,))
-    a = graph_replace(eta, {f_rv: zeros}, strict=False)
-    b = graph_replace(pytensor.grad(pt.sum(eta), f_rv), {f_rv: zeros}, strict=False)
     b_value = _constant_coefficient(model, b)
     if auto and b_value is not None and fam.q * b_value in (1.0, -1.0, 2.0, -2.0):
         kappa = fam.q * b_value  # +-2: sigma = exp(g), a leaf's exp(-2 mu) Gamma
@@ -370,31 +389,83 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str) -> GammaLikelihood:
                            q=fam.q, pieces=fn, n=n, observed=obs, eta=eta)
 
 
-def auto_leaf_prior(model, f_rv, n: int) -> tuple[str, GammaLikelihood | None]:
-    """The leaf prior that ``leaf_prior="auto"`` settles to for the term ``f_rv`` in
-    ``model``, with its likelihood: ``"log-gamma"`` or ``"log-inverse-gamma"`` (and the
-    compiled :class:`GammaLikelihood`) when the term enters one likelihood of
-    :data:`GAMMA_FAMILIES` through ``exp`` with kappa = +-1 or +-2 (``lik.kappa``; -2 for
-    ``sigma = exp(g)``: each tree multiplies the variance by ``exp(2 mu)``, inverse-gamma),
-    else ``("normal", None)``."""
+def _output_problem(model, f_rv, n: int, output: int, eta, params, b, obs_name: str
+                    ) -> str | None:
+    """What keeps the log parameter ``eta`` from being ``a + b * f[output]`` with the other
+    parameters free of ``f[output]`` (None when nothing does), checked at the initial point
+    with the term at random values ``W`` and at ``W`` with row ``output`` moved: an affine
+    map passes at every point, anything else fails at almost every one (as
+    :func:`~pymc_trees.bart.structure.output_tree_likelihood` checks its forms)."""
+    f_name = model.rvs_to_values[f_rv].name
+    point = dict(model.initial_point())
+    rng = np.random.default_rng(0)
+    W = 0.5 * rng.normal(size=(int(f_rv.owner.op.outputs), n))
+    moved = W.copy()
+    delta = 0.5 * rng.normal(size=n)
+    moved[output] += delta
+    probe = point_function(model, [eta, b, *(par for _, par in params)])
+    (e0, b0, *p0), (e1, _, *p1) = (
+        [np.asarray(x, dtype=np.float64) for x in probe({**point, f_name: w})]
+        for w in (W, moved))
+    for (label, _), x0, x1 in zip(params, p0, p1):
+        if not np.array_equal(x0, x1):
+            return f"its {label} moves with {f_rv.name}[{output}] too"
     try:
-        lik = gamma_likelihood(model, f_rv, n, "auto")
+        ok = np.allclose(np.broadcast_to(e1 - e0, (n,)), b0 * delta, rtol=1e-8, atol=1e-10)
+    except ValueError:
+        return f"a log parameter of shape {e0.shape} (not ({n},)) in {obs_name!r}"
+    return None if ok else "a map that is not a + b * f at every row"
+
+
+def output_likelihoods(model, f_rv, n: int, auto: bool) -> tuple[list, list]:
+    """The likelihood of each output of a tree term of shape (k, n) given the others, and
+    the leaf prior each output settles to: with ``auto`` (``leaf_prior="auto"``), an output
+    that enters a form of :data:`GAMMA_FAMILIES` through ``exp``
+    (``Normal(w[0], pm.math.exp(w[1]))``: output 1) gets log-gamma leaves and its
+    :class:`GammaLikelihood`; every other output the normal leaves' conjugate update where it
+    is a linear predictor of an augmentable likelihood
+    (:func:`~pymc_trees.bart.structure.output_tree_likelihood`), else the general step.
+    Returns ``(liks, settled)``, ``settled[j] = (leaf_prior, kappa)`` (0 for normal leaves)."""
+    liks, settled, rows_cache = [], [], {}
+    for j in range(int(f_rv.owner.op.outputs)):
+        lp, lik = auto_leaf_prior(model, f_rv, n, j) if auto else ("normal", None)
+        if lik is None:
+            try:
+                lik = output_tree_likelihood(model, f_rv, n, j)
+            except NotAugmentable:
+                lik = general_likelihood(model, f_rv, n, output=j, rows_cache=rows_cache)
+        liks.append(lik)
+        settled.append((lp, float(getattr(lik, "kappa", 0.0)) if lp != "normal" else 0.0))
+    return liks, settled
+
+
+def auto_leaf_prior(model, f_rv, n: int, output: int | None = None
+                    ) -> tuple[str, GammaLikelihood | None]:
+    """The leaf prior that ``leaf_prior="auto"`` settles to for the term ``f_rv`` (its output
+    ``output`` for a term of shape (k, n)) in ``model``, with its likelihood:
+    ``"log-gamma"`` or ``"log-inverse-gamma"`` (and the compiled :class:`GammaLikelihood`)
+    when the term enters one likelihood of :data:`GAMMA_FAMILIES` through ``exp`` with
+    kappa = +-1 or +-2 (``lik.kappa``; -2 for ``sigma = exp(g)``: each tree multiplies the
+    variance by ``exp(2 mu)``, inverse-gamma), else ``("normal", None)``."""
+    try:
+        lik = gamma_likelihood(model, f_rv, n, "auto", output)
     except ModelStructureError:
         return "normal", None
     return ("log-gamma" if lik.kappa > 0 else "log-inverse-gamma"), lik
 
 
-def settled_leaf_prior(op, X=None) -> tuple[str, float]:
-    """The leaf prior and its exponent kappa (0 for the name's +-1) of the tree term whose
-    Op is ``op`` (a ``BARTTreeRV``, at rows ``X``) for a draw from its prior:
-    ``leaf_prior="auto"`` settles as the tree step settles it, by the likelihood the term
-    enters in the model of the current context (:func:`auto_leaf_prior`;
-    ``pm.sample_prior_predictive`` enters its model's context,
-    :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
+def settled_leaf_priors(op, X=None) -> tuple[tuple[str, float], ...]:
+    """The leaf prior and its exponent kappa (0 for the name's +-1) of each output of the
+    tree term whose Op is ``op`` (a ``BARTTreeRV``, at rows ``X``) for a draw from its prior
+    (one pair for a term of shape (n,)): ``leaf_prior="auto"`` settles as the tree step
+    settles it, by the likelihood the term enters in the model of the current context
+    (:func:`auto_leaf_prior`, :func:`output_likelihoods`; ``pm.sample_prior_predictive``
+    enters its model's context, :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
     any model context (``pm.draw(f)`` after the ``with`` block) has no likelihood in sight
     and gets normal leaves (the same mean and sd at every leaf)."""
+    k = 1 if op.outputs is None else int(op.outputs)
     if op.prior.leaf_prior != "auto":
-        return op.prior.leaf_prior, 0.0
+        return ((op.prior.leaf_prior, 0.0),) * k
     model = pm.Model.get_context(error_if_none=False)
     # the compiled draw holds a copy of the Op (PyMC makes it inplace): found by its props
     props = {k: v for k, v in op._props_dict().items() if k != "inplace"}
@@ -410,7 +481,7 @@ def settled_leaf_prior(op, X=None) -> tuple[str, float]:
             "leaf_prior='auto' settles differently by their likelihoods; pass leaf_prior "
             "explicitly ('normal', 'log-gamma' or 'log-inverse-gamma') to draw them from "
             "their priors.")
-    return settled.pop() if settled else ("normal", 0.0)
+    return settled.pop() if settled else (("normal", 0.0),) * k
 
 
 def _rows(rv):
@@ -418,14 +489,16 @@ def _rows(rv):
     return rv.owner.op.dist_params(rv.owner)[0]
 
 
-def _settle_in(model, rv) -> tuple[str, float]:
-    """``leaf_prior="auto"`` of the term ``rv`` settled by its likelihood in ``model``,
-    kept on the term's Op until the model gains a variable."""
+def _settle_in(model, rv) -> tuple[tuple[str, float], ...]:
+    """``leaf_prior="auto"`` of the term ``rv`` settled by its likelihood in ``model``, one
+    pair per output, kept on the term's Op until the model gains a variable."""
     op = rv.owner.op
     key = (id(model), len(model.basic_RVs), len(model.potentials), len(model.deterministics))
     kept = getattr(op, "_settled", None)
     if kept is None or kept[0] != key:
         n = int(_rows(rv).shape[0].eval())
-        lp, lik = auto_leaf_prior(model, rv, n)
-        kept = op._settled = (key, (lp, 0.0 if lik is None else float(lik.kappa)))
+        outs = [None] if op.outputs is None else range(int(op.outputs))
+        got = tuple((lp, 0.0 if lik is None else float(lik.kappa))
+                    for lp, lik in (auto_leaf_prior(model, rv, n, j) for j in outs))
+        kept = op._settled = (key, got)
     return kept[1]

@@ -32,16 +32,19 @@ from __future__ import annotations
 
 import numpy as np
 from pymc.model import Model
+from scipy import special
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.distribution import term_inputs
-from pymc_trees.bart.gamma_sampler import GammaForestSampler, learned_gamma_scale_logpdf
+from pymc_trees.bart.gamma_sampler import (GammaForestSampler, learned_gamma_scale_logpdf,
+                                           log_gamma_prior)
 from pymc_trees.bart.sampler import (learned_scale_draw, learned_scale_prior,
                                      learned_scale_prior_draw)
 from pymc_trees.bart.structure import ModelStructureError
 
 __all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
-           "leaf_scale_rvs", "check_owned_by_term", "AtValue", "slice_sample"]
+           "leaf_scale_rvs", "check_owned_by_term", "AtValue", "slice_sample",
+           "learned_gamma_scale_update"]
 
 
 def leaf_scale_rvs(model: Model, tree_rv) -> list:
@@ -95,6 +98,12 @@ def slice_sample(rng, x0: float, logf, w: float, max_steps: int) -> float:
     out with at most ``max_steps`` widths ``w``, then shrinkage); leaves the density
     proportional to ``exp(logf)`` invariant."""
     logy = logf(x0) - rng.standard_exponential()
+    if not np.isfinite(logy):  # shrinkage would never end: say so rather than hang
+        raise FloatingPointError(
+            f"A slice-sampling update started at {x0!r}, where its log density is "
+            f"{logy + 0.0!r}: the state it conditions on (the leaves, for a leaf scale) has "
+            "left the range the density is finite in. Pass a fixed leaf_sd, or report this "
+            "with the model.")
     lo = x0 - w * rng.uniform()
     hi = lo + w
     j = int(np.floor(max_steps * rng.uniform()))
@@ -167,18 +176,50 @@ class LearnedLeafScale(FixedLeafScale):
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
         if prior_only:  # (a term drawn from its prior drew the scale with the trees)
             return {}
-        if isinstance(sampler, GammaForestSampler):
-            # log-gamma leaves: no conjugate draw; slice sampling on log c (the leaves'
-            # Gamma shape, from which their sd and rate follow in closed form)
-            stats = sampler.log_leaf_stats()
-            prior = learned_scale_prior(self.sd0)
-            u = slice_sample(rng, float(np.log(sampler.gamma_prior[0])),
-                             lambda x: learned_gamma_scale_logpdf(x, *stats, *prior,
-                                                                  sampler.kappa**2), 0.5, 64)
-            sampler.set_gamma_shape(np.exp(u))
+        parts = getattr(sampler, "parts", [sampler])
+        if any(isinstance(p, GammaForestSampler) for p in parts):
+            learned_gamma_scale_update(rng, self.sd0, parts)
         else:
             sampler.leaf_sd = learned_scale_draw(rng, self.sd0, *sampler.leaf_stats())
         return {}
+
+
+def learned_gamma_scale_update(rng: np.random.Generator, sd0: float, parts: list) -> None:
+    """One slice-sampling update of a learned leaf variance ``v`` shared by forests of which
+    some have log-gamma leaves (a term of one output, or the outputs of a (k, n) term, say
+    ``Normal(w[0], exp(w[1]))``'s normal mean leaves and log-gamma log-sd leaves), from its
+    full conditional: the prior ``v ~ InverseGamma(learned_scale_prior(sd0))`` times every
+    forest's leaves' density at v.  No conjugate draw: the update runs on ``u = log c``, the
+    Gamma shape of the first log-gamma forest (``trigamma(c) = kappa^2 v``; prior, Jacobian
+    and the forests with that ``kappa^2`` in :func:`learned_gamma_scale_logpdf`); normal
+    leaves add ``-L/2 log v - S/(2 v)``, log-gamma forests of another ``kappa^2`` their
+    density at ``log_gamma_prior(sqrt(v), kappa)``.  Sets every forest's leaf scale."""
+    gamma = [p for p in parts if isinstance(p, GammaForestSampler)]
+    k2 = gamma[0].kappa ** 2
+    same = [p for p in gamma if p.kappa ** 2 == k2]
+    other = [p for p in gamma if p.kappa ** 2 != k2]
+    normal = [p for p in parts if not isinstance(p, GammaForestSampler)]
+    stats = np.sum([p.log_leaf_stats() for p in same], axis=0)
+    n_leaves, sum_sq = np.sum([p.leaf_stats() for p in normal], axis=0) if normal else (0, 0)
+    others = [(p.kappa, p.log_leaf_stats()) for p in other]
+    prior = learned_scale_prior(sd0)
+
+    def logf(u: float) -> float:
+        lp = learned_gamma_scale_logpdf(u, *stats, *prior, k2)
+        if not (normal or others) or not np.isfinite(lp):
+            return lp
+        v = float(special.zeta(2.0, np.exp(u))) / k2
+        lp += -0.5 * n_leaves * np.log(v) - 0.5 * sum_sq / v
+        for kappa, (L, s1, s2) in others:
+            c, d = log_gamma_prior(np.sqrt(v), kappa)
+            lp += L * (c * np.log(d) - special.gammaln(c)) + c * s1 - d * s2
+        return lp
+
+    u = slice_sample(rng, float(np.log(same[0].gamma_prior[0])), logf, 0.5, 64)
+    for p in same:
+        p.set_gamma_shape(np.exp(u))
+    for p in normal + other:
+        p.leaf_sd = same[0].leaf_sd
 
 
 class ModelLeafScale(FixedLeafScale):

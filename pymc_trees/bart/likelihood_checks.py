@@ -58,8 +58,9 @@ def warn_output_scales(rv, liks, start, offset: float) -> None:
     the term's scale, ``(y - a) / b``, show whether one scale can serve them: a warning names
     outputs whose data vary ``OUTPUT_SCALE_RATIO`` times as much as another's (the output
     far from the calibration is not fitted, with nothing else to say so)."""
-    normal = [(j, lik) for j, lik in enumerate(liks)
-              if lik.family != "general" and not lik.draws_latents]
+    normal = [(j, lik) for j, lik in enumerate(liks)  # (log-gamma leaves have no pseudo-data)
+              if lik.family != "general" and not lik.draws_latents
+              and hasattr(lik, "pseudo_data")]
     if len(normal) < 2:
         return
     point = start()

@@ -31,13 +31,18 @@ def concat_packed(parts: list[PackedForest]) -> PackedForest:
 
 class OutputSamplers:
     """The forest samplers of a term with k outputs (shape (k, n)): k independent sums of m
-    trees over the same X, with one prior, offset and leaf scale.  Offers what the tree step
-    uses of a :class:`ForestSampler`, over all outputs."""
+    trees over the same X, with one offset and leaf scale, and one prior (or one per output:
+    ``prior`` a list, whose leaf priors may differ, ``Normal(w[0], exp(w[1]))``'s output 1
+    log-gamma leaves).  Offers what the tree step uses of a :class:`ForestSampler`, over all
+    outputs."""
 
-    def __init__(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float, k: int,
-                 categorical: np.ndarray | None = None, make=None):
+    def __init__(self, X: np.ndarray, prior: TreePrior | list[TreePrior], offset: float,
+                 leaf_sd: float, k: int, categorical: np.ndarray | None = None, make=None):
         make = ForestSampler if make is None else make  # the class of each output's sampler
-        self.parts = [make(X, prior, offset, leaf_sd, categorical) for _ in range(int(k))]
+        priors = list(prior) if isinstance(prior, (list, tuple)) else [prior] * int(k)
+        if len(priors) != int(k):
+            raise ValueError(f"{len(priors)} priors for {k} outputs; pass one, or one each.")
+        self.parts = [make(X, pr, offset, leaf_sd, categorical) for pr in priors]
 
     @property
     def n(self) -> int:

@@ -22,8 +22,11 @@ constant, (n,)    :class:`ForestSampler`             ``cgm_sweep``, ``pg_sweep``
                                                      ``general_sweep``, ``gfr_sweep``
 linear or mix     :class:`LinearForestSampler`       ``cgm_sweep``, ``general_sweep`` (compiled
                                                      row graph only), ``gfr_sweep``; CGM step
-(k, n) separate   :class:`OutputSamplers` of the     each output as above, given the others
-                  above, one per output
+log-gamma         :class:`GammaForestSampler`        ``gamma_sweep``, ``gfr_sweep`` (a start);
+                                                     CGM step, constant leaves
+(k, n) separate   :class:`OutputSamplers` of the     each output as above, given the others;
+                  above, one per output              ``"auto"`` settles output by output
+                                                     (``TermPlan.output_leaves``)
 (k, n) shared     :class:`SharedOutputSampler`       ``conjugate_sweep``, ``general_sweep``;
                                                      CGM step, constant leaves, no warm start
 ================  =================================  ==========================================
@@ -182,7 +185,9 @@ def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
     fix = "or use leaf_prior='normal'"
     if outputs is not None:
         raise TermPlanError(f"leaf_prior={leaf_prior!r} is for a term of one output; this "
-                            f"term has shape ({outputs}, n): use one term per output, {fix}.")
+                            f"term has shape ({outputs}, n): use one term per output, or "
+                            f"leaf_prior='auto' (the default), which gives each output the "
+                            f"leaves its likelihood takes, {fix}.")
     if response != "constant":
         raise TermPlanError(f"leaf_prior={leaf_prior!r} holds one value per leaf; pass "
                             f"response='constant' (not {response!r}), {fix}.")
@@ -196,12 +201,13 @@ def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
 
 
 def auto_leaf_prior_applies(outputs, response: str, response_auto: bool, sampler: str,
-                            model_scale: bool) -> bool:
+                            model_scale: bool, separate: bool = True) -> bool:
     """Whether ``leaf_prior="auto"`` may become log-gamma leaves once the likelihood is
-    known: a term of one output whose leaves may be constant (constant, or the default's
-    linear ones: ``response_auto``), sampled by the CGM step, with no model variable as its
-    leaf scale."""
-    return (outputs is None and (response == "constant" or response_auto)
+    known: a term whose leaves may be constant (constant, or the default's linear ones:
+    ``response_auto``), sampled by the CGM step, with no model variable as its leaf scale,
+    of one output or of k outputs with trees of their own (``separate``; each output
+    settles by the likelihood it enters, :meth:`TermPlan.settle_leaf_priors`)."""
+    return ((outputs is None or separate) and (response == "constant" or response_auto)
             and sampler == "cgm" and not model_scale)
 
 
@@ -255,6 +261,9 @@ class TermPlan:
         The tree step's kind, ``"cgm"`` or ``"pg"`` (for prior draws, the term's sampler).
     leaf_prior : str
         The leaves' prior (``"normal"``, or log-gamma leaves: their own conjugate sweep).
+    output_leaves : tuple of (str, float)
+        For a term of shape (k, n) whose ``"auto"`` settled output by output: each output's
+        leaf prior and exponent kappa (:meth:`settle_leaf_priors`); empty otherwise.
     """
 
     name: str
@@ -263,6 +272,7 @@ class TermPlan:
     response: str
     step: str
     leaf_prior: str = "normal"
+    output_leaves: tuple = ()
 
     @property
     def warm_start(self) -> bool:
@@ -276,18 +286,32 @@ class TermPlan:
         return not self.shared
 
     def make_sampler(self, X: np.ndarray, prior: TreePrior, offset: float, leaf_sd: float,
-                     categorical: np.ndarray | None = None, *, per_output: bool = True):
+                     categorical: np.ndarray | None = None, *, per_output: bool = True,
+                     output: int = 0):
         """The term's forest sampler: a :class:`SharedOutputSampler` for outputs that share
         their trees, else one forest's sampler (:func:`make_forest_sampler`) for a term of
         shape (n,) or, with ``per_output``, an :class:`OutputSamplers` of one per output
-        (without: one output's, for prior draws output by output)."""
+        (without: output ``output``'s, for prior draws output by output)."""
         if self.shared:  # one forest whose leaves hold the k outputs' values
             return SharedOutputSampler(X, prior, offset, leaf_sd, categorical,
                                        outputs=self.outputs)
         if self.outputs is None or not per_output:
-            return make_forest_sampler(X, prior, offset, leaf_sd, categorical)
-        return OutputSamplers(X, prior, offset, leaf_sd, self.outputs, categorical,
+            return make_forest_sampler(X, self.output_prior(prior, output), offset, leaf_sd,
+                                       categorical)
+        return OutputSamplers(X, [self.output_prior(prior, j) for j in range(self.outputs)],
+                              offset, leaf_sd, self.outputs, categorical,
                               make=make_forest_sampler)
+
+    def output_prior(self, prior: TreePrior, output: int) -> TreePrior:
+        """The prior of output ``output``'s trees: ``prior`` with that output's settled leaf
+        prior (:attr:`output_leaves`), or ``prior`` itself."""
+        if not self.output_leaves or self.outputs is None:
+            return prior
+        lp, kappa = self.output_leaves[output]
+        if lp == "normal":
+            return prior
+        return replace(prior, leaf_prior=lp, leaf_kappa=float(kappa), response="constant",
+                       response_auto=False)
 
     def resolve(self, prior: TreePrior, liks: list, move_probs_given: bool = False
                 ) -> tuple["TermPlan", TreePrior]:
@@ -314,6 +338,19 @@ class TermPlan:
         return (replace(self, leaf_prior=leaf_prior, response="constant"),
                 replace(prior, leaf_prior=leaf_prior, leaf_kappa=float(kappa),
                         response="constant", response_auto=False))
+
+    def settle_leaf_priors(self, prior: TreePrior, settled) -> tuple["TermPlan", TreePrior]:
+        """The plan and prior with ``leaf_prior="auto"`` settled by the likelihood, one
+        ``(leaf_prior, kappa)`` pair of ``settled`` per output
+        (:func:`pymc_trees.bart.gamma_likelihood.output_likelihoods`): a term of one output
+        as :meth:`settle_leaf_prior`; for k outputs the term's prior is the normal leaves'
+        and :attr:`output_leaves` holds each output's (:meth:`output_prior`)."""
+        settled = tuple((str(lp), float(kappa)) for lp, kappa in settled)
+        if self.outputs is None:
+            return self.settle_leaf_prior(prior, *settled[0])
+        keep = settled if any(lp != "normal" for lp, _ in settled) else ()
+        return (replace(self, leaf_prior="normal", output_leaves=keep),
+                replace(prior, leaf_prior="normal"))
 
     def check_step(self) -> None:
         """Refuse a step kind the sampler cannot serve, when the step is built."""

@@ -26,7 +26,8 @@ from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
                                                check_link, stuck_message, warn_output_scales)
-from pymc_trees.bart.gamma_likelihood import GammaLikelihood, auto_leaf_prior, gamma_likelihood
+from pymc_trees.bart.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, gamma_likelihood,
+                                              output_likelihoods)
 from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
                                   default_move_probs, term_plan, warm_sweeps)
@@ -35,9 +36,8 @@ from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
-                                       joint_output_likelihoods, level_shifts,
-                                       output_tree_likelihood, tree_likelihood, TreeLikelihood,
-                                       unobserved_term)
+                                       joint_output_likelihoods, level_shifts, tree_likelihood,
+                                       TreeLikelihood, unobserved_term)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
            "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]
@@ -275,9 +275,11 @@ class _TreeStep(BlockedStep):
         outputs, self._liks, self._joint = rv.owner.op.outputs, None, None
         self._prior_only = unobserved_term(model, rv)
         self.likelihood, prior, lp = None, rv.owner.op.prior, self._plan.leaf_prior
-        if lp == "auto":  # log-gamma leaves where the likelihood takes them
-            lp, self.likelihood = (auto_leaf_prior(model, rv, n) if not self._prior_only
-                                   and self._plan.step == "cgm" else ("normal", None))
+        gamma_ok = not self._prior_only and self._plan.step == "cgm"
+        if lp == "auto" and (outputs is None or not gamma_ok):
+            # log-gamma leaves where the likelihood takes them (k outputs: output by output)
+            lp, self.likelihood = (auto_leaf_prior(model, rv, n) if gamma_ok
+                                   and outputs is None else ("normal", None))
             self._plan, prior = self._plan.settle_leaf_prior(
                 prior, lp, getattr(self.likelihood, "kappa", 0.0))
         if self._prior_only:
@@ -285,7 +287,13 @@ class _TreeStep(BlockedStep):
             self._plan, self._prior = self._plan.resolve(prior, None, self._move_probs_given)
             return
         try:
-            if self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
+            if outputs is not None and not self._shared:
+                # one output given the others: log-gamma leaves where "auto" finds their form,
+                # else the conjugate update of an augmentable likelihood, else the general step
+                self._liks, settled = output_likelihoods(model, rv, n, lp == "auto")
+                self._plan, prior = self._plan.settle_leaf_priors(prior, settled)
+                self.likelihood = self._liks[0]
+            elif self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
                 self.likelihood = self.likelihood or gamma_likelihood(model, rv, n, lp)
             elif self._shared:
                 # the k outputs' leaf values move together: integrated out jointly where the
@@ -297,18 +305,6 @@ class _TreeStep(BlockedStep):
                     self.likelihood = self._joint[0]
                 except NotAugmentable:
                     self.likelihood = general_likelihood(model, rv, n, joint=True)
-            elif outputs is not None:
-                # one output given the others: the conjugate update where the output is a linear
-                # predictor of an augmentable likelihood, else the general step (one row graph)
-                self._liks, rows_cache = [], {}
-                for j in range(outputs):
-                    try:
-                        lik = output_tree_likelihood(model, rv, n, j)
-                    except NotAugmentable:
-                        lik = general_likelihood(model, rv, n, output=j,
-                                                 rows_cache=rows_cache)
-                    self._liks.append(lik)
-                self.likelihood = self._liks[0]
             else:
                 self.likelihood = tree_likelihood(model, rv, n)
         except NotAugmentable as err:
@@ -356,8 +352,9 @@ class _TreeStep(BlockedStep):
 
     @property
     def leaf_prior(self) -> str:
-        """The leaves' prior the step samples (``"auto"`` settled by the likelihood)."""
-        return self._plan.leaf_prior
+        """The leaves' prior the step samples (``"auto"`` settled by the likelihood); for a
+        term of shape (k, n) that settled output by output, a tuple of each output's."""
+        return tuple(lp for lp, _ in self._plan.output_leaves) or self._plan.leaf_prior
 
     @property
     def split_state(self):

@@ -38,7 +38,7 @@ from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, af
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
-           "TreeLikelihood", "NoiseLikelihood", "LevelShift", "point_function"]
+           "TreeLikelihood", "NoiseLikelihood", "LevelShift", "point_function", "entered_by"]
 
 
 def unobserved_term(model, f_rv) -> bool:
@@ -339,7 +339,7 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     if len(deps) > 1 and all(d in model.observed_RVs for d in deps):
         # outputs in likelihoods of their own (y1 ~ Normal(f[0], s1), y2 ~ Normal(f[1], s2)):
         # the one this output enters
-        deps = _entered_by(model, deps, f_rv, n, output)
+        deps = entered_by(model, deps, f_rv, n, output)
     if len(deps) != 1 or deps[0] not in model.observed_RVs:
         raise NotAugmentable(f"{name!r} does not enter exactly one observed likelihood.")
     obs = deps[0]
@@ -388,7 +388,7 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
                           eta=eta, pieces=_OutputPieces(fn, output), n=n)
 
 
-def _entered_by(model, observed: list, f_rv, n: int, output: int) -> list:
+def entered_by(model, observed: list, f_rv, n: int, output: int) -> list:
     """Those of the ``observed`` variables whose log density moves when output ``output``
     of the (k, n) term ``f_rv`` moves (at the initial point, the term at random values)."""
     f_name = model.rvs_to_values[f_rv].name

@@ -503,8 +503,9 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
     """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
     (a Poisson, zero-inflated Poisson or negative binomial mean, a Gamma mean, a Normal's or
     Student-t's log variance or log sd) in the direction and with the exponent their
-    likelihood is conjugate in, and normal leaves to anything else: a Normal mean, several
-    outputs, a term whose leaf prior is named."""
+    likelihood is conjugate in, and normal leaves to anything else: a Normal mean, outputs
+    that share their trees, a term whose leaf prior is named (outputs with trees of their
+    own settle one by one: ``test_gamma_outputs.py``)."""
     def poisson(f):
         pm.Poisson("y", mu=pm.math.exp(f) * EXPOSURE, observed=Y_COUNT)
 
@@ -518,9 +519,9 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
              (CASES["student_t_log_variance"][1], {}, "log-inverse-gamma", -1.0),
              (lambda f: pm.Normal("y", f, 1.0, observed=Y_REAL), {}, "normal", 0.0),
              (lambda f: pm.Poisson("y", pm.math.exp(f[0]), observed=Y_COUNT),
-              {"shape": (2, 6)}, "normal", 0.0),
+              {"shape": (2, 6), "separate_trees": False}, "normal", 0.0),
              (poisson, {"leaf_prior": "normal"}, "normal", 0.0)]
-    from pymc_trees.bart.gamma_likelihood import settled_leaf_prior
+    from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
     for build, kw, want, kappa in cases:
         with pm.Model() as model:
             f = pmt.BARTTree("f", X6, m=2, leaf_sd=0.5, min_leaf=1, **kw)
@@ -529,7 +530,7 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
         assert step.leaf_prior == want, (want, kw)
         assert getattr(step.sampler, "kappa", 0.0) == kappa
         with model:
-            assert settled_leaf_prior(f.owner.op) == (want, kappa if kw == {} else 0.0)
+            assert settled_leaf_priors(f.owner.op)[0] == (want, kappa if kw == {} else 0.0)
 
 
 def test_prior_predictive_draws_the_settled_leaf_prior():

@@ -361,13 +361,15 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     draws, general step: z = -4.9; -3.1 at 2,500 draws; augmented: z = -12.2; re-run at
     5,000: caught on all three paths, and with the general step at 2,000 and 1,500 draws of
     5 sweeps: z down to -9.1 and -7.4)."""
+    from pymc_trees.bart import gamma_likelihood as gamma_lik
     from pymc_trees.bart import steps as tree_steps
     from pymc_trees.bart.structure import NotAugmentable
 
     if path == "general":
         def refuse(*args, **kwargs):
             raise NotAugmentable("off for this test")
-        monkeypatch.setattr(tree_steps, "output_tree_likelihood", refuse)
+        # the outputs' likelihoods are read by gamma_likelihood.output_likelihoods
+        monkeypatch.setattr(gamma_lik, "output_tree_likelihood", refuse)
     post, prior, f_mean, f_cross = softmax_exact()
     n = len(Y_SOFT)
     with pm.Model():

@@ -28,6 +28,7 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
+from pymc_trees.bart import gamma_likelihood as gamma_lik
 from pymc_trees.bart import steps as tree_steps
 from pymc_trees.bart.structure import NotAugmentable
 
@@ -106,12 +107,12 @@ def _step(build):
     softmax's classes and abs_scale's mean output are otherwise augmented)."""
     with pm.Model() as model:
         terms = build()
-        old = tree_steps.output_tree_likelihood
-        tree_steps.output_tree_likelihood = _general_only
+        old = gamma_lik.output_tree_likelihood  # the outputs' likelihoods are read there
+        gamma_lik.output_tree_likelihood = _general_only
         try:
             step = tree_steps.CGMTreeStep(terms)
         finally:
-            tree_steps.output_tree_likelihood = old
+            gamma_lik.output_tree_likelihood = old
     return model, step
 
 
