@@ -79,6 +79,7 @@ Run: ``python benchmarks/general.py`` (about 40 minutes; ``--quick`` for a smoke
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 import warnings
 
@@ -407,8 +408,8 @@ def _mix(logp):
     return special.logsumexp(logp, axis=0) - np.log(len(logp))
 
 
-def _poisson_ours(X, y, m):
-    f = pmt.BARTTree("f", X, y, m=m, link="log")
+def _poisson_ours(X, y, m, sampler=None):
+    f = pmt.BARTTree("f", X, y, m=m, link="log", sampler=sampler)
     pm.Poisson("y", mu=pm.math.exp(f), observed=y)
 
 
@@ -418,8 +419,8 @@ def _poisson_theirs(pmb, Xd, X, y, m):
     return {"f": "f"}
 
 
-def _gamma_ours(X, y, m):
-    f = pmt.BARTTree("f", X, y, m=m, link="log")
+def _gamma_ours(X, y, m, sampler=None):
+    f = pmt.BARTTree("f", X, y, m=m, link="log", sampler=sampler)
     k = pm.Gamma("k", 2.0, 0.5)
     pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
 
@@ -451,12 +452,13 @@ def _gamma_normal(X, y, m):
     pm.Gamma("y", alpha=k, beta=k / pm.math.exp(f), observed=y)
 
 
-def _hetero_variance(X, y, m, leaf_prior="auto", nu=None):
+def _hetero_variance(X, y, m, leaf_prior="auto", nu=None, sampler=None):
     # g the log variance (sigma = exp(g / 2)), its leaf sd twice the log-sigma term's: by
     # default inverse-gamma variance factors (stochtree's and Pratola et al.'s variance forest);
     # with nu, Student-t noise of nu degrees of freedom (its scale mixture keeps them conjugate)
-    f = pmt.BARTTree("f", X, y, m=m, response="constant")
-    g = pmt.BARTTree("g", X, m=m, leaf_sd=2.0 / np.sqrt(m), leaf_prior=leaf_prior)
+    f = pmt.BARTTree("f", X, y, m=m, response="constant", sampler=sampler)
+    g = pmt.BARTTree("g", X, m=m, leaf_sd=2.0 / np.sqrt(m), leaf_prior=leaf_prior,
+                     sampler=sampler)
     sigma = pm.math.exp(np.log(y.std()) + g / 2)
     if nu is None:
         pm.Normal("y", f, sigma, observed=y)
@@ -542,11 +544,11 @@ def _softmax_theirs(pmb, Xd, X, y, m):
     return {f"f{j}": f"f{j}" for j in range(3)}
 
 
-def _nb_ours(X, y, m, leaf_prior="auto"):
+def _nb_ours(X, y, m, leaf_prior="auto", sampler=None):
     # the (n, p) form, p = a / (a + exp(f)): by default log-gamma leaves (the Gamma-Poisson
     # mixture); with normal leaves the Polya-Gamma augmentation (the general step up to
     # f4fa3fd)
-    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior=leaf_prior)
+    f = pmt.BARTTree("f", X, y, m=m, link="log", leaf_prior=leaf_prior, sampler=sampler)
     a = pm.Gamma("a", 2.0, 0.5)
     pm.NegativeBinomial("y", n=a, p=a / (a + pm.math.exp(f)), observed=y)
 
@@ -670,14 +672,19 @@ def _family(load, ours, theirs, terms, scalars, lpd, others=None):
 
 
 NORMAL_LEAVES = "ours, normal leaves (general step)"
+PG = "ours, Particle Gibbs"  # the default's leaves, sampler="pg" (10 particles)
 FAMILIES = {
     "poisson": _family(sim_poisson, _poisson_ours, _poisson_theirs, ["f"], [], lpd_poisson,
-                       {NORMAL_LEAVES: _poisson_normal}),
+                       {NORMAL_LEAVES: _poisson_normal,
+                        PG: functools.partial(_poisson_ours, sampler="pg")}),
     "gamma_shape": _family(sim_gamma, _gamma_ours, _gamma_theirs, ["f"], ["k"], lpd_gamma,
-                           {NORMAL_LEAVES: _gamma_normal}),
+                           {NORMAL_LEAVES: _gamma_normal,
+                            PG: functools.partial(_gamma_ours, sampler="pg")}),
     "normal_two_terms": _family(sim_hetero, _hetero_variance, _hetero_theirs, ["f", "g"], [],
                                 lpd_hetero, {NORMAL_LEAVES: _hetero_variance_normal,
-                                             "ours, log sigma (exp(g))": _hetero_ours}),
+                                             "ours, log sigma (exp(g))": _hetero_ours,
+                                             PG: functools.partial(_hetero_variance,
+                                                                   sampler="pg")}),
     "normal_two_outputs": _family(sim_hetero, _two_outputs, _hetero_theirs, ["w"], [],
                                   lpd_hetero_exp, {NORMAL_LEAVES: _two_outputs_normal}),
     "normal_abs": _family(sim_hetero, _abs_ours, _abs_theirs, ["w"], [], lpd_hetero),
@@ -687,7 +694,10 @@ FAMILIES = {
                                  lpd_quantiles),
     "softmax": _family(sim_classes, _softmax_ours, _softmax_theirs, ["f"], [], lpd_softmax),
     "negative_binomial": _family(sim_nb, _nb_ours, _nb_theirs, ["f"], ["a"], lpd_nb,
-                                 {"ours, normal leaves (Polya-Gamma)": _nb_normal}),
+                                 {"ours, normal leaves (Polya-Gamma)": _nb_normal,
+                                  PG: functools.partial(_nb_ours, sampler="pg"),
+                                  f"{PG}, normal leaves (Polya-Gamma)": functools.partial(
+                                      _nb_ours, leaf_prior="normal", sampler="pg")}),
     # measured (with the general step as "ours") to decide their default (issue 51)
     "zero_inflated_poisson": _family(sim_zip, _zip_ours, _zip_theirs, ["f"], ["psi"], lpd_zip,
                                      {NORMAL_LEAVES: _zip_normal}),

@@ -447,3 +447,32 @@ def check_cells(parts, post, prior):
     assert total_variation(post, prior) > 3 * tol, "the test would have no power"
     assert tv < tol, f"TV {tv:.4f} >= tolerance {tol:.4f} (N_eff {n_eff:.0f})"
     return tv, tol, n_eff
+
+
+def log_gamma_leaves_on_grid(grid, x, kappa):
+    """The log density of leaves ``x = kappa mu`` (``exp(x) ~ Gamma(c, d)``) at every leaf
+    variance of ``grid``, each ``(c, d)`` calibrated by ``log_gamma_prior(sqrt(v), kappa)``
+    (Newton's method, no Jacobian): a learned leaf scale's conditional, computed apart from
+    the sampler's parametrisation in ``log c``."""
+    from scipy import special
+
+    from pymc_trees.bart.gamma_sampler import log_gamma_prior
+
+    out = np.empty(len(grid))
+    for j, vj in enumerate(grid):
+        c, d = log_gamma_prior(math.sqrt(vj), kappa)
+        out[j] = np.sum(c * math.log(d) - special.gammaln(c) + c * x - d * np.exp(x))
+    return out
+
+
+def check_draws_on_grid(draws, grid, logp):
+    """Kolmogorov-Smirnov of a chain's ``draws`` against the density ``exp(logp)`` on
+    ``grid``, against the bound 1.95 / sqrt(ESS) (about 0.1% false alarms)."""
+    import arviz as az
+    from scipy import stats
+
+    w = np.exp(logp - logp.max())
+    cdf = np.cumsum(w) / w.sum()
+    ess = float(az.ess(np.asarray(draws)[None, :]))
+    d = stats.kstest(draws, lambda x: np.interp(x, grid, cdf)).statistic
+    assert ess > 500 and d < 1.95 / np.sqrt(ess), (d, ess)

@@ -298,7 +298,7 @@ class BARTTree(Distribution):
         the tree moves in closed form (:mod:`pymc_trees.bart.gamma_likelihood` lists the
         forms; any other is refused with them).  One output (``"auto"`` settles each output
         of a (k, n) term), constant leaves, a leaf scale that is a number, ``"fixed"`` or
-        ``"learned"`` (not a model variable), the CGM step.
+        ``"learned"`` (not a model variable); the CGM step or Particle Gibbs.
         ``"auto"`` settles when the tree step reads the likelihood: log-gamma leaves in the
         direction the likelihood is conjugate in for a Poisson, zero-inflated Poisson or
         negative binomial mean ``exp(a + f)`` (with an exposure; the negative binomial by

@@ -1,7 +1,8 @@
 """Orchestration of a sum of trees with log-gamma leaves (``BARTTree(...,
 leaf_prior="log-gamma")`` or ``"log-inverse-gamma"``): the :class:`ForestSampler` of constant
 leaves whose every leaf value ``mu`` has ``exp(kappa mu) ~ Gamma(c, rate d)``, sampled by the
-conjugate sweep of :mod:`pymc_trees.bart.kernels.gamma_leaves`.  Knows nothing of PyMC.
+conjugate sweep of :mod:`pymc_trees.bart.kernels.gamma_leaves` (CGM's moves) or Particle Gibbs
+(:mod:`pymc_trees.bart.kernels.pg` with the leaves' closed forms).  Knows nothing of PyMC.
 
 The prior's calibration (:func:`log_gamma_prior`): ``c`` and ``d`` give every leaf the mean 0
 and the standard deviation ``leaf_sd`` of the normal leaf prior it replaces (Murray 2021,
@@ -150,18 +151,26 @@ class GammaForestSampler(ForestSampler):
         self._tree_sums.forget()  # the trees moved: values() sums them anew
         return acceptance_rates(tally[1], tally[0], MOVES)
 
-    def redraw_leaves(self, rng: np.random.Generator, s: np.ndarray, logt: np.ndarray,
-                      move_cumprobs: np.ndarray) -> dict[str, float]:
-        """After a grow-from-root sweep, whose leaves are normal-prior fits to the rows'
-        Newton pseudo-data (far from the mode they can be far off: a log variance started
-        from a mean's offset got leaves of -16, then, one exact sweep later, of +66): every
-        leaf to 0 (the term at its offset), then one exact sweep (:meth:`gamma_sweep`), which
-        draws each tree's leaves from their conditional given the others.  The grown trees'
-        shapes stay as the start."""
+    def gamma_pg_sweep(self, rng: np.random.Generator, s: np.ndarray, logt: np.ndarray,
+                       num_particles: int) -> dict[str, float]:
+        """One Particle Gibbs sweep (:meth:`ForestSampler.pg_sweep`) with the leaves
+        integrated out of the particles' weights in closed form (``gamma_log_ml`` of each
+        node's ``A = sum s``, ``B = sum of the rows' rates``) and drawn from their Gamma
+        conditional, against rows of shapes ``s`` and log rates ``logt`` as
+        :meth:`gamma_sweep`'s.  Returns the fraction of trees that changed."""
+        c, d = self.gamma_prior
+        return self.pg_sweep(rng, logt, s, num_particles,
+                             (1.0, float(self.kappa), float(c), float(d)))
+
+    def zero_leaves(self) -> None:
+        """Every leaf to 0 (the term at its offset), keeping the trees' shapes: after a
+        grow-from-root sweep, whose leaves are normal-prior fits to the rows' Newton
+        pseudo-data (far from the mode they can be far off: a log variance started from a
+        mean's offset got leaves of -16, and +66 one exact sweep later), before an exact
+        sweep draws each tree's leaves from their conditional given the others."""
         f = self.forest
         f.value[f.var == LEAF] = 0.0
         self._tree_sums.forget()
-        return self.gamma_sweep(rng, s, logt, move_cumprobs)
 
     def sample_prior(self, rng: np.random.Generator):
         """m independent prior trees whose leaf values are drawn from the log-gamma prior

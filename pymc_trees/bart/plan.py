@@ -22,8 +22,8 @@ constant, (n,)    :class:`ForestSampler`             ``cgm_sweep``, ``pg_sweep``
                                                      ``general_sweep``, ``gfr_sweep``
 linear or mix     :class:`LinearForestSampler`       ``cgm_sweep``, ``general_sweep`` (compiled
                                                      row graph only), ``gfr_sweep``; CGM step
-log-gamma         :class:`GammaForestSampler`        ``gamma_sweep``, ``gfr_sweep`` (a start);
-                                                     CGM step, constant leaves
+log-gamma         :class:`GammaForestSampler`        ``gamma_sweep``, ``gamma_pg_sweep``,
+                                                     ``gfr_sweep`` (a start); constant leaves
 (k, n) separate   :class:`OutputSamplers` of the     each output as above, given the others;
                   above, one per output              ``"auto"`` settles output by output
                                                      (``TermPlan.output_leaves``)
@@ -175,8 +175,9 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
 def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
                       learned_scale: bool) -> None:
     """Refuse what log-gamma leaves do not combine with: one output of constant leaves, a
-    leaf scale that is fixed or learned inside the step (not a model variable), the CGM
-    step.  ``"auto"`` is settled by the likelihood (:meth:`TermPlan.settle_leaf_prior`)."""
+    leaf scale that is fixed or learned inside the step (not a model variable); the CGM step
+    or Particle Gibbs.  ``"auto"`` is settled by the likelihood
+    (:meth:`TermPlan.settle_leaf_prior`)."""
     if leaf_prior not in LEAF_PRIORS + ("auto",):
         raise TermPlanError(f"leaf_prior must be one of {LEAF_PRIORS + ('auto',)}; got "
                             f"{leaf_prior!r}.")
@@ -191,9 +192,6 @@ def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
     if response != "constant":
         raise TermPlanError(f"leaf_prior={leaf_prior!r} holds one value per leaf; pass "
                             f"response='constant' (not {response!r}), {fix}.")
-    if sampler != "cgm":
-        raise TermPlanError(f"leaf_prior={leaf_prior!r} is sampled by the CGM tree step: pass "
-                            f"sampler='cgm' (the default), {fix}.")
     if learned_scale:
         raise TermPlanError(f"leaf_prior={leaf_prior!r} takes a leaf_sd that is a number, "
                             f"\"learned\" or \"fixed\" (its Gamma prior is calibrated on it), "
@@ -204,11 +202,12 @@ def auto_leaf_prior_applies(outputs, response: str, response_auto: bool, sampler
                             model_scale: bool, separate: bool = True) -> bool:
     """Whether ``leaf_prior="auto"`` may become log-gamma leaves once the likelihood is
     known: a term whose leaves may be constant (constant, or the default's linear ones:
-    ``response_auto``), sampled by the CGM step, with no model variable as its leaf scale,
-    of one output or of k outputs with trees of their own (``separate``; each output
-    settles by the likelihood it enters, :meth:`TermPlan.settle_leaf_priors`)."""
+    ``response_auto``), sampled by the CGM step or Particle Gibbs (``sampler``), with no
+    model variable as its leaf scale, of one output or of k outputs with trees of their own
+    (``separate``; each output settles by the likelihood it enters,
+    :meth:`TermPlan.settle_leaf_priors`)."""
     return ((outputs is None or separate) and (response == "constant" or response_auto)
-            and sampler == "cgm" and not model_scale)
+            and sampler in SAMPLERS and not model_scale)
 
 
 def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
@@ -363,7 +362,9 @@ class TermPlan:
         if self.step != "cgm":
             raise TermPlanError(
                 f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
-                f"the forms above. For any other likelihood use the default tree step: "
+                f"the forms above, or log-gamma leaves (leaf_prior='auto', the default, gives "
+                f"them to a Poisson, negative binomial or Gamma mean or a Normal's scale "
+                f"through exp). For any other likelihood use the default tree step: "
                 f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
                 f"likelihood, bart-math section 9).") from None
 

@@ -607,9 +607,10 @@ class ForestSampler:
         return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
-                 num_particles: int) -> dict[str, float]:
+                 num_particles: int, leaf: tuple = (0.0, 0.0, 0.0, 0.0)) -> dict[str, float]:
         """One Particle Gibbs sweep (conditional SMC for every tree in turn, then its exact leaf
-        draw) against pseudo-data ``z`` with row precisions ``omega``.
+        draw) against pseudo-data ``z`` with row precisions ``omega`` (log-gamma leaves:
+        ``leaf``, :func:`~pymc_trees.bart.kernels.pg.pg_tree_update`).
 
         Returns the fraction of trees whose returned tree differs from the old one.
         """
@@ -636,7 +637,7 @@ class ForestSampler:
                 buf = PGBuffers(*self._particles, self._pool, *self._node_cache,
                                 self._old_bfs)
                 status, ch = pg_tree_update(rng, t, data, rules, z, omega, self._tree_sums.buf,
-                                            f.arrays(), buf, sc)
+                                            f.arrays(), buf, sc, leaf)
                 if status == OK:
                     break
                 # a buffer was too small; nothing was modified: grow it and replay the draws

@@ -275,11 +275,10 @@ class _TreeStep(BlockedStep):
         outputs, self._liks, self._joint = rv.owner.op.outputs, None, None
         self._prior_only = unobserved_term(model, rv)
         self.likelihood, prior, lp = None, rv.owner.op.prior, self._plan.leaf_prior
-        gamma_ok = not self._prior_only and self._plan.step == "cgm"
-        if lp == "auto" and (outputs is None or not gamma_ok):
+        if lp == "auto" and (outputs is None or self._prior_only):
             # log-gamma leaves where the likelihood takes them (k outputs: output by output)
-            lp, self.likelihood = (auto_leaf_prior(model, rv, n) if gamma_ok
-                                   and outputs is None else ("normal", None))
+            lp, self.likelihood = (("normal", None) if self._prior_only
+                                   else auto_leaf_prior(model, rv, n, None, self._plan.step))
             self._plan, prior = self._plan.settle_leaf_prior(
                 prior, lp, getattr(self.likelihood, "kappa", 0.0))
         if self._prior_only:
@@ -290,7 +289,8 @@ class _TreeStep(BlockedStep):
             if outputs is not None and not self._shared:
                 # one output given the others: log-gamma leaves where "auto" finds their form,
                 # else the conjugate update of an augmentable likelihood, else the general step
-                self._liks, settled = output_likelihoods(model, rv, n, lp == "auto")
+                self._liks, settled = output_likelihoods(model, rv, n, lp == "auto",
+                                                         self._plan.step)
                 self._plan, prior = self._plan.settle_leaf_priors(prior, settled)
                 self.likelihood = self._liks[0]
             elif self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
@@ -430,12 +430,10 @@ class _TreeStep(BlockedStep):
                 self.sampler.release_rows()
         return out
 
-    def _warm_stats(self) -> dict:
-        raise NotImplementedError
-
     def _sweep(self, z: np.ndarray, omega: np.ndarray, smp, sweeps: int = 1) -> dict:
         """``sweeps`` exact sweeps of the forest sampler ``smp`` against pseudo-data ``z``
-        with row precisions ``omega``."""
+        with row precisions ``omega`` (``_gamma_sweep(smp, s, logt, sweeps)``: of log-gamma
+        leaves against rows' shapes and log rates)."""
         raise NotImplementedError
 
     def _step(self, point):
@@ -531,8 +529,9 @@ class _TreeStep(BlockedStep):
     def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if lik.family == "general":
             return self._general_update(smp, lik, point, warm, sweeps)
-        if isinstance(lik, GammaLikelihood):  # log-gamma leaves
-            return lik.update(smp, self.rng, point, self._move_cp, warm, sweeps)
+        if isinstance(lik, GammaLikelihood):  # log-gamma leaves, by the step's exact sweep
+            stats = lik.update(smp, self.rng, point, self._gamma_sweep, warm, sweeps)
+            return self._warm_stats() if warm else stats
         return self._augmented_update(smp, lik, point, warm, sweeps)
 
     def _joint_update(self, point: dict, sweeps: int = 1) -> dict:
@@ -710,10 +709,11 @@ class CGMTreeStep(_TreeStep):
                            else dict(move_probs))
         self._move_cp = move_cumulative_probs(self.move_probs)
 
-    def _sweep(self, z, omega, smp, sweeps=1):
-        stats = smp.cgm_sweep(self.rng, z, omega, self._move_cp, sweeps)
-        stats["accept_leaf"] = np.nan  # leaves are drawn exactly
-        return stats
+    def _sweep(self, z, omega, smp, sweeps=1):  # (leaves are drawn exactly)
+        return {**smp.cgm_sweep(self.rng, z, omega, self._move_cp, sweeps), "accept_leaf": np.nan}
+
+    def _gamma_sweep(self, smp, s, logt, sweeps=1):
+        return {**smp.gamma_sweep(self.rng, s, logt, self._move_cp, sweeps), "accept_leaf": np.nan}
 
     def _warm_stats(self):
         return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
@@ -770,6 +770,9 @@ class PGTreeStep(_TreeStep):
 
     def _sweep(self, z, omega, smp, sweeps=1):
         return smp.pg_sweep(self.rng, z, omega, self.num_particles)  # sweeps: always 1
+
+    def _gamma_sweep(self, smp, s, logt, sweeps=1):
+        return smp.gamma_pg_sweep(self.rng, s, logt, self.num_particles)  # sweeps: always 1
 
     def _warm_stats(self):
         return {"tree_changed": np.nan}

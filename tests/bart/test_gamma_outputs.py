@@ -25,7 +25,8 @@ import pytest
 from scipy import special, stats
 
 import pymc_trees as pmt
-from enumeration import check_cells, forest_row_partitions, partition_prior_rows
+from enumeration import (check_cells, check_draws_on_grid, forest_row_partitions,
+                         log_gamma_leaves_on_grid, partition_prior_rows)
 from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.bart.gamma_sampler import GammaForestSampler, log_gamma_prior
 from pymc_trees.bart.output_samplers import OutputSamplers
@@ -152,15 +153,9 @@ def test_learned_scale_shared_by_normal_and_log_gamma_outputs_matches_its_condit
     logp = stats.invgamma(3.0, scale=2 * sd0**2).logpdf(grid)
     logp += stats.norm(0.0, np.sqrt(grid)[:, None]).logpdf(normal[None]).sum(axis=1)
     for p in smp.parts[1:]:
-        x = p.kappa * p.forest.value[p.forest.var == -1]
-        for j, vj in enumerate(grid):
-            c, d = log_gamma_prior(math.sqrt(vj), p.kappa)
-            logp[j] += np.sum(c * math.log(d) - special.gammaln(c) + c * x - d * np.exp(x))
-    w = np.exp(logp - logp.max())
-    cdf = np.cumsum(w) / w.sum()
-    ess = float(az.ess(v[None, :]))
-    d = stats.kstest(v, lambda x: np.interp(x, grid, cdf)).statistic
-    assert ess > 500 and d < 1.95 / np.sqrt(ess), (d, ess)
+        logp += log_gamma_leaves_on_grid(grid, p.kappa * p.forest.value[p.forest.var == -1],
+                                         p.kappa)
+    check_draws_on_grid(v, grid, logp)
 
 
 def test_auto_settles_output_by_output():

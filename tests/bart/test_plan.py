@@ -86,10 +86,14 @@ def test_the_prior_draw_and_the_step_take_their_sampler_from_the_plan():
 def test_a_likelihood_the_step_cannot_sample_is_refused_by_the_plan():
     y = (np.random.default_rng(1).random(20) < 0.5).astype(float)
     with pm.Model():
-        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg")
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg", leaf_prior="normal")
         pm.Poisson("y", pm.math.exp(f), observed=y)
         with pytest.raises(TermPlanError, match="Particle Gibbs integrates the leaf values"):
             pmt.PGTreeStep([f])
+    with pm.Model():  # the default's log-gamma leaves: Particle Gibbs samples them
+        f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg")
+        pm.Poisson("y", pm.math.exp(f), observed=y)
+        assert pmt.PGTreeStep([f]).leaf_prior == "log-gamma"
     with pm.Model():
         f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, response="linear", sampler="pg")
         pm.Normal("y", f, 1.0, observed=y)

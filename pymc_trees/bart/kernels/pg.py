@@ -16,12 +16,14 @@ records only, never rows.  Particle buffers are allocated once by the caller and
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.forest import FREE, LEAF, store_mask
+from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
 from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_node_rule, goes_left, log_ml,
                                            node_availability)
 
@@ -88,9 +90,11 @@ def _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, 
 
 
 @numba.njit(cache=True)
-def split_rows(Xb, pool, s, e, top, v, k, r, omega):
+def split_rows(Xb, pool, s, e, top, v, k, r, omega, gamma=False):
     """Write rows ``pool[s:e]`` partitioned by rule (v, k) into ``pool[top:top+e-s]`` (left rows
-    first).  Returns ``(mid, WL, SL, WR, SR)`` with the left segment ``[top, mid)``."""
+    first).  Returns ``(mid, WL, SL, WR, SR)`` with the left segment ``[top, mid)``: sums of
+    ``omega`` and of ``omega * r`` (normal leaves) or of ``r`` (``gamma``: log-gamma leaves'
+    ``A`` and ``B``, :func:`pg_tree_update`)."""
     WL = 0.0
     SL = 0.0
     WR = 0.0
@@ -99,17 +103,28 @@ def split_rows(Xb, pool, s, e, top, v, k, r, omega):
     hi_pos = top + (e - s) - 1
     for q in range(s, e):
         i = pool[q]
+        x = r[i] if gamma else omega[i] * r[i]
         if goes_left(Xb[i, v], k):
             pool[lo_pos] = i
             lo_pos += 1
             WL += omega[i]
-            SL += omega[i] * r[i]
+            SL += x
         else:
             pool[hi_pos] = i
             hi_pos -= 1
             WR += omega[i]
-            SR += omega[i] * r[i]
+            SR += x
     return lo_pos, WL, SL, WR, SR
+
+
+@numba.njit(cache=True, inline="always")
+def _node_lml(W, S, prec0, leaf):
+    """A node's log marginal likelihood from its sums: normal leaves' :func:`log_ml`, or with
+    ``leaf = (1, kappa, c, d)`` log-gamma leaves' :func:`gamma_log_ml` (``W = A``,
+    ``S = B``)."""
+    if leaf[0] != 0.0:
+        return gamma_log_ml(W, S, leaf[2], leaf[3])
+    return log_ml(W, S, prec0)
 
 
 @numba.njit(cache=True)
@@ -136,7 +151,7 @@ def _draw_index(rng, cum, total):
 
 
 @numba.njit(cache=True)
-def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
+def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch, leaf):
     """Conditional-SMC update of tree ``t`` followed by the exact draw of its leaf values.
 
     ``data`` a ``SweepData`` (its ``Xb``, ``ncuts``, ``iscat``, ``split_prior``), ``rules`` a
@@ -144,6 +159,13 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
     trees' sum (updated on success), ``forest`` a ``ForestArrays`` (tree t rewritten),
     ``buf`` the :class:`PGBuffers`, ``scratch`` a ``SweepScratch`` (its ``r``, ``hist``,
     ``W``, ``S``).
+
+    ``leaf = (0, 0, 0, 0)``: normal leaves.  Log-gamma leaves (``leaf = (1, kappa, c, d)``,
+    :mod:`~pymc_trees.bart.kernels.gamma_leaves`):
+    ``z`` holds the rows' log rates ``log t_i`` at the trees' zero and ``omega`` their shapes
+    ``s_i``; a row's ``r_i = exp(z_i + kappa (fsum_i - tree t's value))``, a node's sums
+    ``A = sum s_i`` and ``B = sum r_i``, its marginal :func:`gamma_log_ml`, and every leaf
+    ``log(phi) / kappa`` with ``phi ~ Gamma(c + A, rate d + B)``.
 
     Returns ``(status, changed)``: status ``OK``, or ``POOL_FULL`` / ``TREE_TOO_BIG`` /
     ``UIDS_FULL`` when the row pool, the forest's node capacity or the node cache is too small
@@ -162,13 +184,19 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
     r, hist, W, S = scratch.r, scratch.hist, scratch.W, scratch.S
     C = PI.shape[0]
     n = z.shape[0]
-    # partial residual of tree t (fsum is left untouched until success)
+    gamma = leaf[0] != 0.0
+    # partial residual of tree t, or the rows' rates given the other trees (fsum is left
+    # untouched until success)
     Wr = 0.0
     Sr = 0.0
     for i in range(n):
-        r[i] = z[i] - (fsum[i] - value[t, leaf_of_row[t, i]])
+        if gamma:
+            r[i] = math.exp(z[i] + leaf[1] * (fsum[i] - value[t, leaf_of_row[t, i]]))
+            Sr += r[i]
+        else:
+            r[i] = z[i] - (fsum[i] - value[t, leaf_of_row[t, i]])
+            Sr += omega[i] * r[i]
         Wr += omega[i]
-        Sr += omega[i] * r[i]
     # breadth-first order of the old tree
     old_bfs[0] = 0
     nb = 1
@@ -237,7 +265,7 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
                     return TREE_TOO_BIG, 0
                 if n_uid + 2 > uw.shape[0]:
                     return UIDS_FULL, 0
-                mid, WL, SL, WR, SR = split_rows(Xb, pool, s, e, top, v, kc, r, omega)
+                mid, WL, SL, WR, SR = split_rows(Xb, pool, s, e, top, v, kc, r, omega, gamma)
                 kl = PN[c, 0]
                 kr = kl + 1
                 PN[c, 0] = kl + 2
@@ -263,8 +291,8 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
                 PF[c, FS, kl] = SL
                 PF[c, FW, kr] = WR
                 PF[c, FS, kr] = SR
-                logw[c] += (log_ml(WL, SL, prec0) + log_ml(WR, SR, prec0)
-                            - log_ml(PF[c, FW, k], PF[c, FS, k], prec0))
+                logw[c] += (_node_lml(WL, SL, prec0, leaf) + _node_lml(WR, SR, prec0, leaf)
+                            - _node_lml(PF[c, FW, k], PF[c, FS, k], prec0, leaf))
                 top += e - s
         if not active:
             break
@@ -330,7 +358,12 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch):
         var[t, k] = FREE
     n_nodes[t] = nn
     n_free[t] = 0
-    draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
+    if gamma:
+        for k in range(nn):
+            if var[t, k] == LEAF:
+                value[t, k] = math.log(rng.gamma(leaf[2] + W[k], 1.0 / (leaf[3] + S[k]))) / leaf[1]
+    else:
+        draw_leaf_values(rng, t, var, value, n_nodes, W, S, prec0)
     for i in range(n):
         fsum[i] += value[t, leaf_of_row[t, i]]
     return OK, changed
