@@ -308,8 +308,9 @@ class BARTTree(Distribution):
         times the effective draws of f a second of normal leaves at the same held-out
         density (``docs/design.md``, "Which prior a model gets"); each output of a term of
         shape (k, n) with trees of its own by its likelihood (``Normal(w[0],
-        pm.math.exp(w[1]))``: w[1]); normal leaves everywhere else.  ``pm.sample_prior_predictive`` draws the prior the step samples (it settles
-        the same way); the step's ``leaf_prior`` says which.
+        pm.math.exp(w[1]))``: w[1]); normal leaves everywhere else.
+        ``pm.sample_prior_predictive`` draws the prior the step samples (it settles the same
+        way); the step's ``leaf_prior`` says which.
     **kwargs
         Passed to :class:`pymc.Distribution` (for example ``dims``).  ``shape``, ``size`` or
         ``dims`` must describe one value per row of X, ``(n,)``, or k per row, ``(k, n)``:
@@ -475,7 +476,7 @@ class BARTTree(Distribution):
             learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant),
             leaf_prior=leaf_prior, learned_scale=learned)
         if leaf_prior == "auto" and not auto_leaf_prior_applies(outputs, response, auto,
-                                                                sampler, learned, separate):
+                                                                learned, separate):
             leaf_prior = "normal"  # no likelihood makes log-gamma leaves serve this term
         prior = TreePrior(m=int(m), alpha=float(alpha), beta=float(beta), numcut=int(numcut),
                           min_leaf=int(min_leaf), split_prior=sp,

@@ -164,7 +164,7 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
     if sampler not in SAMPLERS:
         raise TermPlanError(f"sampler must be one of {SAMPLERS} (or None for the default "
                             f"{DEFAULT_SAMPLER!r}); got {sampler!r}.")
-    _check_leaf_prior(leaf_prior, outputs, response, sampler, learned_scale)
+    _check_leaf_prior(leaf_prior, outputs, response, learned_scale)
     if outputs is not None and learned_split:
         raise TermPlanError("Learned split probabilities (a Dirichlet split_prior) are not "
                             f"supported for a BARTTree with several outputs (shape "
@@ -172,8 +172,7 @@ def check_arguments(*, outputs: int | None, response: str, separate_trees,
     return sampler, separate
 
 
-def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
-                      learned_scale: bool) -> None:
+def _check_leaf_prior(leaf_prior: str, outputs, response: str, learned_scale: bool) -> None:
     """Refuse what log-gamma leaves do not combine with: one output of constant leaves, a
     leaf scale that is fixed or learned inside the step (not a model variable); the CGM step
     or Particle Gibbs.  ``"auto"`` is settled by the likelihood
@@ -198,16 +197,16 @@ def _check_leaf_prior(leaf_prior: str, outputs, response: str, sampler: str,
                             f"not a model variable; {fix}.")
 
 
-def auto_leaf_prior_applies(outputs, response: str, response_auto: bool, sampler: str,
-                            model_scale: bool, separate: bool = True) -> bool:
+def auto_leaf_prior_applies(outputs, response: str, response_auto: bool, model_scale: bool,
+                            separate: bool = True) -> bool:
     """Whether ``leaf_prior="auto"`` may become log-gamma leaves once the likelihood is
     known: a term whose leaves may be constant (constant, or the default's linear ones:
-    ``response_auto``), sampled by the CGM step or Particle Gibbs (``sampler``), with no
-    model variable as its leaf scale, of one output or of k outputs with trees of their own
-    (``separate``; each output settles by the likelihood it enters,
-    :meth:`TermPlan.settle_leaf_priors`)."""
+    ``response_auto``), with no model variable as its leaf scale, of one output or of k
+    outputs with trees of their own (``separate``; each output settles by the likelihood it
+    enters, :meth:`TermPlan.settle_leaf_priors`).  The CGM step and Particle Gibbs both
+    sample them."""
     return ((outputs is None or separate) and (response == "constant" or response_auto)
-            and sampler in SAMPLERS and not model_scale)
+            and not model_scale)
 
 
 def _check_separate(separate_trees, outputs: int | None, response: str, sampler) -> bool:
