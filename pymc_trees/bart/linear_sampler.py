@@ -12,13 +12,14 @@ import numpy as np
 from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, read_only_rows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linear_level_shift_sums,
-                                            linear_prior_leaves, linear_sweep, linear_values,
+                                            linear_prior_leaves, linear_values,
                                             linear_values_as_packed,
                                             pack_linear_leaves, standardize_columns)
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
-from pymc_trees.bart.sampler import (MOVES, ForestSampler, TreePrior, check_start,
-                                     acceptance_rates)
+from pymc_trees.bart.kernels.linear_sweep import linear_sweep
+from pymc_trees.bart.sampler import (EXACT_VALUES_EVERY, MOVES, ForestSampler, TreePrior,
+                                     acceptance_rates, check_start)
 from pymc_trees.core.packed import center_bits
 
 __all__ = ["LinearForestSampler", "RESPONSES"]
@@ -106,7 +107,15 @@ class LinearForestSampler(ForestSampler):
 
     def values(self) -> np.ndarray:
         """The values at the training rows: with ``exact_values`` (a traced term) in the
-        packed forest's arithmetic, which ``pmt.predict`` reproduces to the bit."""
+        packed forest's arithmetic, which ``pmt.predict`` reproduces to the bit; otherwise
+        the ones the last sweep left when the trees are still the same (:meth:`cgm_sweep`),
+        else summed tree by tree."""
+        self.ensure_rows()
+        out = None if self.exact_values else self._tree_sums.take_values(self._forest_key(),
+                                                                          self.offset)
+        if out is not None:
+            self._remember_values(out)
+            return out
         out = np.empty(self.n)
         if self.exact_values:
             f = self.ensure_rows()
@@ -144,7 +153,7 @@ class LinearForestSampler(ForestSampler):
 
     def cgm_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                   move_cumprobs: np.ndarray, sweeps: int = 1) -> dict[str, float]:
-        """``sweeps`` sweeps of :func:`~pymc_trees.bart.kernels.linear.linear_sweep` (grow
+        """``sweeps`` sweeps of :func:`~pymc_trees.bart.kernels.linear_sweep.linear_sweep` (grow
         and prune 0.3 each, change at a node whose children are leaves 0.4;
         ``move_cumprobs`` is not used: a user's ``move_probs`` is refused by
         :meth:`check_move_probs`) against pseudo-data ``z`` with row precisions ``omega``;
@@ -152,6 +161,7 @@ class LinearForestSampler(ForestSampler):
         proposed = np.zeros(4, np.int64)
         accepted = np.zeros(4, np.int64)
         z, omega = read_only_rows(z), read_only_rows(omega)
+        sums = self._tree_sums
         for _ in range(int(sweeps)):
             f = self._forest_with_room()
             self._sync()
@@ -160,8 +170,20 @@ class LinearForestSampler(ForestSampler):
             rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                               float(self.prior.beta), float(self.prec0))
             linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin,
-                         self.mix, z, omega, self._tree_sums.buf, f.arrays(), self.slope,
+                         self.mix, z, omega, sums.buf, f.arrays(), self.slope,
                          self._scratch, self._sums, proposed[:3], accepted[:3])
+        # The sweep leaves the trees' sum as the pseudo-data minus its residual.  A term whose
+        # values stay out of the trace (exact_values False) takes them from there, as the
+        # constant sweep's do (a pass over m trees and n rows fewer an iteration), but every
+        # EXACT_VALUES_EVERY-th sweep in a row sums the trees afresh (values()), so that the
+        # rounding of the residual does not build up.
+        if self.exact_values or sums.inexact + int(sweeps) >= EXACT_VALUES_EVERY:
+            sums.forget()
+            sums.inexact = 0
+        else:
+            sums.buf += self.offset
+            sums.swept(self._forest_key(), self.offset)
+            sums.inexact += int(sweeps)
         return acceptance_rates(accepted, proposed, MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,

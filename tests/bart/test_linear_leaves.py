@@ -31,6 +31,80 @@ from pymc_trees.bart.kernels.linear import linear_log_ml, standardize_columns
 ALPHA, BETA, LEAF_SD = 0.95, 1.0, 1.0
 
 
+# --- the sweep's pass over the rows ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("equal_precisions", [True, False])
+def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do_to_the_bit(
+        equal_precisions):
+    """The linear sweep's pass over the rows sums the leaves a grow, a change or a prune
+    would make (the proposal's rows with the new regressor, split by a numeric rule) as the
+    moves' sums over the collected, stably partitioned rows do, to the last bit (the draws
+    do not depend on which took them); and every leaf's own five sums as the naive sums."""
+    from pymc_trees.bart.kernels.forest import LEAF
+    from pymc_trees.bart.kernels.linear import leaf_regressors, rows_sums
+    from pymc_trees.bart.kernels.linear import LinearRows
+    from pymc_trees.bart.kernels.linear_sweep import linear_pass
+    from pymc_trees.bart.kernels.tree_edit import pair_rows, partition_rows
+    from pymc_trees.bart.linear_sampler import LinearForestSampler
+    from pymc_trees.bart.sampler import TreePrior, move_cumulative_probs
+
+    rng = np.random.default_rng(7)
+    n = 500
+    Xr = rng.uniform(size=(n, 4))
+    Xr[rng.random(n) < 0.1, 2] = np.nan  # a column with gaps: its own features
+    yr = np.sin(3 * Xr[:, 0]) + rng.normal(size=n)
+    fs = LinearForestSampler(Xr, TreePrior(m=8, response="linear"), 0.0, 0.3)
+    omega = np.full(n, 2.5) if equal_precisions else rng.uniform(0.5, 2.0, n)
+    for _ in range(30):  # trees of a few leaves
+        fs.cgm_sweep(rng, yr, omega, move_cumulative_probs({"grow": .5, "prune": .5}))
+    f, Z, XbT = fs.forest, fs.Z, fs._XbT
+    K = f.capacity
+    sums = np.zeros((5, K))
+    W, Wz, Wzz, S, Sz = sums
+    reg = np.empty(K, np.int64)
+    reg_prev = np.empty(K, np.int64)
+    fusion = np.zeros(11)
+    idx, tmp = np.empty(n, np.int64), np.empty(n, np.int64)
+    oc = float(omega[0]) if equal_precisions else 0.0
+    checked = 0
+    for t in range(1, f.m):
+        leaf_regressors(t - 1, f.var, f.parent, f.n_nodes, fs.regcol, fs.lin, reg_prev)
+        leaf_regressors(t, f.var, f.parent, f.n_nodes, fs.regcol, fs.lin, reg)
+        leaves = [k for k in range(f.n_nodes[t]) if f.var[t, k] == LEAF]
+        for fa, fb in [(leaves[0], leaves[0]), (leaves[0], leaves[-1])]:
+            for fv, fc, jn in [(1, int(f.ncut.max()) // 2, 1), (-1, 0, 2), (3, 0, -1)]:
+                r = rng.normal(size=n)
+                r_in = r.copy()
+                linear_pass(t, f.arrays(), fs.slope, reg, reg_prev, LinearRows(fs.regcol, Z), r,
+                            omega, oc, sums, (fa, fb, fv, fc, jn), XbT, fusion)
+                # the residual after the pass, then the rows collected as the moves do
+                cnt = pair_rows(t, fa, fb, f.leaf_of_row, idx)
+                mid = cnt if fv < 0 else partition_rows(XbT, idx, 0, cnt, fv, fc, tmp)
+                L = rows_sums(idx, 0, mid, jn, Z, r, omega)
+                R = rows_sums(idx, mid, cnt, jn, Z, r, omega)
+                assert fusion[0] == 1.0
+                assert tuple(fusion[1:6]) == L and tuple(fusion[6:11]) == R
+                # every leaf's own sums, naively (its regressor, the rows' final residual)
+                for k in leaves:
+                    rows = np.flatnonzero(f.leaf_of_row[t] == k)
+                    z = Z[reg[k], rows] if reg[k] >= 0 else np.zeros(rows.size)
+                    w, wr = omega[rows], omega[rows] * r[rows]
+                    np.testing.assert_allclose(
+                        [W[k], Wz[k], Wzz[k], S[k], Sz[k]],
+                        [w.sum(), (w * z).sum(), (w * z * z).sum(), wr.sum(), (wr * z).sum()],
+                        rtol=1e-12, atol=1e-12)
+                # the residual: tree t - 1's values out, tree t's in
+                vals = np.zeros((2, n))
+                for row, (tt, rg) in enumerate([(t - 1, reg_prev), (t, reg)]):
+                    k_ = f.leaf_of_row[tt]
+                    zz = np.where(rg[k_] >= 0, Z[np.maximum(rg[k_], 0), np.arange(n)], 0.0)
+                    vals[row] = f.value[tt, k_] + fs.slope[tt, k_] * zz
+                np.testing.assert_allclose(r, r_in + vals[1] - vals[0], rtol=1e-12, atol=1e-12)
+                checked += 1
+    assert checked >= 40
+
+
 # --- the leaf's marginal likelihood ------------------------------------------------------------
 
 
@@ -131,7 +205,7 @@ def exact_linear(X, y, sigma, m, sd=LEAF_SD, b=None, extra=(), mix=False):
     tuples, and the exact mean and second moment of f at every row.  ``extra``: more
     (design, variance) blocks integrated with the trees (an intercept)."""
     n = len(y)
-    Z, _, _ = standardize_columns(X, np.zeros(X.shape[1], bool))
+    Z = standardize_columns(X, np.zeros(X.shape[1], bool))[0].T  # (n, p)
     prior = enumerate_linear_trees(X, ALPHA, BETA)
     if mix:
         prior = mixed(prior)

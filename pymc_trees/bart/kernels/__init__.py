@@ -8,7 +8,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
   children's and a subtree's available rules, the commits), shared by every sweep;
   ``row_sums``: the conjugate sweep's passes over the rows and leaf sums.
 - One module per tree update: ``cgm`` (Chipman-George-McCulloch moves, constant leaves,
-  conjugate), ``linear`` (linear leaves, conjugate), ``general`` (any likelihood: Newton
+  conjugate), ``linear`` (linear leaves: their algebra and hooks) and ``linear_sweep``
+  (their conjugate sweep), ``general`` (any likelihood: Newton
   leaf proposals, ``newton``, through a row callback, ``row_calls``), ``general_linear``
   (linear leaves, any likelihood), ``gamma_leaves`` (log-gamma leaves, conjugate in
   likelihoods through ``exp``), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
@@ -33,11 +34,11 @@ leaves' part: a leaf form is a ``NamedTuple`` bundle (``ConstantLeaves`` in ``cg
 on its type; numba compiles and caches the moves once per form.  A new conjugate leaf form
 is a bundle and its hooks, not a copy of the moves.
 
-What stays per sweep: (a) the pass over the rows before a move (``cgm`` fuses the grow's and
-the change's children's sums into the pass that takes the previous tree out of the residual,
-and keeps row counts instead of summing precisions); (b) change and swap, whose move sets
+What stays per sweep: (a) the pass over the rows before a move (``cgm`` and
+``linear_sweep`` fuse the proposal's new leaves' sums into the pass that takes the previous
+tree out of the residual; ``cgm`` keeps row counts instead of summing precisions); (b) change and swap, whose move sets
 differ (``cgm`` and ``general`` change any internal node with its subtree and swap;
-``linear`` and ``general_linear`` change a node above two leaves, have no swap and fixed
+``linear_sweep`` and ``general_linear`` change a node above two leaves, have no swap and fixed
 move probabilities 0.3, 0.3, 0.4, so that a user's ``move_probs`` is refused): one function
 for both would change the draws of one of them; (c) the leaf updates after the move; (d) the
 general step's grow and prune, in ``general`` (constant leaves, J outputs) and

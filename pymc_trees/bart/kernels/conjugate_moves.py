@@ -58,7 +58,7 @@ from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, accept_move, acc
                                                pick_prune, prunable_after_grow,
                                                prune_tree_logr, split_leaf)
 
-__all__ = ["grow_proposal", "grow", "prune", "leaf_form_is", "leaf_score", "children_sums",
+__all__ = ["grow_proposal", "grow", "prune", "prune_picked", "leaf_form_is", "leaf_score", "children_sums",
            "children_score", "partitioned_rows", "set_children", "merged_sums",
            "merged_score", "set_merged"]
 
@@ -151,7 +151,16 @@ def prune(rng, t, leaves, rules, pg, pp, forest, scratch):
     """A prune of tree t, the reverse of :func:`grow`: a prunable node uniformly, its two
     leaves merged when accepted; -1 when no node is prunable, else 1/0 for
     accepted/rejected."""
-    eta, kl, kr, w, b_new = pick_prune(rng, t, forest)
+    return prune_picked(rng, t, pick_prune(rng, t, forest), leaves, rules, pg, pp, forest,
+                        scratch)
+
+
+@numba.njit(cache=True, inline="always")
+def prune_picked(rng, t, pick, leaves, rules, pg, pp, forest, scratch):
+    """:func:`prune` once its node is picked (``pick``, from
+    :func:`~pymc_trees.bart.kernels.tree_edit.pick_prune`, which reads the tree alone: a sweep
+    that sums the merged leaf's rows in its pass over the rows picks the node before it)."""
+    eta, kl, kr, w, b_new = pick
     if eta < 0:
         return -1
     par = forest.parent[t, eta]

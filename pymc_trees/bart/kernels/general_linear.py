@@ -113,7 +113,7 @@ def _sums(idx, start, end, j, Z, gc, h):
         W += w
         S += s
         if j >= 0:
-            z = Z[i, j]
+            z = Z[j, i]
             Wz += w * z
             Wzz += w * z * z
             Sz += s * z
@@ -123,7 +123,7 @@ def _sums(idx, start, end, j, Z, gc, h):
 @numba.njit(cache=True, inline="always")
 def _at(b0, b1, i, j, Z):
     """A leaf's value at training row i (regressor column j, -1 for none)."""
-    return b0 + b1 * Z[i, j] if j >= 0 else b0
+    return b0 + b1 * Z[j, i] if j >= 0 else b0
 
 
 @numba.njit(cache=True)
@@ -324,7 +324,7 @@ def _add_row(Sm, a, k, w, s, j, Z, i):
     Sm[a, 0, k] += w
     Sm[a, 3, k] += s
     if j >= 0:
-        z = Z[i, j]
+        z = Z[j, i]
         Sm[a, 1, k] += w * z
         Sm[a, 2, k] += w * z * z
         Sm[a, 4, k] += s * z
@@ -520,7 +520,7 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
     :func:`pymc_trees.bart.kernels.general.general_sweep` (one output); ``forest`` the
     :class:`ForestArrays` (``value`` holds every leaf's ``b0``), ``slope`` (m, K) the ``b1``;
     ``lrows`` the :class:`~pymc_trees.bart.kernels.linear.LinearRows`: ``regcol`` (q,) the
-    regressor column of a split on each feature (-1: categorical), ``Z`` (n, p) the
+    regressor column of a split on each feature (-1: categorical), ``Z`` (p, n) the
     standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
     cleaned; ``b`` :func:`new_linear_buffers`; ``proposed``, ``accepted`` (5,) counts per
     move (grow, prune, change, swap, leaf), incremented; ``lin`` (m,) uint8 whether each tree

@@ -1,6 +1,7 @@
-"""Linear leaves (``BARTTree(..., response="linear")``): the backfitting sweep of bart-math 5
-(grow, prune, and change at a node whose children are leaves) with a straight line in every
-leaf instead of a constant.
+"""Linear leaves (``BARTTree(..., response="linear")``): a straight line in every leaf
+instead of a constant, its leaf algebra, values and priors, and the leaf form of the
+conjugate grow and prune (:class:`LinearLeaves`); the sweep (grow, prune, and change at a
+node whose children are leaves) is :mod:`pymc_trees.bart.kernels.linear_sweep`.
 
 A leaf whose parent splits on a non-categorical column ``j`` holds ``b0 + b1 * z_j(x)``, with
 ``z_j`` the column standardised on the training rows (missing values at 0, the mean); the
@@ -30,33 +31,31 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
-                                                     grow_proposal, leaf_form_is, leaf_score,
-                                                     merged_score, merged_sums,
-                                                     partitioned_rows, prune, set_children,
-                                                     set_merged)
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums,
+                                                     leaf_form_is, leaf_score, merged_score,
+                                                     merged_sums, partitioned_rows,
+                                                     set_children, set_merged)
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.nodes import draw_levels
-from pymc_trees.bart.kernels.tree_edit import (accept_move, children_masks, commit_children,
-                                               leaf_rows, pair_children_logr, pair_rows,
-                                               partition_rows, pick_pair_rule)
+from pymc_trees.bart.kernels.tree_edit import leaf_rows, pair_rows, partition_rows
 
 __all__ = ["standardize_columns", "leaf_regressors", "linear_log_ml", "linear_tree_values",
-           "linear_values", "linear_sweep", "linear_leaf_stats", "linear_prior_leaves",
+           "linear_values", "linear_leaf_stats", "row_value", "rows_sums", "linear_prior_leaves",
            "linear_level_shift_sums", "pack_linear_leaves", "draw_linear_leaf", "LinearRows",
            "LinearSums", "LinearLeaves"]
 
 
 def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
-    """The leaf regressors of the columns of X: ``Z`` of shape (n, p) with
-    ``Z[:, j] = (X[:, j] - center[j]) / scale[j]`` (0 where X is missing, and in categorical
+    """The leaf regressors of the columns of X, feature-major: ``Z`` of shape (p, n) with
+    ``Z[j] = (X[:, j] - center[j]) / scale[j]`` (0 where X is missing, and in categorical
     columns), ``center`` the mean of the column's values and ``scale`` their sd (1 for a
-    constant or empty column)."""
+    constant or empty column).  Feature-major because a pass over the rows reads one column
+    per leaf: the rows of a leaf read consecutive numbers, not one cache line a row."""
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
     center = np.zeros(p)
     scale = np.ones(p)
-    Z = np.zeros((n, p))
+    Z = np.zeros((p, n))
     for j in range(p):
         if categorical[j]:
             continue
@@ -66,7 +65,7 @@ def standardize_columns(X: np.ndarray, categorical: np.ndarray) -> tuple:
             center[j] = col[ok].mean()
             sd = col[ok].std()
             scale[j] = sd if sd > 0 else 1.0
-        Z[ok, j] = (col[ok] - center[j]) / scale[j]
+        Z[j, ok] = (col[ok] - center[j]) / scale[j]
     return Z, center, scale
 
 
@@ -121,10 +120,11 @@ def draw_linear_leaf(rng, W, Wz, Wzz, S, Sz, has_slope, prec0):
 
 
 @numba.njit(cache=True, inline="always")
-def _row_value(t, k, i, value, slope, reg, Z):
+def row_value(t, k, i, value, slope, reg, Z):
+    """Tree t at training row i, in leaf k (``reg``: the tree's leaf regressors)."""
     j = reg[k]
     if j >= 0:
-        return value[t, k] + slope[t, k] * Z[i, j]
+        return value[t, k] + slope[t, k] * Z[j, i]
     return value[t, k]
 
 
@@ -134,7 +134,7 @@ def linear_tree_values(t, var, parent, n_nodes, value, slope, leaf_of_row, regco
     """``out[i] +=`` tree t at training row i (``reg``: scratch of the node axis)."""
     leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
     for i in range(leaf_of_row.shape[1]):
-        out[i] += _row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
+        out[i] += row_value(t, leaf_of_row[t, i], i, value, slope, reg, Z)
 
 
 @numba.njit(cache=True)
@@ -172,7 +172,9 @@ def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, reg
 
 
 @numba.njit(cache=True)
-def _rows_sums(idx, start, end, j, Z, r, omega):
+def rows_sums(idx, start, end, j, Z, r, omega):
+    """``(W, Wz, Wzz, S, Sz)`` of the rows ``idx[start:end]`` with regressor column j (-1:
+    none), each summed in the order of ``idx``."""
     W = 0.0
     Wz = 0.0
     Wzz = 0.0
@@ -185,7 +187,7 @@ def _rows_sums(idx, start, end, j, Z, r, omega):
         W += w
         S += wr
         if j >= 0:
-            z = Z[i, j]
+            z = Z[j, i]
             Wz += w * z
             Wzz += w * z * z
             Sz += wr * z
@@ -207,8 +209,8 @@ class LinearSums(NamedTuple):
 
 class LinearRows(NamedTuple):
     """The leaf regressors as the linear moves read them: ``regcol`` (q,), the column of the
-    slope under a split on sampler feature v (-1: none), and ``Z`` (n, p), the standardised
-    columns."""
+    slope under a split on sampler feature v (-1: none), and ``Z`` (p, n), the standardised
+    columns, feature-major (:func:`standardize_columns`)."""
 
     regcol: np.ndarray
     Z: np.ndarray
@@ -220,9 +222,12 @@ class LinearLeaves(NamedTuple):
     :class:`LinearRows`, the residual ``r`` and row precisions ``omega`` (n,), whether tree
     t's leaves are linear (``active``), the leaf prior's precision ``prec0``, and the arrays
     of the rows the hooks read (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``,
-    ``lo``, ``tmp``). A new leaf's regressor is the column of the split above it (-1 under a
-    categorical split or in a constant tree), so a grow and a prune sum the new leaves' rows
-    after partitioning them."""
+    ``lo``, ``tmp``), and ``fusion`` (11,), written by the sweep before each move: ``(1, L,
+    R)`` when its pass over the rows summed the proposal's new leaves already (a grow's or a
+    change's children under a numeric rule, five sums each; a prune's merged leaf in ``L``),
+    else ``(0, ...)``.  A new leaf's regressor is the column of the split above it (-1 under
+    a categorical split or in a constant tree), so without the pass's sums a grow and a prune
+    sum the new leaves' rows after partitioning them."""
 
     sums: LinearSums
     lrows: LinearRows
@@ -236,6 +241,7 @@ class LinearLeaves(NamedTuple):
     idx: np.ndarray
     lo: np.ndarray
     tmp: np.ndarray
+    fusion: np.ndarray
 
 
 def _linear(leaves) -> bool:
@@ -261,16 +267,21 @@ def _children_sums(leaves, rng, t, ell, v, c, min_leaf):
         return None
 
     def impl(leaves, rng, t, ell, v, c, min_leaf):
+        regcol, Z = leaves.lrows
+        fu = leaves.fusion
+        if fu[0] != 0.0:  # the pass summed the children (rows collected once accepted)
+            j = regcol[v] if leaves.active else -1
+            return ((j, (fu[1], fu[2], fu[3], fu[4], fu[5]),
+                     (fu[6], fu[7], fu[8], fu[9], fu[10])), 0, -1, c)
         idx, lo = leaves.idx, leaves.lo
         cnt = leaf_rows(t, ell, leaves.leaf_of_row, idx)
         rule = c
         if lo[v] < 0:
             rule = draw_levels(rng, lo, v, leaves.Xb, idx, 0, cnt, min_leaf)
         mid = partition_rows(leaves.XbT, idx, 0, cnt, v, rule, leaves.tmp)
-        regcol, Z = leaves.lrows
         j = regcol[v] if leaves.active else -1
-        L = _rows_sums(idx, 0, mid, j, Z, leaves.r, leaves.omega)
-        R = _rows_sums(idx, mid, cnt, j, Z, leaves.r, leaves.omega)
+        L = rows_sums(idx, 0, mid, j, Z, leaves.r, leaves.omega)
+        R = rows_sums(idx, mid, cnt, j, Z, leaves.r, leaves.omega)
         return (j, L, R), cnt, mid, rule
     return impl
 
@@ -293,6 +304,10 @@ def _partitioned_rows(leaves, t, ell, cnt, mid, v, c):
         return None
 
     def impl(leaves, t, ell, cnt, mid, v, c):
+        if leaves.fusion[0] != 0.0:
+            idx = leaves.idx
+            rows = leaf_rows(t, ell, leaves.leaf_of_row, idx)
+            return rows, partition_rows(leaves.XbT, idx, 0, rows, v, c, leaves.tmp)
         return (cnt, mid)
     return impl
 
@@ -323,9 +338,12 @@ def _merged_sums(leaves, t, eta, kl, kr, pv):
     def impl(leaves, t, eta, kl, kr, pv):
         regcol, Z = leaves.lrows
         j = regcol[pv] if pv >= 0 and leaves.active else -1
+        fu = leaves.fusion
+        if fu[0] != 0.0:  # the pass summed the merged leaf's rows
+            return j, -1, (fu[1], fu[2], fu[3], fu[4], fu[5])
         idx = leaves.idx
         cnt = pair_rows(t, kl, kr, leaves.leaf_of_row, idx)
-        return j, cnt, _rows_sums(idx, 0, cnt, j, Z, leaves.r, leaves.omega)
+        return j, cnt, rows_sums(idx, 0, cnt, j, Z, leaves.r, leaves.omega)
     return impl
 
 
@@ -349,6 +367,10 @@ def _set_merged(leaves, t, eta, kl, kr, mg):
         W, Wz, Wzz, S, Sz, reg = leaves.sums
         j, cnt, (Wm, Wzm, Wzzm, Sm, Szm) = mg
         idx, leaf_of_row = leaves.idx, leaves.leaf_of_row
+        if cnt < 0:  # the rows were not collected: one pass over the tree's rows
+            for i in range(leaf_of_row.shape[1]):
+                lf = leaf_of_row[t, i]
+                leaf_of_row[t, i] = eta if (lf == kl) | (lf == kr) else lf
         for q in range(cnt):
             leaf_of_row[t, idx[q]] = eta
         W[eta], Wz[eta], Wzz[eta], S[eta], Sz[eta] = Wm, Wzm, Wzzm, Sm, Szm
@@ -356,201 +378,6 @@ def _set_merged(leaves, t, eta, kl, kr, mg):
         reg[kl] = -1
         reg[kr] = -1
     return impl
-
-
-@numba.njit(cache=True)
-def _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums):
-    """A new rule from the prior at a node whose children are both leaves (chosen uniformly
-    among such nodes, which the move keeps so; :func:`pick_pair_rule`); the rule's
-    probability cancels between prior and proposal, leaving the children's marginal
-    likelihoods and their factors ``1 - p_split`` (their availability may change).  -1 when
-    impossible, else 1/0."""
-    XbT, ncuts, iscat, split_prior = data.XbT, data.ncuts, data.iscat, data.split_prior
-    min_leaf, alpha, beta, prec0 = rules
-    regcol, Z = lrows
-    W, Wz, Wzz, S, Sz, reg = sums
-    r, idx, hist, lo, hi, nmask = (scratch.r, scratch.idx, scratch.hist, scratch.lo, scratch.hi,
-                                   scratch.nmask)
-    eta, kl, kr, cnt, v, c, nc, mid = pick_pair_rule(rng, t, data, min_leaf, forest, scratch)
-    if eta < 0:
-        return -1
-    j = regcol[v] if active else -1
-    WL, WzL, WzzL, SL, SzL = _rows_sums(idx, 0, mid, j, Z, r, omega)
-    WR, WzR, WzzR, SR, SzR = _rows_sums(idx, mid, cnt, j, Z, r, omega)
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
-    logr = (linear_log_ml(WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
-            + linear_log_ml(WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
-            - linear_log_ml(W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl], reg[kl] >= 0, prec0)
-            - linear_log_ml(W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr], reg[kr] >= 0, prec0)
-            + pair_children_logr(t, eta, kl, kr, wL, wR, alpha, beta, forest))
-    if not accept_move(rng, logr):
-        return 0
-    forest.var[t, eta] = v
-    forest.cut[t, eta] = c
-    forest.ncut[t, eta] = nc
-    commit_children(t, kl, kr, wL, wR, forest.wavail, forest.amask, nmask, forest.leaf_of_row,
-                    idx, mid, cnt)
-    W[kl], Wz[kl], Wzz[kl], S[kl], Sz[kl] = WL, WzL, WzzL, SL, SzL
-    W[kr], Wz[kr], Wzz[kr], S[kr], Sz[kr] = WR, WzR, WzzR, SR, SzR
-    reg[kl] = j
-    reg[kr] = j
-    return 1
-
-
-@numba.njit(cache=True)
-def _draw_kind(rng, t, forest, lrows, lin, one, r, omega, prec0, sums):
-    """Tree t's kind (``lin[t]``) from its conditional given the tree (prior 1/2 each, the
-    coefficients integrated out); leaves ``reg`` and the sums right for the kind drawn."""
-    var, parent = forest.var, forest.parent
-    n_nodes, leaf_of_row = forest.n_nodes, forest.leaf_of_row
-    regcol, Z = lrows
-    W, Wz, Wzz, S, Sz, reg = sums
-    # the would-be regressors of a linear tree, and the slope sums with them
-    leaf_regressors(0, var[t:t + 1], parent[t:t + 1], n_nodes[t:t + 1], regcol, one, reg)
-    nk = n_nodes[t]
-    for k in range(nk):
-        Wz[k] = 0.0
-        Wzz[k] = 0.0
-        Sz[k] = 0.0
-    for i in range(leaf_of_row.shape[1]):
-        k = leaf_of_row[t, i]
-        j = reg[k]
-        if j >= 0:
-            zz = Z[i, j]
-            w = omega[i]
-            Wz[k] += w * zz
-            Wzz[k] += w * zz * zz
-            Sz[k] += w * r[i] * zz
-    log_odds = 0.0
-    for k in range(nk):
-        if var[t, k] == LEAF and reg[k] >= 0:
-            log_odds += (linear_log_ml(W[k], Wz[k], Wzz[k], S[k], Sz[k], True, prec0)
-                         - linear_log_ml(W[k], 0.0, 0.0, S[k], 0.0, False, prec0))
-    if log_odds >= 0.0:
-        p_lin = 1.0 / (1.0 + math.exp(-log_odds))
-    else:
-        e = math.exp(log_odds)
-        p_lin = e / (1.0 + e)
-    lin[t] = 1 if rng.random() < p_lin else 0
-    if lin[t] == 0:
-        for k in range(nk):
-            reg[k] = -1
-
-
-# move probabilities: grow and prune equal (their ratio cancels), change the rest
-P_GROW = 0.3
-P_PRUNE = 0.3
-
-
-@numba.njit(cache=True)
-def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slope, scratch,
-                 sums, proposed, accepted):
-    """One backfitting sweep over all trees with linear leaves: per tree a grow, a prune
-    (probability 0.3 each) or a change of the rule of a node whose children are leaves (0.4;
-    an impossible move leaves the tree as it is); with ``mix``, the tree's kind from its
-    conditional given the tree; then every leaf's coefficients from their conditional.
-
-    Parameters
-    ----------
-    data, rules, forest, scratch
-        As for :func:`~pymc_trees.bart.kernels.cgm.cgm_sweep` (``forest.value`` holds the
-        leaves' ``b0``).
-    lrows : LinearRows
-        ``regcol`` (q,), the column of the slope under a split on sampler feature v (-1:
-        categorical, no slope); ``Z`` (n, p), the standardised columns
-        (:func:`standardize_columns`).
-    lin : uint8 ndarray of shape (m,)
-        Whether each tree's leaves are linear (1) or constant (0); updated with ``mix``.
-    mix : bool
-        ``response="mix"``: each tree's kind is a parameter with prior 1/2 each, drawn after
-        the tree's move with its coefficients integrated out
-        (``p(linear) / p(constant) = prod_leaves ML_linear / ML_constant``).
-    z, omega : float64 ndarray of shape (n,)
-        Pseudo-data (offset removed) and row precisions.
-    fsum : float64 ndarray of shape (n,)
-        The trees' sum at the training rows on entry; their new sum on return.
-    slope : float64 ndarray of shape (m, K)
-        The leaves' ``b1`` (0 at leaves without a slope), updated.
-    sums : float64 ndarray of shape (5, K)
-        Scratch for the per-leaf sums.
-    proposed, accepted : int64 ndarray of shape (3,)
-        Incremented for grow, prune and change.
-    """
-    prec0 = rules.prec0
-    regcol, Z = lrows
-    var, parent, value, n_nodes, leaf_of_row = (forest.var, forest.parent, forest.value,
-                                                forest.n_nodes, forest.leaf_of_row)
-    r = scratch.r
-    W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
-    m, n = leaf_of_row.shape
-    K = var.shape[1]
-    reg = np.empty(K, np.int64)
-    reg_prev = np.empty(K, np.int64)
-    one = np.ones(1, np.uint8)
-    for i in range(n):
-        r[i] = z[i] - fsum[i]
-    for t in range(m):
-        # one pass: take tree t - 1 (drawn last; its regressors in reg_prev) out of the
-        # residual, put tree t back, and sum the statistics of tree t's leaves
-        leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
-        for k in range(n_nodes[t]):
-            W[k] = 0.0
-            Wz[k] = 0.0
-            Wzz[k] = 0.0
-            S[k] = 0.0
-            Sz[k] = 0.0
-        for i in range(n):
-            k = leaf_of_row[t, i]
-            j = reg[k]
-            ri = r[i] + value[t, k]
-            zz = 0.0
-            if j >= 0:
-                zz = Z[i, j]
-                ri += slope[t, k] * zz
-            if t > 0:
-                ri -= _row_value(t - 1, leaf_of_row[t - 1, i], i, value, slope, reg_prev, Z)
-            r[i] = ri
-            w = omega[i]
-            wr = w * ri
-            W[k] += w
-            S[k] += wr
-            if j >= 0:
-                Wz[k] += w * zz
-                Wzz[k] += w * zz * zz
-                Sz[k] += wr * zz
-        active = lin[t] != 0
-        sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
-        leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0, data.Xb, data.XbT,
-                              leaf_of_row, scratch.idx, scratch.lo, scratch.tmp)
-        u = rng.random()
-        if u < P_GROW:
-            move = 0
-            proposal = grow_proposal(rng, t, data.split_prior, forest, scratch.lo, scratch.hi)
-            res = grow(rng, t, proposal, leaves, data, rules, 1.0, 1.0, forest, scratch)
-        elif u < P_GROW + P_PRUNE:
-            move = 1
-            res = prune(rng, t, leaves, rules, 1.0, 1.0, forest, scratch)
-        else:
-            move = 2
-            res = _change(rng, t, data, rules, active, lrows, omega, forest, scratch, sums_t)
-        if res >= 0:
-            proposed[move] += 1
-            accepted[move] += res
-        if mix:
-            _draw_kind(rng, t, forest, lrows, lin, one, r, omega, prec0, sums_t)
-        for k in range(n_nodes[t]):
-            if var[t, k] == LEAF:
-                b0, b1 = draw_linear_leaf(rng, W[k], Wz[k], Wzz[k], S[k], Sz[k], reg[k] >= 0,
-                                          prec0)
-                value[t, k] = b0
-                slope[t, k] = b1
-            else:
-                slope[t, k] = 0.0
-        reg, reg_prev = reg_prev, reg  # the moves kept reg right for tree t
-    for i in range(n):
-        r[i] -= _row_value(m - 1, leaf_of_row[m - 1, i], i, value, slope, reg_prev, Z)
-        fsum[i] = z[i] - r[i]
 
 
 @numba.njit(cache=True)
