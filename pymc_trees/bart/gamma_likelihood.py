@@ -237,10 +237,11 @@ class GammaLikelihood:
     link: str = "log"
     observed: object = None  # the observed RV and eta's graph, for the level shifts
     eta: object = None
+    others: tuple = ()  # the graphs of the other parameters, for the level shifts
 
     def __getstate__(self) -> dict:
         """Pickled without the model's graphs (as :class:`TreeLikelihood`)."""
-        return {**self.__dict__, "observed": None, "eta": None}
+        return {**self.__dict__, "observed": None, "eta": None, "others": ()}
 
     @property
     def draws_latents(self) -> bool:
@@ -392,7 +393,8 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str,
                 f"In {obs.name!r} the {label} part has shape {shp}, but {name!r} has shape "
                 f"({n},); every row of the likelihood must match one row of X.")
     return GammaLikelihood(observed_name=obs.name, family=fam.name, kappa=float(kappa),
-                           q=fam.q, pieces=fn, n=n, observed=obs, eta=eta)
+                           q=fam.q, pieces=fn, n=n, observed=obs, eta=eta,
+                           others=tuple(par for _, par in params))
 
 
 def _output_problem(model, f_rv, n: int, output: int, eta, params, b, obs_name: str

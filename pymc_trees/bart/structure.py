@@ -133,6 +133,8 @@ class TreeLikelihood:
     n: int
     static: bool = False
     _cached: tuple | None = None
+    # the graphs of the likelihood's other parameters (sigma, nu, ...), for the level shifts
+    others: tuple = ()
     _held: tuple | None = None
 
     def reset(self) -> None:
@@ -172,6 +174,7 @@ class TreeLikelihood:
         (X, 80 bytes a training row at p = 10); ``pieces`` is all a step uses after that."""
         state = dict(self.__dict__)
         state["observed"] = state["eta"] = None
+        state["others"] = ()
         state["_held"] = None
         return state
 
@@ -287,7 +290,8 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     # f itself only reaches a and b through its shape (zeros_like), never through its value
     static = not fam.draws_latents and _held_fixed(model, outs, [f_rv])
     lik = TreeLikelihood(observed_name=obs.name, observed=obs, family=fam.name, link=fam.link,
-                         eta=eta, pieces=fn, n=n, static=static)
+                         eta=eta, pieces=fn, n=n, static=static,
+                         others=tuple(par for _, par in params))
     point = model.initial_point()
     labels = ("observed", "a", "b", *(label for label, _ in params))
     for label, x in zip(labels, fn(point)):
@@ -551,14 +555,18 @@ class LevelShift:
 
 
 def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
-    """The intercept-like variables of tree term ``f_rv`` (see :class:`LevelShift`)."""
+    """The intercept-like variables of tree term ``f_rv`` (see :class:`LevelShift`): scalar
+    Normal variables that reach the likelihood through its linear predictor alone, affinely.
+    A variable that also enters another parameter of the likelihood (``sigma=exp(a)`` beside
+    ``mu=a + f``) or another variable gets none: the shift would change the likelihood."""
     obs = lik.observed
     mu = lik.eta
     out = []
     for c in model.free_RVs:
         if (c is f_rv or c.ndim != 0 or not isinstance(c.owner.op, NormalRV)
                 or model.rvs_to_transforms.get(c) is not None
-                or dependents(model, c) != [obs] or affine_problem(mu, c) is not None):
+                or dependents(model, c) != [obs] or affine_problem(mu, c) is not None
+                or any(depends_on(g, c) for g in lik.others)):
             continue
         mu0, sd0 = c.owner.inputs[2:4]
         if depends_on(mu0, f_rv) or depends_on(sd0, f_rv):

@@ -507,6 +507,44 @@ def test_a_level_shift_is_evaluated_once_a_chain_only_when_nothing_sampled_moves
         assert shift.terms(moved, 6) == (0.5, 1.5 if hyper else 0.5, 2.0)
 
 
+@pytest.mark.parametrize("case", ["normal_sigma", "log_gamma_mu", "zip_psi", "plain"])
+def test_no_level_shift_for_an_intercept_that_enters_another_parameter(case):
+    """The level shift moves the intercept against the trees' leaves, leaving the linear
+    predictor unchanged: exact only when the intercept reaches the likelihood through that
+    predictor alone.  An intercept also in the Normal's scale (``mu=a + f, sigma=exp(a)``),
+    in the mean of a Normal whose log sd the log-gamma leaves hold (``mu=a, sigma=exp(a +
+    g)``), or in a zero-inflated Poisson's weight (``psi=sigmoid(a)``, ``mu=exp(a + f)``)
+    gets none (before, its posterior was wrong: -3.28 where the data put it at 0.97); the
+    plain ``mu=a + f`` keeps it."""
+    from pymc_trees.bart.gamma_likelihood import gamma_likelihood
+    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+
+    y = np.abs(Y_REAL) + 0.5
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 2.0)
+        if case == "normal_sigma":
+            f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+            pm.Normal("y", mu=a + f, sigma=pm.math.exp(a), observed=y)
+        elif case == "log_gamma_mu":
+            f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)  # "auto": kappa = -2
+            pm.Normal("y", mu=a, sigma=pm.math.exp(a + f), observed=y)
+        elif case == "zip_psi":
+            f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1, leaf_prior="log-gamma")
+            pm.ZeroInflatedPoisson("y", psi=pm.math.sigmoid(a), mu=pm.math.exp(a + f),
+                                   observed=np.round(y).astype(int))
+        else:
+            f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+            pm.Normal("y", mu=a + f, sigma=1.0, observed=y)
+    if case in ("log_gamma_mu", "zip_psi"):
+        lik = gamma_likelihood(model, f, 6, "auto")
+    else:
+        lik = tree_likelihood(model, f, 6)
+    assert [s.name for s in level_shifts(model, f, lik)] == (["a"] if case == "plain" else [])
+    with model:  # the tree step reads the same
+        step = pmt.CGMTreeStep([f])
+    assert [s.name for s in step.level_shifts] == (["a"] if case == "plain" else [])
+
+
 # --- calibration per link, and the link check at sampling time ---------------------------
 
 
