@@ -37,6 +37,7 @@ Every refusal is a :class:`TermPlanError` (a ``ValueError`` and a
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -49,6 +50,7 @@ from pymc_trees.bart.sampler import ForestSampler, TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
+           "step_count",
            "SAMPLERS", "DEFAULT_SAMPLER", "warm_sweeps", "WARM_START", "default_move_probs",
            "auto_leaf_prior_applies"]
 
@@ -118,6 +120,23 @@ def default_move_probs(n_rows: int) -> dict[str, float]:
     ``n_rows`` training rows: CGM's grow/prune/change/swap ``.25/.25/.40/.10`` up to
     ``LARGE_DATA_ROWS`` (50,000) rows, grow/prune ``.5/.5`` above."""
     return dict(DEFAULT_MOVES if n_rows <= LARGE_DATA_ROWS else DEFAULT_MOVES_LARGE)
+
+
+def step_count(value, name: str, minimum: int, what: str, optional: bool = False) -> int | None:
+    """A tree step's option that counts something (``sweeps``, ``burn_in``, ``warm_start``,
+    ``num_particles``): a whole number of at least ``minimum`` (or None when ``optional``),
+    as an int.  Anything else (a bool, a fraction, NaN, infinity, a string) is refused with a
+    ``ValueError`` naming the option and ``what`` it must be."""
+    if value is None and optional:
+        return None
+    try:
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+              and float(value) == int(value) and int(value) >= minimum)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be {what}; got {value!r}.")
+    return int(value)
 
 
 class TermPlanError(ModelStructureError):

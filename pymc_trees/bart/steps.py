@@ -30,7 +30,7 @@ from pymc_trees.bart.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, 
                                               output_likelihoods)
 from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
-                                  default_move_probs, term_plan, warm_sweeps)
+                                  default_move_probs, step_count, term_plan, warm_sweeps)
 from pymc_trees.bart.general_loop import nanmean
 from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
@@ -156,20 +156,13 @@ class _TreeStep(BlockedStep):
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True, warm_start: int | None = None,
                  burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
-        if isinstance(sweeps, bool) or int(sweeps) != sweeps or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer number of tree sweeps per "
-                             f"iteration; got {sweeps!r}.")
-        self.sweeps = int(sweeps)
-        if warm_start is not None and (int(warm_start) != warm_start or warm_start < 0):
-            raise ValueError(f"warm_start must be None or a non-negative integer number of "
-                             f"tuning iterations; got {warm_start!r}.")
-        if burn_in is not None and (isinstance(burn_in, bool) or int(burn_in) != burn_in
-                                    or burn_in < 1):
-            raise ValueError(f"burn_in must be a positive integer number of tuning iterations "
-                             f"or None (every tuning iteration updates the trees); got "
-                             f"{burn_in!r}.")
-        self.warm_start = None if warm_start is None else int(warm_start)
-        self.burn_in = None if burn_in is None else int(burn_in)
+        self.sweeps = step_count(sweeps, "sweeps", 1, "a positive integer number of tree "
+                                 "sweeps per iteration")
+        self.warm_start = step_count(warm_start, "warm_start", 0, "None or a non-negative "
+                                     "integer number of tuning iterations", optional=True)
+        self.burn_in = step_count(burn_in, "burn_in", 1, "a positive integer number of tuning "
+                                  "iterations or None (every tuning iteration updates the "
+                                  "trees)", optional=True)
         self.warm_left, self.burn_left, self.held, self.steps_left = 0, None, None, None
         self.tune_sweeps, self.tune_moved = 0, False
         model = modelcontext(model)
@@ -762,9 +755,10 @@ class PGTreeStep(_TreeStep):
                  initial_point=None, compile_kwargs=None, blocked: bool = True,
                  warm_start: int | None = None, burn_in: int | None = DEFAULT_BURN_IN,
                  sweeps: int = 1):
-        if int(num_particles) != num_particles or num_particles < 1:
-            raise ValueError(f"num_particles must be a positive integer; got {num_particles!r}.")
-        self.num_particles = int(num_particles)
+        # with one particle the conditional SMC keeps the reference tree: the trees never move
+        self.num_particles = step_count(num_particles, "num_particles", 2, "an integer of at "
+                                        "least 2 (with one particle Particle Gibbs always keeps "
+                                        "the current tree)")
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
                          sweeps=sweeps)
 

@@ -354,3 +354,30 @@ def test_noise_prior_reads_gaps_and_categories():
                                                               rel=1e-12)
     with pytest.raises(ValueError, match="finite"):
         pmt.noise_prior(df, np.where(gap, np.nan, y))
+
+
+@pytest.mark.parametrize("step, kwargs, match", [
+    ("pg", {"num_particles": 1}, "num_particles must be an integer of at least 2"),
+    ("pg", {"num_particles": 2.5}, "num_particles must be"),
+    ("cgm", {"warm_start": True}, "warm_start must be None or a non-negative integer"),
+    ("cgm", {"warm_start": float("nan")}, "warm_start must be None or a non-negative"),
+    ("cgm", {"warm_start": float("inf")}, "warm_start must be None or a non-negative"),
+    ("cgm", {"warm_start": "3"}, "warm_start must be None or a non-negative"),
+    ("cgm", {"sweeps": float("nan")}, "sweeps must be a positive integer"),
+    ("cgm", {"burn_in": np.True_}, "burn_in must be a positive integer"),
+])
+def test_a_steps_counts_are_whole_numbers_named_when_refused(step, kwargs, match):
+    """A tree step's counts are refused by name when they are not whole numbers in range:
+    one particle (conditional SMC then always keeps the reference tree, so the trees never
+    leave their start), a bool, NaN, infinity or a string as a number of warm-start
+    iterations, sweeps or burn-in iterations; whole numbers given as floats are taken."""
+    X = np.random.default_rng(0).uniform(size=(30, 2))
+    y = X[:, 0] + 0.1 * np.random.default_rng(1).normal(size=30)
+    cls = pmt.PGTreeStep if step == "pg" else pmt.CGMTreeStep
+    with pm.Model():
+        f = pmt.BARTTree("f", X, y, m=3, response="constant")
+        pm.Normal("y", f, 1.0, observed=y)
+        with pytest.raises(ValueError, match=match):
+            cls([f], **kwargs)
+        ok = cls([f], **{k: 3.0 for k in kwargs})
+    assert all(getattr(ok, k) == 3 and type(getattr(ok, k)) is int for k in kwargs)
