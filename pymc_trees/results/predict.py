@@ -159,7 +159,9 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         form: an array, a DataFrame) the dims after the sample dims are the term's own, as
         in the posterior (``f_dim_0`` or the names given with ``dims=``) with their
         coordinates, so that ``pmt.predict(idata, X) - idata.posterior["f"]`` is zero row
-        by row; at other rows the rows are ``obs`` (``0 .. n_new - 1``) and the outputs of a
+        by row; at other rows the rows are ``obs`` (``0 .. n_new - 1``; ``obs_new`` when the
+        trace has a dim ``obs`` of its own, such as a model's rows named ``obs``, so that
+        new rows never pair with training rows by position) and the outputs of a
         term of shape (k, n) keep the name given with ``dims=`` and its labels (``output``,
         ``0 .. k - 1``, without).  The sample dims and their coordinates are those of
         ``idata``: after
@@ -187,6 +189,24 @@ def _group_coord(idata, dim: str, size: int):
     return np.arange(size)
 
 
+def _new_rows_dim(idata) -> str:
+    """The dim of new rows: ``obs``, unless a group of ``idata`` already has a dim of that
+    name (a model's own rows, say), whose labels the new rows' positions would then pair
+    with in xarray arithmetic: then ``obs_new`` (``obs_new_1``, ... if that is taken too)."""
+    taken = set()
+    for group in ("posterior", "observed_data", "constant_data", "predictions",
+                  "posterior_predictive"):
+        try:
+            taken.update(str(d) for d in idata[group].dims)
+        except KeyError:
+            continue
+    name, i = "obs", 0
+    while name in taken:
+        i += 1
+        name = "obs_new" if i == 1 else f"obs_new_{i - 1}"
+    return name
+
+
 def _result_dims(idata, tf: TermForests, var_name: str, X: np.ndarray):
     """The dims after the sample dims, and their coordinates, of ``predict``'s result.
 
@@ -194,8 +214,9 @@ def _result_dims(idata, tf: TermForests, var_name: str, X: np.ndarray):
     are the term's own dims in the posterior (or, for a term the trace does not record, as
     the model named them), with their coordinates, so that arithmetic with the posterior
     and the observed data pairs row by row.  At other rows the rows are ``obs``
-    (``0 .. n_new - 1``) and the outputs keep a name given by ``dims=`` (else ``output``)
-    with their labels."""
+    (``0 .. n_new - 1``; ``obs_new`` when the trace has a dim ``obs`` of its own, so that
+    new rows never pair with the training rows by position) and the outputs keep a name
+    given by ``dims=`` (else ``output``) with their labels."""
     k = tf.outputs
     n_new = X.shape[0]
     post = None
@@ -227,7 +248,7 @@ def _result_dims(idata, tf: TermForests, var_name: str, X: np.ndarray):
         if len(rows) != n_new:
             rows = np.arange(n_new)
     else:
-        row_dim, rows = "obs", np.arange(n_new)
+        row_dim, rows = _new_rows_dim(idata), np.arange(n_new)
     if k is None:
         return (row_dim,), {row_dim: rows}
     out_dim = "output"

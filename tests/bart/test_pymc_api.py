@@ -532,3 +532,32 @@ def test_default_moves_are_cgm_up_to_50000_rows_and_grow_prune_above():
             assert pmt.CGMTreeStep([f], move_probs=mine).move_probs == mine
             with pytest.raises(ValueError, match="move_probs"):
                 pmt.CGMTreeStep([f], move_probs={"change": 1.0})
+
+
+def test_new_rows_never_pair_with_a_models_own_rows_named_obs():
+    """``pmt.predict`` at new rows names them ``obs``, unless the trace has a dim ``obs`` of
+    its own (here the model's rows): then ``obs_new``, so that xarray arithmetic with the
+    posterior cannot pair new row i with training row i by position.  At the training rows
+    the term's own dim and labels are kept (the difference is zero row by row)."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(40, 2))
+    y = np.sin(4 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    with pm.Model(coords={"obs": np.arange(40)}):
+        f = pmt.BARTTree("f", X, y, m=5, dims="obs")
+        pm.Normal("y", f, 0.5, observed=y, dims="obs")
+        idata = pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    new = pmt.predict(idata, X[30:])
+    assert new.dims == ("chain", "draw", "obs_new")
+    diff = new - idata.posterior["f"]  # broadcast, never aligned by position
+    assert set(diff.dims) == {"chain", "draw", "obs_new", "obs"}
+    same = pmt.predict(idata, X)
+    assert same.dims == ("chain", "draw", "obs")
+    assert float(abs(same - idata.posterior["f"]).max()) == 0.0
+    # a trace without a dim "obs" keeps the name
+    with pm.Model():
+        g = pmt.BARTTree("g", X, y, m=5)
+        pm.Normal("y", g, 0.5, observed=y)
+        idata_g = pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
+                            compute_convergence_checks=False)
+    assert pmt.predict(idata_g, X[30:], var_name="g").dims == ("chain", "draw", "obs")
