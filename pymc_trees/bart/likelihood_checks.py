@@ -5,12 +5,14 @@ of positive density, outputs on one scale.  Each message names the input and the
 from __future__ import annotations
 
 import numpy as np
+import pytensor
 
 from pymc_trees.bart.distribution import OUTPUT_SCALE_RATIO
-from pymc_trees.bart.structure import ModelStructureError
+from pymc_trees.bart.structure import ModelStructureError, point_function
 from pymc_trees.core.tabular import warn_user
 
-__all__ = ["check_link", "check_general_link", "check_general_start", "warn_output_scales",
+__all__ = ["check_link", "check_general_link", "check_general_start", "check_gamma_start",
+           "warn_output_scales",
            "stuck_message"]
 
 
@@ -36,20 +38,59 @@ def check_general_start(rv, liks, point: dict) -> None:
     lik = liks[0]  # for several outputs: the whole term is at its starting value in the point
     f0 = np.asarray(point[lik.f_name], dtype=np.float64)
     ll = lik.evaluate(point, f0 if lik.output is None else f0[lik.output])[0]
+    _refuse_zero_density(rv, lik.observed_name, ll, f0,
+                         "Write the likelihood so that it is valid there (a scale as "
+                         "pm.math.exp(...) of the term rather than the term itself or its "
+                         "pm.math.abs), or pass a Y whose calibration puts the offset inside "
+                         "the support.")
+
+
+def check_gamma_start(model, rv, lik, point: dict) -> None:
+    """Log-gamma leaves keep every tree's value positive through ``exp``, so a start of zero
+    density comes from the data or the other parameters: an observation outside the
+    likelihood's support (a negative count, a Gamma outcome at or below 0) or an exposure
+    at or below 0.  Refused with the rows, where the sweep would otherwise run on and move
+    the term (or give NaN draws)."""
+    obs = model[lik.observed_name]
+    fast = pytensor.compile.mode.get_mode("FAST_COMPILE")
+    # a parameter outside its support is a density of 0 at its rows, not an exception
+    mode = pytensor.compile.mode.Mode(linker=fast.linker, optimizer=fast.provided_optimizer
+                                      .including("local_check_parameter_to_ninf_switch"))
+    fn = point_function(model, model.logp(vars=[obs], jacobian=False, sum=False), mode=mode)
+    ll = np.broadcast_to(np.asarray(fn(point)[0], dtype=np.float64), (lik.n,))
+    if not np.isfinite(ll).any():
+        # a check on a whole parameter (every exposure above 0) fails all rows at once: the
+        # rows are those where the likelihood's pieces (its log rate, its parameters) are not
+        # finite, when there are such rows
+        pieces = [np.broadcast_to(np.asarray(x, dtype=np.float64), (lik.n,))
+                  for x in lik.pieces(point)]
+        odd = ~np.logical_and.reduce([np.isfinite(x) for x in pieces])
+        if odd.any():
+            ll = np.where(odd, -np.inf, 0.0)
+    f0 = np.asarray(point[rv.name], dtype=np.float64)
+    _refuse_zero_density(rv, lik.observed_name, ll, f0,
+                         f"With log-gamma leaves every value of the term is valid, so look at "
+                         f"the data: the observed {lik.observed_name!r} must lie in the "
+                         f"support of its likelihood at every row (a count at least 0, a "
+                         f"Gamma outcome above 0) and a multiplier of the mean (an exposure) "
+                         f"must be above 0; drop or correct those rows.")
+
+
+def _refuse_zero_density(rv, observed_name: str, ll: np.ndarray, f0: np.ndarray,
+                         fix: str) -> None:
+    """A ValueError naming the rows where the log density ``ll`` at the start is not
+    finite, and the fix, if any."""
     bad = np.flatnonzero(~np.isfinite(ll))
     if not bad.size:
         return
     name = rv.name
     rows = bad[:10].tolist()
     raise ValueError(
-        f"{lik.observed_name!r} has zero density at the starting point of {name!r} at "
+        f"{observed_name!r} has zero density at the starting point of {name!r} at "
         f"{bad.size} of {ll.size} rows ({rows}{' ...' if bad.size > 10 else ''}): every tree "
         f"starts as a single leaf, so {name} = {float(f0.flat[0]):.6g} (the term's offset) at "
         "every row, with the other variables at their initial values. The offset is 0 "
-        "without Y and is calibrated from Y (on the data scale) for the term's link. Write the "
-        "likelihood so that it is valid there (a scale as pm.math.exp(...) of the term rather "
-        "than the term itself or its pm.math.abs), or pass a Y whose calibration puts the "
-        "offset inside the support.")
+        "without Y and is calibrated from Y (on the data scale) for the term's link. " + fix)
 
 
 def warn_output_scales(rv, liks, start, offset: float) -> None:

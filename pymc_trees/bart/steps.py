@@ -24,8 +24,9 @@ from pymc_trees.bart.pymc_compat import (external_nuts_sampler, reduce_step,
 from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns, keeps_values, term_inputs
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
-from pymc_trees.bart.likelihood_checks import (check_general_link, check_general_start,
-                                               check_link, stuck_message, warn_output_scales)
+from pymc_trees.bart.likelihood_checks import (check_gamma_start, check_general_link,
+                                               check_general_start, check_link,
+                                               stuck_message, warn_output_scales)
 from pymc_trees.bart.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, gamma_likelihood,
                                               output_likelihoods)
 from pymc_trees.bart.noise_step import NoiseGibbs
@@ -315,6 +316,8 @@ class _TreeStep(BlockedStep):
                 check_link(rv, lik)
         if general:
             check_general_start(rv, general, start())
+        elif self._plan.leaf_prior != "normal" and self._liks is None:  # log-gamma leaves
+            check_gamma_start(model, rv, self.likelihood, start())
         if outputs is not None:
             warn_output_scales(rv, self._liks or self._joint or [], start,
                                 offset)

@@ -16,6 +16,7 @@ fix, and the silent ones compare with the right answer, not only with "no error"
 from __future__ import annotations
 
 import itertools
+import re
 import time
 
 import numpy as np
@@ -381,3 +382,36 @@ def test_a_steps_counts_are_whole_numbers_named_when_refused(step, kwargs, match
             cls([f], **kwargs)
         ok = cls([f], **{k: 3.0 for k in kwargs})
     assert all(getattr(ok, k) == 3 and type(getattr(ok, k)) is int for k in kwargs)
+
+
+@pytest.mark.parametrize("case, rows", [("negative_counts", list(range(6))),
+                                        ("gamma_at_or_below_zero", [3, 7]),
+                                        ("negative_exposure", [5])])
+def test_log_gamma_leaves_refuse_data_outside_the_support_naming_the_rows(case, rows):
+    """With log-gamma leaves (the default for a Poisson or a Gamma mean through ``exp``)
+    every value of the term is valid, so a start of zero density comes from the data:
+    negative counts, a Gamma outcome at or below 0, an exposure below 0.  The step refuses
+    them with the rows, as it does with normal leaves (before, the sweep ran on: a mean of f
+    moved by the impossible rows, or NaN draws)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(60, 2))
+    y = rng.poisson(2.0, 60)
+    with pm.Model():
+        if case == "negative_counts":
+            yb = y.copy()
+            yb[:6] = -3
+            f = pmt.BARTTree("f", X, Y=np.abs(yb), m=3, link="log")
+            pm.Poisson("y", mu=pm.math.exp(f), observed=yb)
+        elif case == "gamma_at_or_below_zero":
+            yg = y + 0.5
+            yg[3], yg[7] = 0.0, -0.5
+            f = pmt.BARTTree("f", X, Y=np.abs(yg) + 0.1, m=3, link="log")
+            pm.Gamma("y", alpha=4.0, beta=4.0 * pm.math.exp(-f), observed=yg)
+        else:
+            t = np.ones(60)
+            t[5] = -1.0
+            f = pmt.BARTTree("f", X, Y=y, m=3, link="log")
+            pm.Poisson("y", mu=t * pm.math.exp(f), observed=y)
+        with pytest.raises(ValueError, match=rf"zero density .* at {len(rows)} of 60 rows "
+                                             rf"\({re.escape(str(rows))}\).*support"):
+            pmt.CGMTreeStep([f])
