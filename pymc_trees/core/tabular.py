@@ -74,6 +74,17 @@ def _pandas():
     return pd
 
 
+def as_pandas(X: Any) -> Any:
+    """A data frame of another library (polars, pyarrow, ...: any object with the data frame
+    interchange protocol's ``__dataframe__``) as a pandas DataFrame, so that its columns are
+    read by name and kind like a pandas frame's; anything else unchanged."""
+    pd = _pandas()
+    if (pd is None or isinstance(X, (pd.DataFrame, pd.Series, np.ndarray))
+            or not hasattr(X, "__dataframe__")):
+        return X
+    return pd.api.interchange.from_dataframe(X)
+
+
 def _is_frame(X) -> bool:
     pd = _pandas()
     return pd is not None and isinstance(X, pd.DataFrame)
@@ -185,6 +196,7 @@ def mark_missing(X: Any, missing: float | None) -> Any:
     XGBoost's ``missing``) made NaN: a float array for an array, and for a DataFrame the same
     frame with its numeric columns masked (category and string columns are left as they
     are).  Unchanged when ``missing`` is None."""
+    X = as_pandas(X)
     if missing is None:
         return X
     if _is_frame(X):
@@ -416,6 +428,7 @@ class TableSchema:
             non-missing cells are numbers; the message names the rows, by index label, and
             the cells), unless it is named in ``categorical``.
         """
+        X = as_pandas(X)
         if _is_series(X):
             raise ValueError("X is a pandas Series; pass a DataFrame with one column "
                              "(series.to_frame()) for a single feature.")
@@ -543,6 +556,7 @@ class TableSchema:
             For a wrong number or wrong names of columns, infinite values, levels not seen in
             training, codes outside ``[0, L)``, or a column whose type does not fit its kind.
         """
+        X = as_pandas(X)
         if _is_series(X):
             X = X.to_frame()
             return self._encode_frame(X, what, by_name=False)

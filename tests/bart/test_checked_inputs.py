@@ -415,3 +415,43 @@ def test_log_gamma_leaves_refuse_data_outside_the_support_naming_the_rows(case, 
         with pytest.raises(ValueError, match=rf"zero density .* at {len(rows)} of 60 rows "
                                              rf"\({re.escape(str(rows))}\).*support"):
             pmt.CGMTreeStep([f])
+
+
+class _ForeignFrame:
+    """A data frame of another library (as polars' is): the interchange protocol's
+    ``__dataframe__``, ``columns`` and ``__array__``, which reads the columns by position."""
+
+    def __init__(self, df: pd.DataFrame):
+        self._df = df
+        self.columns = [str(c) for c in df.columns]
+        self.shape = df.shape
+
+    def __dataframe__(self, nan_as_null=False, allow_copy=True):
+        return self._df.__dataframe__(nan_as_null=nan_as_null, allow_copy=allow_copy)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._df.to_numpy(), dtype=dtype)
+
+    def __len__(self):
+        return self.shape[0]
+
+
+def test_a_foreign_data_frame_is_read_by_column_name_at_build_and_at_predict():
+    """A data frame of another library (polars, through the interchange protocol) is read as
+    a pandas frame: by column name when the term is built and at prediction, so a frame whose
+    columns come in another order predicts the same (before, ``pmt.predict`` read it by
+    position: a difference of 4.83 from the trace)."""
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"a": rng.uniform(size=50), "b": rng.uniform(size=50)})
+    y = 3 * df["a"].to_numpy() + 0.1 * rng.normal(size=50)
+    with pm.Model():
+        f = pmt.BARTTree("f", _ForeignFrame(df), Y=y, m=5, response="constant")
+        assert f.owner.op.columns == ("a", "b")
+        pm.Normal("y", f, 0.3, observed=y)
+        idata = pm.sample(tune=5, draws=5, chains=1, random_seed=2, progressbar=False,
+                          compute_convergence_checks=False)
+    swapped = _ForeignFrame(df[["b", "a"]])
+    got = pmt.predict(idata, swapped).values
+    want = pmt.predict(idata, df).values
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, idata.posterior["f"].values)
