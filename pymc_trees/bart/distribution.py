@@ -20,6 +20,7 @@ from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
 from pymc_trees.bart.numba_draw import register_numba_draw
+from pymc_trees.bart.pymc_compat import check_float64
 from pymc_trees.bart.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
                                   check_arguments, term_plan)
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
@@ -372,6 +373,7 @@ class BARTTree(Distribution):
              keep_values: bool | None = None, categorical=None, missing: float | None = None,
              missing_split: bool = True, response: str | None = None,
              separate_trees: bool = True, leaf_prior: str = "auto", **kwargs):
+        check_float64()
         if not isinstance(missing_split, (bool, np.bool_)):
             raise ValueError(f"missing_split must be True or False; got {missing_split!r}.")
         if missing is not None:

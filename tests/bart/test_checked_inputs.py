@@ -455,3 +455,18 @@ def test_a_foreign_data_frame_is_read_by_column_name_at_build_and_at_predict():
     want = pmt.predict(idata, df).values
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(want, idata.posterior["f"].values)
+
+
+def test_float32_floatx_is_refused_naming_the_setting():
+    """With ``pytensor.config.floatX = "float32"`` the README's model failed inside PyMC
+    (``NoiseGibbs.competence() missing 1 required positional argument``, or a Vector(float32)
+    that cannot store float64): the term is refused when declared, naming floatX."""
+    import pytensor
+
+    X = np.random.default_rng(0).uniform(size=(20, 2))
+    y = X[:, 0]
+    with pytensor.config.change_flags(floatX="float32"), pm.Model():
+        with pytest.raises(ValueError, match=r"floatX is 'float32'.*floatX = 'float64'"):
+            pmt.BARTTree("f", X, Y=y, m=3)
+    with pm.Model():
+        pmt.BARTTree("f", X, Y=y, m=3)  # float64: built
