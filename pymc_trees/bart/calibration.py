@@ -35,9 +35,10 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
     the probit one.
 
     ``"log"`` (counts, Y >= 0 with a positive mean): offset ``log(mean Y)``,
-    ``leaf_sd = log((max Y + 0.5) / (min Y + 0.5)) / (2 k sqrt(m))``: the identity rule on the
-    log scale (0.5 keeps zero counts finite): log f(x) has prior sd ``1 / (2k)`` of the log
-    range of Y, so with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
+    ``leaf_sd = log((max Y + h) / (min Y + h)) / (2 k sqrt(m))`` with ``h = 0.5`` for counts
+    (whole numbers: half a count keeps zero counts finite) and half the smallest positive
+    value otherwise (so that the scale of a continuous Y does not depend on its units): the
+    identity rule on the log scale: log f(x) has prior sd ``1 / (2k)`` of the log range of Y, so with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
     about the range of Y (centred at its mean on the log scale).  Without ``Y``, ``leaf_sd``
     is required.  Y is on the data scale: negative values are refused, and a Y whose every
     value is the log of a whole number (``np.log1p(counts)``) gets a ``UserWarning``.
@@ -86,7 +87,10 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
                                  "the counts), not np.log(y) or np.log1p(y).")
             _warn_if_log_scale(y)
             offset = np.log(y.mean())
-            spread = np.log((y.max() + 0.5) / (y.min() + 0.5))
+            # counts: half a count keeps zeros finite; other values: half the smallest
+            # positive one, so that the spread does not depend on Y's units
+            half = 0.5 if np.all(y == np.round(y)) else 0.5 * y[y > 0].min()
+            spread = np.log((y.max() + half) / (y.min() + half))
         if leaf_sd is None and link in ("identity", "log"):
             if spread <= 0:
                 raise ValueError("Y is constant, so it cannot calibrate the leaf scale; "
@@ -130,7 +134,9 @@ def _looks_log_of_counts(y: np.ndarray) -> bool:
     if y.max() > _LOG_CHECK_MAX or np.all(y == np.round(y)):
         return False
     back = np.expm1(y)
-    return bool(np.all(np.abs(back - np.round(back)) <= _WHOLE_ATOL))
+    # values within the tolerance of 0 alone (a Y of small rates) are not counts
+    return bool(np.all(np.abs(back - np.round(back)) <= _WHOLE_ATOL)
+                and np.any(np.round(back) >= 1))
 
 
 def _warn_if_log_scale(y: np.ndarray) -> None:

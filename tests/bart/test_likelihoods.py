@@ -548,6 +548,28 @@ def test_no_level_shift_for_an_intercept_that_enters_another_parameter(case):
 # --- calibration per link, and the link check at sampling time ---------------------------
 
 
+def test_log_link_calibration_of_a_continuous_y_does_not_depend_on_its_units():
+    """``link="log"`` with a continuous positive Y (a Gamma outcome): the leaf scale is the
+    same whatever Y's units (before, ``log((max + 0.5) / (min + 0.5))`` shrank with the
+    scale, so at 1e-4 the prior of f was flat and at 1e-6 sampling failed), the offset moves
+    by the log of the units, and no false warning says Y looks log-transformed.  Counts keep
+    the half count."""
+    import warnings
+
+    y = np.random.default_rng(4).gamma(4.0, 0.25, size=200) * np.exp(
+        np.linspace(-1, 1, 200))
+    off1, sd1 = pmt.leaf_calibration(y, m=50, link="log")
+    for scale in (1e-2, 1e-4, 1e-6, 1e-8, 1e3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            off, sd = pmt.leaf_calibration(y * scale, m=50, link="log")
+        assert sd == pytest.approx(sd1, rel=1e-12)
+        assert off == pytest.approx(off1 + np.log(scale), rel=1e-12, abs=1e-12)
+    counts = np.array([0, 3, 10, 2, 7, 1, 0, 5])
+    assert pmt.leaf_calibration(counts, m=50, link="log")[1] == pytest.approx(
+        np.log(10.5 / 0.5) / (2 * 2.0 * np.sqrt(50)))
+
+
 def test_link_calibration():
     y01 = np.array([0, 1, 1, 0, 1, 1, 1, 0])
     counts = np.array([0, 3, 10, 2, 7, 1, 0, 5])
