@@ -14,7 +14,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_trees.bart.distribution import PPC_ADVICE, term_inputs, tree_terms
 
 __all__ = ["evaluated_at_current_x", "stale_tree_terms", "prior_drawn_tree_terms",
-           "refuse_wrong_draws"]
+           "refuse_wrong_draws", "refuse_foreign_steps"]
 
 # Names of the tree terms whose trace values :func:`sample_posterior_predictive` has just
 # computed at the current X, for the PyMC call it makes (the refusal below lets them pass).
@@ -89,3 +89,27 @@ def refuse_wrong_draws(model, volatile_closure, volatile_vars, vars_in_trace,
             "pm.sample_posterior_predictive would reuse the training-row values of tree "
             f"term(s) {what} after that data changed (implicitly, or through "
             "freeze_vars), which gives the old rows' f at the new rows. " + PPC_ADVICE)
+
+
+def refuse_foreign_steps(step, model) -> None:
+    """Refuse a step of ``pm.sample`` other than the tree steps that was given a tree term
+    (``pm.sample(step=pm.Metropolis([f]))``): PyMC's samplers would move the term's values
+    as a vector under its flat density, keep no forests and return a wrong posterior with no
+    warning.  Called by :mod:`pymc_trees.bart.pymc_compat` when ``pm.sample`` sets up its
+    traces, with the steps it assigned."""
+    from pymc_trees.bart.steps import CGMTreeStep, PGTreeStep
+
+    if step is None:
+        return
+    terms = {model.rvs_to_values[rv]: rv.name for rv in tree_terms(model)}
+    for method in getattr(step, "methods", [step]):
+        if isinstance(method, (CGMTreeStep, PGTreeStep)):
+            continue
+        hit = [terms[v] for v in getattr(method, "vars", []) if v in terms]
+        if hit:
+            raise ValueError(
+                f"{type(method).__name__} was given the tree term(s) {hit}, but a tree term "
+                f"is a sum of trees that only pmt.CGMTreeStep or pmt.PGTreeStep samples "
+                f"(PyMC's samplers would move its values under a flat density and keep no "
+                f"forests). Leave {hit} out of step= (pm.sample assigns their tree step), or "
+                f"pass pmt.CGMTreeStep({hit}) / pmt.PGTreeStep({hit}) for them.")

@@ -226,9 +226,12 @@ def _install_trace_conversion() -> None:
 
 def _install_trace_vars() -> None:
     """Wrap ``pymc.sampling.mcmc.init_traces`` (called by name from ``pm.sample``), once:
-    which variables ``pm.sample`` records, and whether each tree step's are."""
+    which variables ``pm.sample`` records, and whether each tree step's are; and a tree term
+    given to one of PyMC's own steps is refused (:func:`~pymc_trees.bart.ppc_guard.
+    refuse_foreign_steps`)."""
     from pymc.sampling import mcmc
 
+    from pymc_trees.bart.ppc_guard import refuse_foreign_steps
     from pymc_trees.bart.trace_io import recorded_vars, values_as_recorded
 
     init = mcmc.init_traces
@@ -236,6 +239,7 @@ def _install_trace_vars() -> None:
         return
 
     def init_traces(*args, model, trace_vars=None, **kwargs):
+        refuse_foreign_steps(kwargs.get("step"), model)
         trace_vars = recorded_vars(model, trace_vars)
         values_as_recorded(kwargs.get("step"), model, trace_vars)
         run, traces = init(*args, model=model, trace_vars=trace_vars, **kwargs)
