@@ -20,7 +20,7 @@ from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.bart.sampler import TreePrior, learned_scale_prior_draw
 from pymc_trees.bart.numba_draw import register_numba_draw
-from pymc_trees.bart.pymc_compat import check_float64
+from pymc_trees.bart.model_graph import check_float64
 from pymc_trees.bart.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
                                   check_arguments, term_plan)
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user

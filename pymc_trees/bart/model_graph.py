@@ -8,6 +8,7 @@ likelihoods (:mod:`pymc_trees.bart.structure`) and the general step's likelihood
 
 from __future__ import annotations
 
+import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
@@ -15,7 +16,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import SpecifyShape
 
-__all__ = ["ModelStructureError", "NotAugmentable", "depends_on", "dependents",
+__all__ = ["ModelStructureError", "NotAugmentable", "depends_on", "dependents", "check_float64",
            "affine_problem", "constant_value", "unwrap", "scalar_op", "strip_log_exp",
            "negative_binomial_logit"]
 
@@ -159,3 +160,16 @@ def _same_value(a, b) -> bool:
         return True
     ca, cb = constant_value(a), constant_value(b)
     return ca is not None and ca == cb
+
+
+def check_float64() -> None:
+    """Tree terms compute in float64 (the kernels' leaf sums, the values stored with the
+    trace and reproduced to the bit by ``pmt.predict``): with PyTensor's ``floatX`` set to
+    ``"float32"`` PyMC's graphs would mix the two, and the steps fail inside PyMC with errors
+    that do not say why.  Refused when a term is declared, naming the setting."""
+    if pytensor.config.floatX != "float64":
+        raise ValueError(
+            f"pytensor.config.floatX is {pytensor.config.floatX!r}, but BARTTree terms "
+            "compute in float64. Set pytensor.config.floatX = 'float64' (the default; or "
+            "PYTENSOR_FLAGS='floatX=float64'), or build the model inside "
+            "pytensor.config.change_flags(floatX='float64').")

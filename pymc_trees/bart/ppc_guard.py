@@ -97,13 +97,11 @@ def refuse_foreign_steps(step, model) -> None:
     as a vector under its flat density, keep no forests and return a wrong posterior with no
     warning.  Called by :mod:`pymc_trees.bart.pymc_compat` when ``pm.sample`` sets up its
     traces, with the steps it assigned."""
-    from pymc_trees.bart.steps import CGMTreeStep, PGTreeStep
-
     if step is None:
         return
     terms = {model.rvs_to_values[rv]: rv.name for rv in tree_terms(model)}
     for method in getattr(step, "methods", [step]):
-        if isinstance(method, (CGMTreeStep, PGTreeStep)):
+        if getattr(method, "sampler_kind", None) in ("cgm", "pg"):  # a tree step
             continue
         hit = [terms[v] for v in getattr(method, "vars", []) if v in terms]
         if hit:

@@ -45,8 +45,7 @@ from types import CodeType, FrameType
 
 import pymc as pm
 
-__all__ = ["PYMC_TESTED", "PyMCVersionWarning", "check_pymc_version", "check_float64",
-           "pymc_frame",
+__all__ = ["PYMC_TESTED", "PyMCVersionWarning", "check_pymc_version", "pymc_frame",
            "external_nuts_sampler", "count_draws", "register_step_methods", "reduce_step",
            "rebuilt", "install"]
 
@@ -66,21 +65,6 @@ def _major_minor(version: str) -> tuple[int, int]:
     if m is None:
         raise ValueError(f"Cannot read the PyMC version {version!r}.")
     return int(m.group(1)), int(m.group(2) or 0)
-
-
-def check_float64() -> None:
-    """Tree terms compute in float64 (the kernels' leaf sums, the values stored with the
-    trace and reproduced to the bit by ``pmt.predict``): with PyTensor's ``floatX`` set to
-    ``"float32"`` PyMC's graphs would mix the two, and the steps fail inside PyMC with errors
-    that do not say why.  Refused when a term is declared, naming the setting."""
-    import pytensor
-
-    if pytensor.config.floatX != "float64":
-        raise ValueError(
-            f"pytensor.config.floatX is {pytensor.config.floatX!r}, but BARTTree terms "
-            "compute in float64. Set pytensor.config.floatX = 'float64' (the default; or "
-            "PYTENSOR_FLAGS='floatX=float64'), or build the model inside "
-            "pytensor.config.change_flags(floatX='float64').")
 
 
 def check_pymc_version(version: str | None = None) -> bool:
