@@ -497,6 +497,18 @@ def settled_leaf_priors(op, X=None) -> tuple[tuple[str, float], ...]:
     return settled.pop() if settled else (("normal", 0.0),) * k
 
 
+def _data_key(model) -> tuple:
+    """What tells the model's data apart after ``pm.set_data``: each ``pm.Data``'s array
+    (its identity and shape; a new value is a new array) and, for small ones (up to 1,000
+    numbers: the scalars and short vectors a likelihood's form reads), its bytes."""
+    out = []
+    for d in model.data_vars:
+        value = np.asarray(d.get_value(borrow=True))
+        out.append((d.name, id(value), value.shape,
+                    value.tobytes() if value.size <= 1000 else None))
+    return tuple(out)
+
+
 def _rows(rv):
     """The X input of the tree term ``rv`` (its first distribution parameter)."""
     return rv.owner.op.dist_params(rv.owner)[0]
@@ -504,9 +516,12 @@ def _rows(rv):
 
 def _settle_in(model, rv) -> tuple[tuple[str, float], ...]:
     """``leaf_prior="auto"`` of the term ``rv`` settled by its likelihood in ``model``, one
-    pair per output, kept on the term's Op until the model gains a variable."""
+    pair per output, kept on the term's Op until the model gains a variable or its data
+    change (``pm.set_data`` can change the form, an exponent ``exp(f * s)`` with ``s`` a
+    ``pm.Data``)."""
     op = rv.owner.op
-    key = (id(model), len(model.basic_RVs), len(model.potentials), len(model.deterministics))
+    key = (id(model), len(model.basic_RVs), len(model.potentials), len(model.deterministics),
+           _data_key(model))
     kept = getattr(op, "_settled", None)
     if kept is None or kept[0] != key:
         n = int(_rows(rv).shape[0].eval())

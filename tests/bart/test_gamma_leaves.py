@@ -606,3 +606,23 @@ def test_sigma_exp_f_settles_to_exponent_minus_two_and_matches_enumeration():
         step = pmt.CGMTreeStep([f])
     assert (step.leaf_prior, step.sampler.kappa) == ("log-inverse-gamma", -2.0)
     _sampled_matches(model, 27, prior, post, f_mean)
+
+
+def test_the_settled_leaf_prior_follows_pm_set_data():
+    """``leaf_prior="auto"`` settles by the likelihood's form, which a ``pm.Data`` can change
+    (``sigma=exp(f * s)``: s = 1 is a log sd, exponent -2; s = 0.5 a log variance, -1): the
+    prior draw settles again after ``pm.set_data`` (before, the first answer stayed)."""
+    from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
+
+    X = np.random.default_rng(0).uniform(size=(50, 2))
+    y = np.random.default_rng(1).normal(size=50)
+    with pm.Model():
+        s = pm.Data("s", 1.0)
+        f = pmt.BARTTree("f", X, m=5, leaf_sd=0.3)
+        pm.Normal("y", mu=0.0, sigma=pm.math.exp(f * s), observed=y)
+        got = [settled_leaf_priors(f.owner.op)]
+        for value in (0.5, 1.0):
+            pm.set_data({"s": value})
+            got.append(settled_leaf_priors(f.owner.op))
+    assert got == [(("log-inverse-gamma", -2.0),), (("log-inverse-gamma", -1.0),),
+                   (("log-inverse-gamma", -2.0),)]
