@@ -7,6 +7,7 @@ when that is recognised.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -343,11 +344,21 @@ def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, ch
         values[lik.f_name] = full
     ref = lik._row_arrays(check(values))
     rows = rng.permutation(n)[:max(1, n // 3)].astype(np.int64)
+    # an error inside the compiled callback cannot propagate through it: Python reports it
+    # as "Exception ignored" with a traceback; here it is caught and makes the check fail
+    ignored = []
+    hook, sys.unraisablehook = sys.unraisablehook, ignored.append
     try:
         pre = rf.pre(values)
         got = call_all(rf.rows_fn, f, pre)
         part = call_rows(rf.rows_fn, np.ascontiguousarray(f[..., rows]), rows, pre)
     except Exception as err:  # noqa: BLE001 - a shape the row graph still fixes, say
+        lik.rows_reason = f"the row graph failed at the check: {type(err).__name__}: {err}"
+        return
+    finally:
+        sys.unraisablehook = hook
+    if ignored:
+        err = ignored[0].exc_value
         lik.rows_reason = f"the row graph failed at the check: {type(err).__name__}: {err}"
         return
     # the log density to 1e-9; its derivatives, which only shape the proposals, to 1e-4 (a
