@@ -100,7 +100,15 @@ def refuse_foreign_steps(step, model) -> None:
     if step is None:
         return
     terms = {model.rvs_to_values[rv]: rv.name for rv in tree_terms(model)}
-    for method in getattr(step, "methods", [step]):
+    todo, methods = [step], []
+    while todo:  # compound steps of compound steps, flattened
+        s = todo.pop()
+        inner = getattr(s, "methods", None)
+        if inner is None:
+            methods.append(s)
+        else:
+            todo.extend(inner)
+    for method in methods:
         if getattr(method, "sampler_kind", None) in ("cgm", "pg"):  # a tree step
             continue
         hit = [terms[v] for v in getattr(method, "vars", []) if v in terms]

@@ -583,3 +583,10 @@ def test_pymcs_own_samplers_given_a_tree_term_are_refused(make_step):
         idata = pm.sample(step=[pm.Metropolis([s])], tune=2, draws=2, chains=1,
                           progressbar=False, compute_convergence_checks=False)
     assert "forests" in idata.children
+    with pm.Model():  # two tree terms and NUTS: steps within steps, all allowed
+        f = pmt.BARTTree("f", X, y, m=3)
+        g = pmt.BARTTree("g", X, m=3, leaf_sd=0.1)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", f + X[:, 1] * g, s, observed=y)
+        pm.sample(tune=2, draws=2, chains=1, progressbar=False,
+                  compute_convergence_checks=False)
