@@ -592,6 +592,7 @@ class _TreeStep(BlockedStep):
             c = float(new_point[shift.name])
             s = self.sampler.level_shift(self.rng, c, mu0, sd0, k)
             new_point[shift.name] = np.asarray(c + s, dtype=point[shift.name].dtype)
+            new_point.update(shift.shift_effects(self.rng, new_point, mu0, sd0))
         # the leaf scale, then the split prior, from their conditionals given the forest
         for part in (self.leaf_scale, self.split_prior):
             new_point.update(part.update(self.rng, self.sampler, new_point, self._prior_only))

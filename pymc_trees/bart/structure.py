@@ -38,7 +38,8 @@ from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, af
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",
            "GeneralLikelihood", "noise_likelihood", "level_shifts",
-           "TreeLikelihood", "NoiseLikelihood", "LevelShift", "point_function", "entered_by"]
+           "TreeLikelihood", "NoiseLikelihood", "LevelShift", "EffectShift", "point_function",
+           "entered_by"]
 
 
 def unobserved_term(model, f_rv) -> bool:
@@ -516,6 +517,16 @@ class LevelShift:
     # neither the slopes nor mu0, sd0 depend on a sampled variable: evaluated once a chain
     static: bool = False
     _memo: tuple | None = None
+    # random effects that c can be shifted against too (:class:`EffectShift`)
+    effects: tuple = ()
+
+    def shift_effects(self, rng: np.random.Generator, point: dict, mu0: float,
+                      sd0: float) -> dict:
+        """The point's c and random effects after one :meth:`EffectShift.draw` each."""
+        out = {}
+        for effect in self.effects:
+            out.update(effect.draw(rng, {**point, **out}, self.name, mu0, sd0))
+        return out
 
     def reset(self) -> None:
         """Forget the terms kept from the chain's first iteration (data may have changed)."""
@@ -554,6 +565,68 @@ class LevelShift:
         return k
 
 
+@dataclass
+class EffectShift:
+    """A random effect ``u ~ Normal(mu_u, sd_u)`` (a vector, ``alpha + u[group]``) that enters
+    the likelihood as the intercept c does: moving c by s and every entry of u by -s leaves
+    the linear predictor, hence the likelihood, unchanged.  Along that line the conditional
+    of s is Gaussian, with precision ``1 / sd0^2 + sum_g 1 / sd_u[g]^2`` and mean
+    ``((mu0 - c) / sd0^2 + sum_g (u_g - mu_u[g]) / sd_u[g]^2) / precision``: drawing it is an
+    exact Gibbs update that moves c along the ridge between the intercept and the effects'
+    mean, which NUTS crosses slowly (``docs/design.md``, "Intercepts: the level shift").
+    ``prior(point)`` gives ``(mu_u, sd_u)``."""
+
+    name: str
+    prior: Callable[[dict], tuple]
+
+    def draw(self, rng: np.random.Generator, point: dict, c_name: str, mu0: float,
+             sd0: float) -> dict:
+        c = np.asarray(point[c_name])
+        u = np.asarray(point[self.name])
+        mu_u, sd_u = (np.broadcast_to(np.asarray(x, float), u.shape) for x in self.prior(point))
+        w = 1.0 / sd_u**2
+        prec = 1.0 / sd0**2 + float(w.sum())
+        mean = ((mu0 - float(c)) / sd0**2 + float((w * (u - mu_u)).sum())) / prec
+        s = mean + rng.standard_normal() / np.sqrt(prec)
+        return {c_name: np.asarray(float(c) + s, dtype=c.dtype),
+                self.name: np.asarray(u - s, dtype=u.dtype)}
+
+
+def _effect_shifts(model, f_rv, c, lik) -> tuple:
+    """The random effects ``u`` that the intercept ``c`` can be shifted against
+    (:class:`EffectShift`): vectors ``u ~ Normal(mu_u, sd_u)`` (untransformed, their prior
+    free of c and f) whose only dependent is the observation, outside the likelihood's other
+    parameters, such that moving c by t and u by -t leaves its mean unchanged.  That is
+    checked at random values of c, u and t (the mean then cancels exactly: it is affine along
+    the line with these slopes, as in ``alpha + u[group] + f``)."""
+    obs, mu = lik.observed, lik.eta
+    t = pt.dscalar("t")
+    rng = np.random.default_rng(0)
+    out = []
+    for u in model.free_RVs:
+        if (u is f_rv or u is c or u.ndim != 1 or not isinstance(u.owner.op, NormalRV)
+                or model.rvs_to_transforms.get(u) is not None
+                or dependents(model, u) != [obs] or any(depends_on(g, u) for g in lik.others)):
+            continue
+        mu_u, sd_u = u.owner.inputs[2:4]
+        if any(depends_on(x, v) for x in (mu_u, sd_u) for v in (c, f_rv, u)):
+            continue
+        moved = graph_replace(mu, {c: c + t, u: u - t}, strict=False) - mu
+        fn = point_function(model, [moved, mu], inputs=[t])
+        point = dict(model.initial_point())
+        ok = True
+        for _ in range(2):
+            point[c.name] = np.asarray(rng.normal(0.0, 3.0), dtype=point[c.name].dtype)
+            point[u.name] = rng.normal(0.0, 3.0, np.shape(point[u.name])).astype(
+                point[u.name].dtype)
+            for step in (1.0, -2.5):
+                diff, level = (np.asarray(x, float) for x in fn(point, step))
+                ok = ok and bool(np.all(np.abs(diff) <= 1e-9 * (1.0 + np.abs(level))))
+        if ok:
+            out.append(EffectShift(name=u.name, prior=point_function(model, [mu_u, sd_u])))
+    return tuple(out)
+
+
 def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
     """The intercept-like variables of tree term ``f_rv`` (see :class:`LevelShift`): scalar
     Normal variables that reach the likelihood through its linear predictor alone, affinely.
@@ -580,7 +653,8 @@ def level_shifts(model, f_rv, lik: TreeLikelihood) -> list[LevelShift]:
         # affine in both): static when no other sampled variable does
         shift = LevelShift(name=c.name, prior=point_function(model, [mu0, sd0]),
                            slopes=point_function(model, [d_c, d_f]),
-                           static=_held_fixed(model, [d_c, d_f, mu0, sd0], [c, f_rv]))
+                           static=_held_fixed(model, [d_c, d_f, mu0, sd0], [c, f_rv]),
+                           effects=_effect_shifts(model, f_rv, c, lik))
         if shift.ratio(model.initial_point(), lik.n) is not None:
             out.append(shift)
     return out

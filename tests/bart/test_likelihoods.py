@@ -545,6 +545,55 @@ def test_no_level_shift_for_an_intercept_that_enters_another_parameter(case):
     assert [s.name for s in step.level_shifts] == (["a"] if case == "plain" else [])
 
 
+@pytest.mark.parametrize("form, found", [("plain", True), ("twice", False), ("exp", False),
+                                         ("in_sigma", False)])
+def test_an_intercept_is_shifted_against_a_random_effect_that_enters_as_it_does(form, found):
+    """``alpha + u[g] + f``: moving alpha by s and every u by -s leaves the likelihood as it
+    is, so the level shift also draws s along that line (:class:`EffectShift`); not for
+    ``2 * u[g]``, ``exp(u)[g]`` or a u that also enters sigma."""
+    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+
+    g = np.array([0, 1, 2, 0, 1, 2])
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 2.0)
+        su = pm.HalfNormal("su", 1.0)
+        u = pm.Normal("u", 0.0, su, shape=3)
+        f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
+        effect = {"plain": u[g], "twice": 2.0 * u[g], "exp": pm.math.exp(u)[g],
+                  "in_sigma": u[g]}[form]
+        sigma = pm.math.exp(u[0]) if form == "in_sigma" else 1.0
+        pm.Normal("y", mu=a + effect + f, sigma=sigma, observed=Y_REAL)
+    (shift,) = level_shifts(model, f, tree_likelihood(model, f, 6))
+    assert [e.name for e in shift.effects] == (["u"] if found else [])
+
+
+def test_the_effect_shift_draws_its_exact_conditional():
+    """The draw of s along the line (alpha + s, u - s) against its conditional, computed
+    apart by quadrature of ``N(alpha + s; mu0, sd0) prod_g N(u_g - s; mu_u, sd_u_g)``: the
+    mean and sd to 4 Monte Carlo SEs, and a KS test of 4,000 draws."""
+    from pymc_trees.bart.structure import EffectShift
+
+    u0 = np.array([0.3, -1.1, 0.8, 2.0])
+    sd_u = np.array([0.5, 0.7, 0.5, 1.2])
+    eff = EffectShift(name="u", prior=lambda point: (0.2, sd_u))
+    rng = np.random.default_rng(11)
+    point = {"a": np.asarray(1.3), "u": u0}
+    draws = np.array([float(eff.draw(rng, point, "a", -0.5, 2.0)["a"]) - 1.3
+                      for _ in range(4000)])
+    grid = np.linspace(-8, 8, 40001)
+    logp = (stats.norm.logpdf(1.3 + grid, -0.5, 2.0)
+            + stats.norm.logpdf(u0[:, None] - grid, 0.2, sd_u[:, None]).sum(axis=0))
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    mean = float((p * grid).sum())
+    sd = float(np.sqrt((p * (grid - mean) ** 2).sum()))
+    assert abs(draws.mean() - mean) < 4 * sd / np.sqrt(draws.size)
+    assert abs(draws.std() - sd) < 4 * sd / np.sqrt(2 * draws.size)
+    assert stats.kstest(draws, stats.norm(mean, sd).cdf).pvalue > 1e-3
+    moved = eff.draw(rng, point, "a", -0.5, 2.0)  # the predictor a + u_g is unchanged
+    np.testing.assert_allclose(float(moved["a"]) + moved["u"], 1.3 + u0, rtol=0, atol=1e-12)
+
+
 # --- calibration per link, and the link check at sampling time ---------------------------
 
 
