@@ -43,6 +43,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 
 import numpy as np
 
+from sweep import bartz_runner  # benchmarks/sweep.py: bartz timed over two run lengths
+
 RESPONSES = {"default": None, "constant": "constant", "linear": "linear"}
 
 
@@ -80,24 +82,6 @@ def pymc_runner(X, y, response, tune, draws, seed=0):
 
     run(X[:2000], y[:2000], 2, 3)  # compile on a few rows (the same types)
     return run
-
-
-def bartz_runner(X, y, burn, sweeps, seed=0):
-    """``run(n_save)`` timing one ``bartz.Bart`` fit, and the two lengths; both compiled off
-    the clock here (JAX compiles per run length)."""
-    import bartz
-
-    def run(n_save):
-        t = time.perf_counter()
-        fit = bartz.Bart(X.T, y.astype(np.float32), num_trees=200, n_burn=burn, n_save=n_save,
-                         num_chains=None, seed=seed, printevery=None)
-        np.asarray(fit.get_error_sdev())  # wait for the computation
-        return time.perf_counter() - t
-
-    short, long_ = 5, sweeps + 5
-    run(short)
-    run(long_)
-    return run, short, long_
 
 
 def iterations(n: int, quick: bool) -> tuple[int, int]:
@@ -182,7 +166,7 @@ def main(argv=None):
         tune, draws = iterations(n, a.quick)
         X, y, _ = friedman1(n, rng=np.random.default_rng(n))
         runs = {name: pymc_runner(X, y, resp, tune, draws) for name, resp in RESPONSES.items()}
-        bz = bartz_runner(X, y, tune, draws) if have_bartz else None
+        bz = bartz_runner(X, y, draws, burn=tune) if have_bartz else None
         got = {name: [] for name in RESPONSES}
         a_s, b_s = [], []
         for _ in range(a.repeats):
@@ -202,7 +186,7 @@ def main(argv=None):
     if not a.no_first_draws:
         first = time_to_first_draws(max(a.sizes))
     mem = None
-    if not a.no_memory:
+    if not a.no_memory and max(a.sizes) > 20_000:  # differenced against 20,000 rows
         small, big = 20_000, max(a.sizes)
         mem = (peak_bytes(big, a.core) - peak_bytes(small, a.core)) / (big - small)
 

@@ -143,12 +143,13 @@ def time_stochtree(X, y, sweeps, seed=0, repeats=3):
     return _differenced(run, short, long_, repeats)
 
 
-def bartz_runner(X, y, sweeps, seed=0):
+def bartz_runner(X, y, sweeps, seed=0, burn=None):
     """``(run, short, long_)``: ``run(n_save)`` times one ``bartz.Bart`` fit of that many
-    kept iterations after the same burn-in; both lengths are compiled off the clock here."""
+    kept iterations after the same burn-in (``burn``, by default ``max(20, sweeps // 5)``);
+    both lengths are compiled off the clock here."""
     import bartz
 
-    burn = max(20, sweeps // 5)
+    burn = max(20, sweeps // 5) if burn is None else int(burn)
 
     def run(n_save):
         t = time.perf_counter()
