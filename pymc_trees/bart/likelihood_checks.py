@@ -12,8 +12,7 @@ from pymc_trees.bart.structure import ModelStructureError, point_function
 from pymc_trees.core.tabular import warn_user
 
 __all__ = ["check_link", "check_general_link", "check_general_start", "check_gamma_start",
-           "warn_output_scales",
-           "stuck_message"]
+           "warn_output_scales", "stuck_message"]
 
 
 def check_link(rv, lik) -> None:

@@ -195,7 +195,8 @@ def mark_missing(X: Any, missing: float | None) -> Any:
     """``X`` with the entries equal to ``missing`` (a number that marks missing values, as
     XGBoost's ``missing``) made NaN: a float array for an array, and for a DataFrame the same
     frame with its numeric columns masked (category and string columns are left as they
-    are).  Unchanged when ``missing`` is None."""
+    are).  A data frame of another library is read as a pandas one first (:func:`as_pandas`);
+    otherwise unchanged when ``missing`` is None."""
     X = as_pandas(X)
     if missing is None:
         return X
