@@ -22,7 +22,7 @@ may be downloaded here, so coal stands for counts with a log link.
 
 Ours: ``BARTTree(X, y, link="log")`` for a log mean, ``BARTTree(X, leaf_sd=...)`` around
 ``log(sd(y))`` for a log scale, the default tree step (the general one here: reversible-jump
-moves with Newton leaf proposals and the exact likelihood, bart-math section 9).  pymc-bart
+moves with Newton leaf proposals and the exact likelihood, docs/math.md section 9).  pymc-bart
 0.13: ``BART(X, log(y + 1))`` (its examples' calibration) with its PGBART step; test rows by
 ``pm.set_data`` and ``pm.sample_posterior_predictive(sample_vars=...)``.  pymc-bart's
 models with k outputs are written as k ``BART`` terms: for a ``BART`` of ``shape=(k, n)``,

@@ -1,4 +1,4 @@
-"""Default prior calibration of Chipman, George and McCulloch (2010), bart-math section 3."""
+"""Default prior calibration of Chipman, George and McCulloch (2010), docs/math.md section 3."""
 
 from __future__ import annotations
 

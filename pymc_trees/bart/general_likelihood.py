@@ -1,5 +1,5 @@
 """The likelihood of a tree term that has no exact augmentation, compiled for the general tree
-step's reversible-jump moves (bart-math section 9): the row log densities, their first and
+step's reversible-jump moves (docs/math.md section 9): the row log densities, their first and
 second derivatives in each row's own value of the term, the row graph the sweep kernel calls
 (:mod:`pymc_trees.bart.rowgraph`), and the link through which the term enters its parameter
 when that is recognised.
@@ -29,7 +29,7 @@ __all__ = ["GeneralLikelihood", "general_likelihood", "compile_values"]
 @dataclass
 class GeneralLikelihood:
     """The observed likelihood of a tree term that has no exact augmentation, compiled for
-    the reversible-jump tree moves of bart-math section 9.
+    the reversible-jump tree moves of docs/math.md section 9.
 
     ``bind(point)`` returns ``loglik(f, derivatives=False)``: the row log-likelihoods, shape
     (n,), at the term's values ``f`` (shape (n,)) with every other variable at the point, and

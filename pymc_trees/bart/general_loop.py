@@ -1,4 +1,4 @@
-"""The general tree step's sweep as a Python loop over the trees (bart-math section 9).
+"""The general tree step's sweep as a Python loop over the trees (docs/math.md section 9).
 
 :meth:`pymc_trees.bart.sampler.ForestSampler.general_sweep` runs this loop when the likelihood
 has no row graph compiled for the kernel (``compiled=None``; ``CGMTreeStep.python_sweep``

@@ -1,5 +1,5 @@
 """The likelihood registry: the families in which a tree term has an exact augmentation
-(bart-math sections 1 and 8), one :class:`LikelihoodFamily` entry each.
+(docs/math.md sections 1 and 8), one :class:`LikelihoodFamily` entry each.
 
 An entry says everything the package knows of its family:
 
@@ -10,7 +10,7 @@ An entry says everything the package knows of its family:
   :func:`pymc_trees.bart.calibration.leaf_calibration`) and which ``BARTTree(link=...)``
   must match;
 * its pseudo-data given the parameters: directly for a Gaussian family (``gaussian``), else
-  the latent-variable draw of bart-math 8 (``latents``, the kernels of
+  the latent-variable draw of docs/math.md section 8 (``latents``, the kernels of
   :mod:`pymc_trees.bart.kernels.augment`), each returning ``(z, w)`` with which the
   likelihood of eta is ``prod_i Normal(z_i; eta_i, 1/w_i)``;
 * how it is written in the docs and in the error that lists the supported forms.
@@ -160,7 +160,7 @@ def _read_normal(obs, inputs, f):
 
 
 def _normal_rows(y, params):
-    """Normal: ``z = y``, ``w = 1/sigma^2`` (bart-math 1)."""
+    """Normal: ``z = y``, ``w = 1/sigma^2`` (docs/math.md section 1)."""
     return y, 1.0 / params[0] ** 2
 
 
@@ -249,7 +249,8 @@ register(LikelihoodFamily(
 
 def _read_negative_binomial(obs, inputs, f):
     alpha, p = inputs
-    # p = sigmoid(log alpha - eta), or x / (x + exp(eta)): work in u = logit p (bart-math 8)
+    # p = sigmoid(log alpha - eta), or x / (x + exp(eta)): work in u = logit p
+    # (docs/math.md section 8)
     u = negative_binomial_logit(p, f)
     return None if u is None else (u, [("alpha", alpha)])
 

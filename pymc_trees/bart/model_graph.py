@@ -27,7 +27,7 @@ class ModelStructureError(ValueError):
 
 class NotAugmentable(ModelStructureError):
     """The tree term enters one observed likelihood, but not in a form with an exact
-    augmentation (bart-math section 8); the general tree step (section 9) may apply."""
+    augmentation (docs/math.md section 8); the general tree step (section 9) may apply."""
 
 
 

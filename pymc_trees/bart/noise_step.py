@@ -1,4 +1,4 @@
-"""The conjugate noise update, :class:`NoiseGibbs` (bart-math 4), a PyMC step method
+"""The conjugate noise update, :class:`NoiseGibbs` (docs/math.md section 4), a PyMC step method
 registered with the tree steps (:mod:`pymc_trees.bart.steps`, from which it is also
 imported)."""
 
@@ -24,7 +24,8 @@ class NoiseGibbsState(StepMethodState):
 
 
 class NoiseGibbs(BlockedStep):
-    """Conjugate Gibbs update of a Normal likelihood's variance or precision (bart-math 4).
+    """Conjugate Gibbs update of a Normal likelihood's variance or precision (docs/math.md,
+    section 4).
 
     ``sigma2 ~ InverseGamma(alpha0, beta0)`` with likelihoods ``Normal(mu_i, sqrt(sigma2 / w_i))``
     is drawn from ``InverseGamma(alpha0 + n/2, beta0 + SSE_w/2)``; ``tau ~ Gamma(alpha0, beta0)``

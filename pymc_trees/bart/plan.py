@@ -384,7 +384,7 @@ class TermPlan:
                 f"them to a Poisson, negative binomial or Gamma mean or a Normal's scale "
                 f"through exp). For any other likelihood use the default tree step: "
                 f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
-                f"likelihood, bart-math section 9).") from None
+                f"likelihood, docs/math.md section 9).") from None
 
     def check_likelihoods(self, liks: list) -> None:
         """Refuse a likelihood the term's sampler and step cannot sample: linear leaves need

@@ -527,7 +527,7 @@ class ForestSampler:
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None,
                       defensive: float = gk.DEFENSIVE, sweeps: int = 1) -> dict[str, float]:
-        """One backfitting sweep for a likelihood without conjugacy (bart-math section 9):
+        """One backfitting sweep for a likelihood without conjugacy (docs/math.md section 9):
         for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
         values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
         with the

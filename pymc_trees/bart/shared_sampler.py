@@ -4,7 +4,7 @@ separate_trees=False)``): one forest of m trees whose every leaf holds a vector 
 This is the multi-output form of pymc-bart (its default for ``shape=(k, n)``).  The prior is
 the tree prior of one forest, with the k values of each leaf independent
 ``Normal(0, leaf_sd**2)``; output j of the term is ``offset + sum_t`` of the j-th values of
-the leaves the row falls in.  The trees are sampled by the general tree step (bart-math
+the leaves the row falls in.  The trees are sampled by the general tree step (docs/math.md
 section 9) over the joint likelihood of the k outputs at each row
 (:func:`pymc_trees.bart.kernels.general.general_sweep` with J = k): a structural move proposes
 the new leaves' k values from the product of each output's Newton proposal and is accepted
@@ -153,7 +153,7 @@ class SharedOutputSampler(ForestSampler):
         """One sweep (or ``sweeps`` in one kernel call) against Gaussian pseudo-data: output
         j's row i observed as ``Normal(z[j, i], 1 / omega[j, i])`` given the term (offset
         removed), the form of a
-        Normal likelihood and of the augmented ones given their latent variables (bart-math
+        Normal likelihood and of the augmented ones given their latent variables (docs/math.md
         sections 1 and 8).
 
         The moves are the general tree step's (:meth:`general_sweep`) on this quadratic log

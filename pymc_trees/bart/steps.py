@@ -550,7 +550,7 @@ class _TreeStep(BlockedStep):
         if not lik.draws_latents:
             z, omega = lik.pseudo_data(point, smp.offset)
         else:
-            # latent variables of bart-math 8, drawn given the current forest
+            # latent variables of docs/math.md section 8, drawn given the current forest
             z, omega = lik.pseudo_data(point, smp.offset, smp.values(), self.rng)
         if warm:
             smp.gfr_sweep(self.rng, z, omega)

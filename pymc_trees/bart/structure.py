@@ -3,14 +3,14 @@
 * :func:`tree_likelihood` finds the likelihood of a ``BARTTree`` term (one of the families of
   the registry, :mod:`pymc_trees.bart.likelihoods`: Normal, Student-t, Bernoulli probit or
   logit, Binomial logit, negative binomial with a log mean, asymmetric Laplace) and compiles
-  the per-row pieces of its linear predictor ``a + b * f`` and parameters (bart-math sections
-  1 and 8); :func:`output_tree_likelihood` and :func:`joint_output_likelihoods` do so for the
-  outputs of a term of shape (k, n).
+  the per-row pieces of its linear predictor ``a + b * f`` and parameters (docs/math.md,
+  sections 1 and 8); :func:`output_tree_likelihood` and :func:`joint_output_likelihoods` do
+  so for the outputs of a term of shape (k, n).
 * The general tree step's likelihood (any other form) is compiled by
   :mod:`pymc_trees.bart.general_likelihood`.
 * :func:`noise_likelihood` checks that a variance (InverseGamma) or precision (Gamma) enters
   only the scale of Normal likelihoods, as ``s_i^2 = sigma^2 / w_i`` (or ``1 / (tau w_i)``), and
-  compiles what the conjugate update of bart-math section 4 needs.
+  compiles what the conjugate update of docs/math.md section 4 needs.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class TreeLikelihood:
         ``prod_i Normal(r_i; sum_j g_j(x_i), 1/omega_i)``.
 
         A Gaussian family (the Normal): ``r = (y - a)/b - offset``, ``omega = b^2/s^2``
-        (bart-math 1).  Otherwise the family's latent variables of bart-math 8
+        (docs/math.md section 1).  Otherwise the family's latent variables of docs/math.md section 8
         (:attr:`pymc_trees.bart.likelihoods.LikelihoodFamily.latents`) are drawn from ``rng``
         given the current values ``f`` of the term, which give ``Normal(z, 1/w)`` in eta, and
         then ``r = (z - a)/b - offset``, ``omega = w b^2``.

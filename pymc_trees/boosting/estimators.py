@@ -1,7 +1,7 @@
 """Gradient-boosted trees in the style of XGBoost, with a scikit-learn API: the frequentist
 baseline that shares the tree core with BART (binning, packed forests, the prediction kernel).
 
-Nothing of PyMC is imported here.  The math is bart-math section 7 (XGBoost's second-order
+Nothing of PyMC is imported here.  The math is docs/math.md section 7 (XGBoost's second-order
 objective); ``pymc_trees.boosting.kernels`` grows the trees and documents the split rules.
 
 * :class:`BoostedTreesRegressor`: ``objective`` ``"reg:squarederror"`` (default),

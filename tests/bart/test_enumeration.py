@@ -134,7 +134,7 @@ def test_two_features_match_enumeration(sampler):
 
 def test_affine_mean_and_row_scales_match_enumeration():
     """y ~ Normal(a + b * f, s) with a vector b (including b = 0 rows, which carry no
-    information) and per-row scales s: the pseudo-data of bart-math section 1."""
+    information) and per-row scales s: the pseudo-data of docs/math.md section 1."""
     a = np.linspace(-1, 1, 10)
     b = np.array([1.0, 2.0, 0.0, 1.5, -1.0, 1.0, 0.5, 2.0, 1.0, 0.0])
     s = np.array([0.5, 0.8, 1.0, 0.6, 0.7, 0.9, 0.5, 1.2, 0.6, 0.8])

@@ -1,4 +1,4 @@
-"""The general tree step for likelihoods without conjugacy (bart-math section 9).
+"""The general tree step for likelihoods without conjugacy (docs/math.md section 9).
 
 * With a Gaussian likelihood the Laplace proposal of a leaf is its exact conditional, so every
   leaf update is accepted (a check of the proposal density and of the leaf factor).

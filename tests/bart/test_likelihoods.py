@@ -1,5 +1,5 @@
 """Tree terms under Bernoulli (probit, logit), Binomial, negative binomial, Student-t and
-asymmetric Laplace likelihoods (bart-math section 8).
+asymmetric Laplace likelihoods (docs/math.md section 8).
 
 * The augmentation draws against their analytic conditionals: Polya-Gamma mean, variance and
   distribution function (series density), truncated Normals, Gamma scale-mixture weights,
@@ -54,7 +54,7 @@ def pg_cdf(x, h, c):
 @pytest.mark.parametrize("h,c", [(1.0, 0.0), (1.0, 2.5), (2.0, 1.3), (7.0, 4.0),  # Devroye
                                  (2.7, -1.3), (0.4, 0.5), (80.0, 2.0), (5000.5, -3.0)])  # series
 def test_polya_gamma_moments_and_distribution(h, c):
-    """Mean and variance within 5 standard errors of E and Var[PG(h, c)] (bart-math 8), for
+    """Mean and variance within 5 standard errors of E and Var[PG(h, c)] (docs/math.md, 8), for
     both branches of ``augment.polya_gamma``; for h <= 7 also the empirical CDF against the
     series CDF at 9 quantiles within 5 binomial standard errors (the alternating series
     cancels catastrophically for large h)."""
@@ -832,7 +832,7 @@ def test_logit_intercept_level_shift_matches_enumeration():
 
 @pytest.mark.parametrize("nu,q", [(3.0, 0.9), (10.0, 0.75), (5.0, 0.99)])
 def test_noise_prior_puts_mass_q_below_the_least_squares_sd(nu, q):
-    """sigma^2 ~ InverseGamma(nu/2, nu lambda/2) with P(sigma < sigma_hat) = q (bart-math 3)."""
+    """sigma^2 ~ InverseGamma(nu/2, nu lambda/2) with P(sigma < sigma_hat) = q (docs/math.md, 3)."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(50, 3))
     y = X @ [1.0, -2.0, 0.5] + 0.7 * rng.standard_normal(50)

@@ -4,7 +4,7 @@
 * The exact posterior over trees, each leaf with its regressor (the column of the split above
   it), enumerated by brute force on tables small enough, against the forests ``pm.sample``
   stores: one tree on two numeric columns; two trees on one column with per-row scales and
-  a multiplier (the pseudo-data of bart-math 1); the level shift of an intercept.  The
+  a multiplier (the pseudo-data of docs/math.md section 1); the level shift of an intercept.  The
   posterior mean and second moment of f at every row check the coefficients' draw.
 * Prediction, saving and interpretation of linear leaves (hand-built forests with gaps), and
   the refusals.

@@ -1,4 +1,4 @@
-"""NoiseGibbs against the analytic conjugate posterior (bart-math section 4).
+"""NoiseGibbs against the analytic conjugate posterior (docs/math.md section 4).
 
 With the mean fixed, NoiseGibbs draws are independent draws from the conditional, so a
 Kolmogorov-Smirnov test against the analytic distribution applies directly.

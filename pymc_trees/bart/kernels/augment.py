@@ -1,4 +1,4 @@
-"""Exact data augmentations for non-Gaussian likelihoods (bart-math section 8).
+"""Exact data augmentations for non-Gaussian likelihoods (docs/math.md section 8).
 
 Each function draws the per-row latent variables of one likelihood given the current linear
 predictor ``eta`` (shape (n,)) and the data, and returns ``(z, omega)``: given the latents, the
@@ -141,7 +141,7 @@ def logit_latents(rng: np.random.Generator, successes: np.ndarray, trials: np.nd
     """Polya-Gamma augmentation of ``successes_i ~ Binomial(trials_i, sigmoid(eta_i))``:
     ``omega_i ~ PG(trials_i, eta_i)``, ``z_i = kappa_i / omega_i`` with
     ``kappa_i = successes_i - trials_i / 2``.  The negative binomial is this with
-    ``successes = alpha`` and ``trials = y + alpha`` in ``eta = logit p`` (bart-math 8).
+    ``successes = alpha`` and ``trials = y + alpha`` in ``eta = logit p`` (docs/math.md section 8).
     Rows with no trials get ``omega = 0`` and ``z = 0``."""
     eta = np.asarray(eta, dtype=np.float64)
     trials = as_rows(trials, eta.shape)

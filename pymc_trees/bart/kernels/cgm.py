@@ -1,4 +1,5 @@
-"""Chipman-George-McCulloch Metropolis moves and the Bayesian backfitting sweep (bart-math 5).
+"""Chipman-George-McCulloch Metropolis moves and the Bayesian backfitting sweep
+(docs/math.md section 5).
 
 Leaf values are integrated out of every acceptance ratio, which therefore only needs the
 per-leaf sufficient statistics ``(W, S)``; after the structural move the leaves of the tree are
@@ -341,7 +342,7 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change, swap.
     z, omega : ndarray of shape (n,)
-        Pseudo-data target (offset removed) and precision of every row (bart-math 1).
+        Pseudo-data target (offset removed) and precision of every row (docs/math.md section 1).
     omega_const : float
         The common value of ``omega`` when all rows have the same precision, else 0 (then
         ``omega`` is read row by row).

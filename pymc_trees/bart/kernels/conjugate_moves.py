@@ -1,7 +1,7 @@
 """Grow and prune of the conjugate sweeps, written once for every leaf form.
 
-In a conjugate sweep the leaves are integrated out of a move's acceptance ratio (bart-math
-2 and 5), so a grow or a prune differs between leaf forms only in the leaves' part: which
+In a conjugate sweep the leaves are integrated out of a move's acceptance ratio (docs/math.md
+sections 2 and 5), so a grow or a prune differs between leaf forms only in the leaves' part: which
 per-leaf sums a leaf keeps, how the proposed children's (or the merged leaf's) sums are
 taken, and the leaf's log marginal likelihood of them.  :func:`grow` and :func:`prune` are
 that move's tree part (:mod:`pymc_trees.bart.kernels.tree_edit`) around the leaf part, which

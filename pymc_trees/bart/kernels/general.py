@@ -1,5 +1,5 @@
 """Tree moves for any likelihood: reversible-jump proposals with Newton (Laplace) leaf
-proposals (bart-math section 9, after Linero 2022).
+proposals (docs/math.md section 9, after Linero 2022).
 
 The leaf values cannot be integrated out, so a structural move of tree t proposes values for
 the leaves it creates, and the acceptance ratio uses the exact log-likelihood.  The kernels
@@ -543,7 +543,7 @@ def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st
 @numba.njit(cache=True)
 def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b,
                       proposed, accepted, defensive):
-    """One backfitting sweep of the general tree step (bart-math section 9) over all trees:
+    """One backfitting sweep of the general tree step (docs/math.md section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
     from Newton proposals, accepted with the exact log-likelihood, then a
     Metropolis-Hastings update of each of its leaf values.  No Python runs between trees.

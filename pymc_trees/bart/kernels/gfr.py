@@ -7,7 +7,7 @@ partial residual.  At every node, the choice between stopping and each available
     stop:        (1 - p_split(d)) * ML(node)
     rule (v, c): p_split(d) * split_prior[v] / wavail * 1 / ncut_v * ML(left) * ML(right)
 
-(the tree prior of bart-math 3 times the marginal likelihoods of bart-math 2, leaf values
+(the tree prior of docs/math.md section 3 times the marginal likelihoods of section 2, leaf values
 integrated out), and the children are grown the same way.  The leaf values are then drawn from
 their exact conditional.  This is not a Metropolis-Hastings move and does not leave the
 posterior invariant: it only builds starting forests near where the posterior puts its mass.

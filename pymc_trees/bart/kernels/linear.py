@@ -17,7 +17,7 @@ so that at a training row, where ``z_j^2`` averages 1, a leaf's value has prior 
 integrated out of every acceptance ratio: with per-leaf sums over its rows of ``omega``,
 ``omega z``, ``omega z^2``, ``omega r`` and ``omega z r`` (W, Wz, Wzz, S, Sz), the
 posterior precision is ``A = [[W + p, Wz], [Wz, Wzz + p]]`` (``p = 2 / s^2``) and the
-log marginal likelihood, up to the partition-free bracket of bart-math 2, is
+log marginal likelihood, up to the partition-free bracket of docs/math.md section 2, is
 ``log p - 0.5 log det A + 0.5 b' A^-1 b`` with ``b = (S, Sz)``.  After the move every leaf
 is drawn from ``Normal(A^-1 b, A^-1)``.  ``docs/design.md``, "Linear leaves".
 """
@@ -84,7 +84,7 @@ def leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg):
 
 @numba.njit(cache=True, inline="always")
 def linear_log_ml(W, Wz, Wzz, S, Sz, has_slope, prec0):
-    """A leaf's log marginal likelihood up to the bracket of bart-math 2 (module doc)."""
+    """A leaf's log marginal likelihood up to the bracket of docs/math.md section 2 (module doc)."""
     if not has_slope:
         P = W + prec0
         return 0.5 * math.log(prec0 / P) + 0.5 * S * S / P

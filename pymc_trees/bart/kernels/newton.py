@@ -1,4 +1,4 @@
-"""The leaf-value proposals of the general tree moves (bart-math section 9): one Newton
+"""The leaf-value proposals of the general tree moves (docs/math.md section 9): one Newton
 (Laplace) step on log-likelihood plus log-prior from the rows' current values, mixed with the
 leaf prior (the defensive mixture), their densities and draws, and the per-leaf sums they
 are built from.  :mod:`pymc_trees.bart.kernels.general` explains both ("The proposal of a

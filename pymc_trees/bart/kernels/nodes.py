@@ -1,5 +1,5 @@
 """Per-node kernels shared by every sampler: available rules, rule draws, partitions, leaf
-sufficient statistics, marginal likelihood and the exact leaf draw (bart-math sections 2-3).
+sufficient statistics, marginal likelihood and the exact leaf draw (docs/math.md sections 2-3).
 
 Available-cutpoint rule (one rule for every sampler and for prior draws): cutpoint ``k`` of
 feature ``v`` is available at a node when it sends at least ``min_leaf`` of the node's training
@@ -54,7 +54,7 @@ __all__ = [
 
 @numba.njit(cache=True, inline="always")
 def log_ml(W, S, prec0):
-    """Leaf log marginal likelihood up to the partition-free bracket of bart-math section 2."""
+    """Leaf log marginal likelihood up to the partition-free bracket of docs/math.md section 2."""
     P = W + prec0
     return 0.5 * math.log(prec0 / P) + 0.5 * S * S / P
 

@@ -1,5 +1,5 @@
 """Particle Gibbs tree update: conditional SMC (Lakshminarayanan, Roy and Teh 2015, Algorithm
-4.2; bart-math section 6).
+4.2; docs/math.md section 6).
 
 Particles are trees grown top-down, one eligible node per stage, breadth-first; the prior is the
 proposal, so a particle's log weight grows by ``log ML(children) - log ML(node)`` when its node

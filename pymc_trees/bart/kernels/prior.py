@@ -1,4 +1,4 @@
-"""Independent draws of trees from the BART prior (bart-math section 3).
+"""Independent draws of trees from the BART prior (docs/math.md section 3).
 
 Trees are generated top-down, breadth-first: a node at depth d with an available rule splits
 with probability ``alpha (1 + d)^-beta``, its rule drawn from the prior; leaves get

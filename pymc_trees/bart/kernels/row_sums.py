@@ -1,5 +1,5 @@
 """The passes over the rows and the leaves' sufficient statistics ``(W, S)`` of the conjugate
-sweep (bart-math 5): the children's sums under a proposed rule without moving the rows
+sweep (docs/math.md section 5): the children's sums under a proposed rule without moving the rows
 (:func:`split_sums`, :func:`two_level_sums`), a segment's or a subtree's sums
 (:func:`segment_sums`, :func:`subtree_sums`), the per-tree passes that take one tree out of
 the residual and put the next back (:func:`pass_one`, :func:`pass_pair`,

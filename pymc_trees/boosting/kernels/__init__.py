@@ -1,4 +1,4 @@
-"""The numba kernels of the boosting learner (bart-math section 7, XGBoost's objective), by
+"""The numba kernels of the boosting learner (docs/math.md section 7, XGBoost's objective), by
 concept:
 
 * ``splits``: XGBoost's split rules (leaf weight, gain, float32 ties, categorical splits) and

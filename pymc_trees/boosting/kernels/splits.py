@@ -1,4 +1,4 @@
-"""Gradient-boosted tree growing (bart-math section 7, XGBoost's objective): the histogram and
+"""Gradient-boosted tree growing (docs/math.md section 7, XGBoost's objective): the histogram and
 the exact greedy split finders.
 
 Both grow one tree depth-wise (level by level, as XGBoost's ``grow_policy="depthwise"``) from
