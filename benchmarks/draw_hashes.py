@@ -9,8 +9,9 @@ step, linear leaves and a shared-output term (``separate_trees=False``).
 
 Compare hashes from the same machine, and not from a first run on an empty PyTensor cache:
 PyTensor's numba backend can give a model function's first compile and its cached loads
-results that differ in the last bit, which moves NUTS's draws (``docs/design.md``,
-"Randomness").  Hashes from another machine or another set of installed versions differ too: all five
+results that differ in the last bit, which moves NUTS's draws (``docs/explanation/samplers.md``,
+"Randomness").  Hashes from another machine or another set of installed versions differ too: all
+five
 changed between 2026-11-28 and 2026-11-29 (another machine of the same kind, a new venv)
 with the package unchanged, and 72dd516 (before issue 49's restructure) gave the same
 hashes as the code after it on each day.

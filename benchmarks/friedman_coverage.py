@@ -57,7 +57,8 @@ def run(n: int, variant: str, seed: int, tune: int = 1000, m: int = M) -> dict:
         if variant == "uniform":
             kw["split_prior"] = "uniform"  # equal split probabilities
         if variant == "dart":
-            # Linero's DART prior on the split probabilities, as docs/design.md writes it
+            # Linero's DART prior on the split probabilities, as
+            # docs/explanation/leaf-scale-and-split-prior.md writes it
             u = pm.Beta("u", 0.5, 1.0)
             kw["split_prior"] = pm.Dirichlet("s", a=pt.ones(X.shape[1]) * u / (1 - u))
         f = pmt.BARTTree("f", X, y, m=m, **kw, response="constant")

@@ -69,7 +69,8 @@ density), with the paired standard error of the difference to our row; the media
 minimum bulk ESS over training rows of the quantities of interest (the Poisson rate; the
 Gamma mean and sd) per second of wall time; wall time of declaring the model and
 ``pm.sample`` including compilation.  Before a problem's rows every runner runs once with
-5 trees and 10 + 10 iterations, untimed, so that no row carries the process's one-time loading of compiled kernels
+5 trees and 10 + 10 iterations, untimed, so that no row carries the process's one-time loading of
+compiled kernels
 (since issue 51's third measurement; before, the first row of a run carried it).
 
 Run: ``python benchmarks/general.py`` (about 40 minutes; ``--quick`` for a smoke run;

@@ -6,8 +6,9 @@ A constant leaf is a linear leaf without a regressor (``j = -1`` in
 so the linear sweeps with every tree's kind fixed at constant (``lin = 0``, ``mix`` off)
 sample exactly the constant-leaf model with one leaf part for both forms.  The tree's part of
 every move, and the conjugate sweeps' grow and prune, are shared already
-(:mod:`~pymc_trees.bart.kernels.tree_edit`, ``conjugate_moves``); this script measures what the constant form's own pass and leaf part buy, the figure
-``docs/design.md`` ("One move per leaf form, measured") quotes for keeping them.
+(:mod:`~pymc_trees.bart.kernels.tree_edit`, ``conjugate_moves``); this script measures what the
+constant form's own pass and leaf part buy, the figure
+``docs/explanation/code-layout.md`` ("One move per leaf form, measured") quotes for keeping them.
 
 * conjugate (Gaussian, the default path): ``ForestSampler.cgm_sweep`` with the linear
   sweep's move mix (grow 0.3, prune 0.3, change 0.4, no swap) against

@@ -12,7 +12,7 @@ noise variance.  One chain on one core.
   with the warm start off so that its burn-in starts from single leaves like the others (the
   grow-from-root sweeps of the warm start are timed on their own); timed between the draws
   after the burn-in by a ``callback``, without the fixed costs of the call.  The default
-  moves are CGM's four up to 50,000 rows and grow/prune above (``docs/mixing.md``); above
+  moves are CGM's four up to 50,000 rows and grow/prune above (``docs/benchmarks/mixing.md``); above
   50,000 rows CGM's four moves in pm.sample are timed too, in the same rounds;
 * stochtree 0.4.5: ``BARTModel.sample`` with grow/prune MCMC only (num_gfr = 0), 200 trees,
   one thread;
@@ -262,7 +262,7 @@ def main(argv=None):
               f"{in_pymc / bz:>15.2f} | {cgm_pymc / bz:>24.2f} | {gp / bz:>13.2f}")
     print(f"\ndefault = CGMTreeStep + NoiseGibbs as pm.sample assigns them: moves "
           f"grow/prune/change/swap 0.25/0.25/0.4/0.1 up to {LARGE_DATA_ROWS:,} rows, grow/prune "
-          f"0.5/0.5 above (docs/mixing.md); 'CGM in pm.sample': the four moves at every n. "
+          f"0.5/0.5 above (docs/benchmarks/mixing.md); 'CGM in pm.sample': the four moves at every n. "
           f"Ratios below 1 mean ours is faster.")
     print("The warm start (10 grow-from-root sweeps at the start of every chain's tuning) costs, "
           "per sweep: " + ", ".join(f"{r[-1]:.3f} s at n = {r[0]:,}" for r in rows) + ".")

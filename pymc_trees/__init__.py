@@ -1,7 +1,7 @@
 """pymc_trees: exact Bayesian Additive Regression Trees inside PyMC models, and a
 gradient-boosted-trees baseline on the same tree core.
 
-One subpackage per audience (``docs/design.md``, "Code layout"):
+One subpackage per audience (``docs/explanation/code-layout.md``, "Code layout"):
 
 * :mod:`pymc_trees.bart` - BART in a PyMC model: :class:`BARTTree`, the steps ``pm.sample()``
   assigns by itself (:class:`CGMTreeStep`, :class:`PGTreeStep`, :class:`NoiseGibbs`),
@@ -104,7 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
 def _moved(old: str) -> Any:
     new = _MOVED[old]
     warnings.warn(f"{old} moved to {new} (pymc_trees is laid out by audience, see "
-                  "docs/design.md, 'Code layout'); import it from there.", FutureWarning,
+                  "docs/explanation/code-layout.md, 'Code layout'); import it from there.", FutureWarning,
                   stacklevel=3)
     return importlib.import_module(new)
 

@@ -146,7 +146,8 @@ def row_partition_posterior(Xb, ncuts, y, sigma, leaf_sd, alpha, beta, m, min_le
 def enumerate_table_trees(X, categorical, min_leaf: int, alpha: float, beta: float,
                           weights=None, missing_split: bool = True):
     """All trees over the rows of a table with missing values and categorical columns, by
-    brute force from the documented rules (docs/design.md, "Missing values and categorical
+    brute force from the documented rules (docs/explanation/prior.md, "Missing values and
+    categorical
     columns"): the prior probability of every partition of the row indices.
 
     A numeric column without missing values offers its cuts (midpoints of distinct values),

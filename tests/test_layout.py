@@ -1,4 +1,5 @@
-"""The package layout (docs/design.md, "Code layout"): imports only go down the layers, the
+"""The package layout (docs/explanation/code-layout.md, "Code layout"): imports only go down the
+layers, the
 import graph has no cycle, no private name crosses a module boundary, the shared core and the
 boosting learner load no PyMC, and no public name shadows a module.
 

@@ -3,7 +3,8 @@ reading the model around a tree term, calibration, the sampler that runs the ker
 :mod:`pymc_trees.bart.kernels`, and the forests kept with the trace.
 
 Importing this package registers the tree steps with PyMC and installs the three
-integration points of :mod:`pymc_trees.bart.pymc_compat` (``docs/design.md``, "Forests kept with the trace" and "New data through
+integration points of :mod:`pymc_trees.bart.pymc_compat` (``docs/explanation/trace.md``, "Forests
+kept with the trace" and "New data through
 PyMC's API"); every public name of :mod:`pymc_trees` that needs them imports it.
 """
 

@@ -38,7 +38,8 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
     ``leaf_sd = log((max Y + h) / (min Y + h)) / (2 k sqrt(m))`` with ``h = 0.5`` for counts
     (whole numbers: half a count keeps zero counts finite) and half the smallest positive
     value otherwise (so that the scale of a continuous Y does not depend on its units): the
-    identity rule on the log scale: log f(x) has prior sd ``1 / (2k)`` of the log range of Y, so with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
+    identity rule on the log scale: log f(x) has prior sd ``1 / (2k)`` of the log range of Y, so
+    with k = 2 the central 95% prior interval of the rate ``exp(f(x))`` spans
     about the range of Y (centred at its mean on the log scale).  Without ``Y``, ``leaf_sd``
     is required.  Y is on the data scale: negative values are refused, and a Y whose every
     value is the log of a whole number (``np.log1p(counts)``) gets a ``UserWarning``.

@@ -146,7 +146,8 @@ class BARTTree(Distribution):
         Covariates (at least one row); the value of the variable has shape (n,), or (k, n)
         with ``shape=(k, n)`` or two ``dims`` (several outputs, below).  NaN marks a missing
         value, in any column and any fraction of rows: every split rule also says where
-        missing values go (``docs/design.md``, "Missing values and categorical columns").
+        missing values go (``docs/explanation/prior.md``, "Missing values and categorical
+        columns").
         A DataFrame may have numeric, bool, ``category`` and string columns (read by
         :class:`pymc_trees.core.tabular.TableSchema`): unordered categories and strings are split
         by sets of levels, ordered categories like numbers.  Training column names and
@@ -184,8 +185,8 @@ class BARTTree(Distribution):
         links then require; the probit and logit links have one without it), drawn by the tree
         step from its conjugate conditional after every sweep and recorded in the sample
         stat ``leaf_sd`` (the same prior as that model variable).  Chosen as the default by
-        Friedman #1 and the real-table suite (``docs/suite.md``): lower held-out error and,
-        at 10,000 rows, 95% intervals of f that cover.
+        Friedman #1 and the real-table suite (``docs/benchmarks/suite.md``): lower held-out
+        error and, at 10,000 rows, 95% intervals of f that cover.
     numcut : int, default 100
         Maximum number of cutpoints per feature (midpoints between distinct values, thinned
         to evenly spaced empirical quantiles when there are more).
@@ -198,12 +199,13 @@ class BARTTree(Distribution):
         ``s ~ Dirichlet(alpha / p)`` with ``alpha / (alpha + p) ~ Beta(0.5, 1)``, both drawn
         exactly given the forest after every sweep, kept as the sampler stats
         ``<name>_split_probs`` (chain, draw, ``<name>_column``) and ``<name>_split_alpha``
-        (``docs/design.md``, "DART inside the tree step"; ``docs/suite.md`` for what it
-        gains and costs).  ``"uniform"``: equal probabilities (CGM's prior).  Weights of
+        (``docs/explanation/leaf-scale-and-split-prior.md``, "DART inside the tree step";
+        ``docs/benchmarks/suite.md`` for what it gains and costs).  ``"uniform"``: equal
+        probabilities (CGM's prior).  Weights of
         shape (p,): fixed relative probabilities.  A ``pm.Dirichlet`` variable of shape
         (p,): learned split probabilities as a model variable, which the tree step samples
-        exactly given the forest's splits (``docs/design.md``, "Learned split
-        probabilities"); its concentration may itself be a model variable.
+        exactly given the forest's splits (``docs/explanation/leaf-scale-and-split-prior.md``,
+        "Learned split probabilities"); its concentration may itself be a model variable.
     link : {"identity", "probit", "logit", "log"}, optional
         The link through which the term enters its likelihood, which sets the calibration:
         probit ``offset = Phi^-1(mean Y)``, ``leaf_sd = 3 / (k sqrt(m))``; logit
@@ -266,8 +268,8 @@ class BARTTree(Distribution):
         moves of constant leaves).  On the fifteen real tables of ``benchmarks/suite.py``
         (Normal regression and logit classification) linear leaves gave a median error 0.997
         of constant leaves', worse on none beyond two SEs, at 0.84 to 2.2 times the time
-        (``docs/suite.md``, fifth run); name ``"constant"`` for the plain BART posterior the peers
-        sample.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
+        (``docs/benchmarks/suite.md``, fifth run); name ``"constant"`` for the plain BART
+        posterior the peers sample.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
         under a split on a non-categorical column ``j`` holds the line ``b0 + b1 z_j(x)``,
         ``z_j`` the column standardised on the training rows (a missing value at its mean),
         with ``b0, b1 ~ Normal(0, leaf_sd**2 / 2)``; the root of a one-leaf tree and a leaf
@@ -275,7 +277,8 @@ class BARTTree(Distribution):
         row a leaf has the prior variance of a constant leaf).  The coefficients are
         integrated out of the tree moves and drawn from their conditional, as constant leaves
         are; the CGM step samples such trees with grow and prune moves, for Gaussian and
-        augmented likelihoods (``docs/design.md``, "Linear leaves").  ``"mix"``
+        augmented likelihoods (``docs/explanation/linear-leaves.md``, "Linear leaves").
+        ``"mix"``
         (pymc-bart's): each tree's leaves are all linear or all constant, the kind a
         parameter of the tree with prior 1/2 each, drawn exactly given the tree after its
         move.  Particle Gibbs and the general tree step (other likelihoods) are refused.
@@ -286,8 +289,8 @@ class BARTTree(Distribution):
         general tree step over the joint likelihood of the k outputs at each row, for any
         likelihood (a structural move proposes the k values of each new leaf and is
         accepted with the exact log-likelihood); no warm start, no Particle Gibbs, constant
-        leaves only (``docs/design.md``, "Outputs that share their trees").  With k = 1 the
-        two forms are the same term (one forest).
+        leaves only (``docs/explanation/general-step.md``, "Outputs that share their
+        trees").  With k = 1 the two forms are the same term (one forest).
     leaf_prior : {"auto", "normal", "log-gamma", "log-inverse-gamma"}, default "auto"
         The leaf values' prior.  ``"normal"``: ``Normal(0, leaf_sd**2)``.  ``"log-gamma"``:
         every leaf's ``exp(value)`` is ``Gamma(c, rate d)``, so each tree multiplies
@@ -307,8 +310,8 @@ class BARTTree(Distribution):
         variance (``sigma = exp(g / 2)``, ``sqrt(exp(g))``, ``tau = exp(-g)``; ``sigma =
         exp(g)`` with every leaf's ``exp(-2 value)`` Gamma), where they measured 2.4 to 5.8
         times the effective draws of f a second of normal leaves at the same held-out
-        density (``docs/design.md``, "Which prior a model gets"); each output of a term of
-        shape (k, n) with trees of its own by its likelihood (``Normal(w[0],
+        density (``docs/explanation/log-gamma-leaves.md``, "Which prior a model gets"); each
+        output of a term of shape (k, n) with trees of its own by its likelihood (``Normal(w[0],
         pm.math.exp(w[1]))``: w[1]); normal leaves everywhere else.
         ``pm.sample_prior_predictive`` draws the prior the step samples (it settles the same
         way); the step's ``leaf_prior`` says which.

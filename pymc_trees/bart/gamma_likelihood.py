@@ -109,7 +109,8 @@ class GammaFamily:
     latent: bool
     form: str
     matches: Callable | None = None  # op -> bool, when not an instance of distribution.rv_type
-    # whether leaf_prior="auto" takes it under Particle Gibbs too (docs/benchmarks.md,
+    # whether leaf_prior="auto" takes it under Particle Gibbs too
+    # (docs/benchmarks/log-gamma-leaves.md,
     # "Particle Gibbs with log-gamma leaves"): not the negative binomial, whose Polya-Gamma
     # normal leaves gave Particle Gibbs 5.8 effective draws of f a second against 1.4
     auto_pg: bool = True
@@ -333,7 +334,8 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str,
     initial point with the term at random values (:func:`_output_problem`)."""
     name = f_rv.name if output is None else f"{f_rv.name}[{output}]"
     # "auto": kappa from the likelihood; every family here gets log-gamma leaves by default,
-    # each measured ahead of normal leaves (docs/design.md, "Which prior a model gets")
+    # each measured ahead of normal leaves (docs/explanation/log-gamma-leaves.md, "Which prior a
+    # model gets")
     auto = leaf_prior == "auto"
     kappa = None if auto else leaf_prior_kappa(leaf_prior)
     head = f"{name!r} has leaf_prior={leaf_prior!r}"

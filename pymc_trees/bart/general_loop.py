@@ -23,7 +23,8 @@ MOVES = ("grow", "prune", "change", "swap")
 
 def row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``loglik(f, derivatives=True)`` at ``f`` of shape (J, n) (for J = 1, ``loglik`` takes
-    and returns rows of shape (n,)) as float64 arrays, ``ll`` (n,), ``g``, ``h`` (J, n): NaN log-likelihoods become -inf
+    and returns rows of shape (n,)) as float64 arrays, ``ll`` (n,), ``g``, ``h`` (J, n): NaN
+    log-likelihoods become -inf
     (zero density); non-finite first derivatives become 0.  The curvature h that shapes the
     proposals is ``-d2 l_i / d eta_i^2`` where that is finite and positive; elsewhere (a
     piecewise-linear log density such as the asymmetric Laplace, or a Student-t row far in

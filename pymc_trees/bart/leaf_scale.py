@@ -9,7 +9,8 @@
   ``pm.HalfNormal``), slice-sampled from its full conditional.
 
 Each part has the same small interface, called by the step at fixed points of an iteration
-(the order of the random numbers is the step's, ``docs/design.md``, "A learned leaf scale"):
+(the order of the random numbers is the step's,
+``docs/explanation/leaf-scale-and-split-prior.md``, "A learned leaf scale"):
 
 ``load(sampler, point)``
     before the sweep: the leaf sd at the point into the sampler (a model variable's);

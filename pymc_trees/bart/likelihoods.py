@@ -17,7 +17,8 @@ An entry says everything the package knows of its family:
 
 :func:`pymc_trees.bart.structure.tree_likelihood` matches an observed variable against the
 entries in order (:func:`read_form`); :meth:`pymc_trees.bart.structure.TreeLikelihood.pseudo_data`
-calls the entry's draw.  The table of ``docs/design.md`` ("Other likelihoods: exact data
+calls the entry's draw.  The table of ``docs/explanation/augmentations.md`` ("Other likelihoods:
+exact data
 augmentation") is :func:`forms_table` (a test checks that they are equal).  Adding a family is
 one :func:`register` call below plus its tests: an enumeration or quadrature test of the latent
 draw, and a model the new entry recognises.
@@ -330,7 +331,7 @@ FORMS_TABLE_HEADER = ("| likelihood (as written in the model) | link | latent dr
 
 
 def forms_table() -> str:
-    """The markdown table of ``docs/design.md`` ("Other likelihoods: exact data
+    """The markdown table of ``docs/explanation/augmentations.md`` ("Other likelihoods: exact data
     augmentation"): one row per registered family."""
     return FORMS_TABLE_HEADER + "".join(
         f"| {fam.doc_form} | {fam.link} | {fam.doc_latent} | {fam.doc_zw} |\n"

@@ -57,7 +57,7 @@ __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_fo
 SAMPLERS = ("cgm", "pg")
 # The sampler pm.sample() assigns when BARTTree(sampler=None): the one with more ESS per second
 # of f on Friedman #1 at n = 1,000 and 10,000 (benchmarks/mixing.py; figures in
-# docs/mixing.md).
+# docs/benchmarks/mixing.md).
 DEFAULT_SAMPLER = "cgm"
 
 _SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose outputs share "
@@ -65,9 +65,9 @@ _SHARED_PG = ("Particle Gibbs integrates one value per leaf out; a term whose ou
               "sampler='cgm' (the default), or separate_trees=True.")
 
 
-# The default warm start (issue 52; :func:`warm_sweeps`): a cost model of seconds fitted on
-# Friedman #1 (p = 10, m = 200) on the two-core CI machine kind (docs/benchmarks.md, "The
-# warm start's default, chosen"): a grow-from-root sweep 5.5e-9 s per row, tree and feature
+# The default warm start (:func:`warm_sweeps`): a cost model of seconds fitted on
+# Friedman #1 (p = 10, m = 200) on the two-core CI machine kind (docs/benchmarks/million-rows.md,
+# "The warm start's default, chosen"): a grow-from-root sweep 5.5e-9 s per row, tree and feature
 # (0.11 s at 10,000 rows, 11.0 s at 1,000,000); an iteration 2 ms plus 1.5e-9 s per row and
 # tree (measured 6.75 ms at 10,000 rows, 27 ms at 100,000, 0.31 s at 1,000,000).  A model,
 # not a timer: the number depends on the run's sizes only, so a seed reproduces a run on
@@ -90,7 +90,7 @@ def warm_sweeps(requested: int | None, tune: int, draws: int, sampler) -> int:
     10,000, 1 at 30,000 and none from 100,000.
     The trees it grows are a start only (every kept draw comes from the exact sweeps); runs
     without it were as accurate within the seeds' spread on Friedman #1 from 1,000 to
-    1,000,000 rows and on the suite's largest tables (``docs/benchmarks.md``)."""
+    1,000,000 rows and on the suite's largest tables (``docs/benchmarks/million-rows.md``)."""
     half = tune // 2
     if requested is not None:
         return min(int(requested), half)
@@ -109,7 +109,8 @@ DEFAULT_MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.40, "swap": 0.10}
 # Above this many training rows the default moves are grow and prune alone: at 30,000 and
 # 100,000 rows they give the default model as much ESS per second of sigma, of the leaf scale
 # and of f as CGM's four moves, or more, for 0.76 to 0.83 of the time per iteration
-# (benchmarks/default_moves.py, docs/mixing.md "The default moves at scale").  The threshold
+# (benchmarks/default_moves.py, docs/benchmarks/mixing.md "The default moves at scale").  The
+# threshold
 # is the one above which a term's values stay out of the trace.
 LARGE_DATA_ROWS = 50_000
 DEFAULT_MOVES_LARGE = {"grow": 0.5, "prune": 0.5}

@@ -1,6 +1,6 @@
 """PyMC's own posterior predictive refuses to reuse the training-row values of a tree term
 whose X changed: the one behaviour of PyMC that ``import pymc_trees`` changes besides the
-trace conversion (see ``docs/design.md``, "New data through PyMC's API").  This module
+trace conversion (see ``docs/explanation/trace.md``, "New data through PyMC's API").  This module
 decides; :mod:`pymc_trees.bart.pymc_compat` wires the decision into PyMC."""
 
 from __future__ import annotations

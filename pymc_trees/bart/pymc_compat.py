@@ -9,7 +9,7 @@ PyMC has no hook for four things a tree term needs, so :func:`install` (called o
   ``posterior_to_xarray``: the forests move into their own DataTree group
   (:func:`pymc_trees.bart.trace_io.move_forest_stats`), and a run that recorded no
   variable keeps its chain and draw coordinates
-  (:func:`pymc_trees.bart.trace_io.with_draw_coords`); ``docs/design.md``, "Forests kept
+  (:func:`pymc_trees.bart.trace_io.with_draw_coords`); ``docs/explanation/trace.md``, "Forests kept
   with the trace".
 * ``pymc.sampling.mcmc.init_traces``: large tree terms' values stay out of the trace by
   default (:func:`pymc_trees.bart.trace_io.recorded_vars`), each tree step learns whether
@@ -18,7 +18,7 @@ PyMC has no hook for four things a tree term needs, so :func:`install` (called o
   class of PyMC's ``NDArray`` traces).
 * ``pymc.sampling.forward._maybe_warn_implicit_freeze``: PyMC's posterior predictive refuses
   to reuse a tree term's training-row values after its X changed, or to draw it from the
-  tree prior (:func:`pymc_trees.bart.ppc_guard.refuse_wrong_draws`); ``docs/design.md``,
+  tree prior (:func:`pymc_trees.bart.ppc_guard.refuse_wrong_draws`); ``docs/explanation/trace.md``,
   "New data through PyMC's API".
 * ``pymc.sample_prior_predictive`` (also as ``pymc.sampling`` and
   ``pymc.sampling.forward`` hold it): it draws within its model's context, where a tree

@@ -148,7 +148,8 @@ def learned_scale_prior(sd0: float) -> tuple[float, float]:
     step (``BARTTree(..., leaf_sd="learned")``): prior mean ``sd0**2`` (the calibrated leaf
     variance), shape 3 (finite variance; about 90% of its mass between 0.3 and 2.3 times
     ``sd0**2``).  The same prior as ``v ~ pm.InverseGamma(3, 2 * sd0**2)`` with
-    ``leaf_sd=pt.sqrt(v)`` (``docs/design.md``, "A learned leaf scale")."""
+    ``leaf_sd=pt.sqrt(v)`` (``docs/explanation/leaf-scale-and-split-prior.md``, "A learned leaf
+    scale")."""
     return LEARNED_SCALE_ALPHA, (LEARNED_SCALE_ALPHA - 1.0) * float(sd0) ** 2
 
 

@@ -110,7 +110,7 @@ class TreeStepState(StepMethodState):
 
 
 # tuning iterations that update the trees (warm start included); the rest of the tuning
-# holds them (docs/suite.md, "Tuning length")
+# holds them (docs/benchmarks/friedman.md, "Tuning length")
 DEFAULT_BURN_IN = 200
 
 EXTERNAL_NUTS = (
@@ -640,7 +640,7 @@ class CGMTreeStep(_TreeStep):
         rows, and ``{"grow": .5, "prune": .5}`` (the GrowPrune sampler) above: measured on
         the default model at 30,000 and 100,000 rows, the change and swap moves cost a
         fifth or more of the time per iteration there and gave no more effective draws per
-        second (``docs/mixing.md``, "The default moves at scale").  Pass the four
+        second (``docs/benchmarks/mixing.md``, "The default moves at scale").  Pass the four
         probabilities to keep CGM's moves at any size.
     warm_start : int or None, default None
         The first ``min(warm_start, tune // 2)`` tuning iterations of each chain run a
@@ -658,16 +658,16 @@ class CGMTreeStep(_TreeStep):
         mixes worse).  Every kept draw updates the trees.  ``None`` updates the trees in
         every tuning iteration.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"burn_in": None})``.  Chosen by
-        ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py`` (``docs/suite.md``,
-        "Tuning length").
+        ``benchmarks/friedman_coverage.py`` and ``benchmarks/suite.py``
+        (``docs/benchmarks/friedman.md``, "Tuning length").
     sweeps : int, default 1
         Exact sweeps of the trees per iteration, each with its own latent variables (probit,
         logit, ...); the trace keeps the forest after the last, and the model's other
         variables are updated once per iteration by their own steps.  ``sweeps=k`` thins the
         trees' chain at the source: 1/k of the forests stored for the same number of sweeps,
         and, on small data, where PyMC's work per iteration and storing a forest cost more
-        than a sweep, more effective draws per second (``docs/design.md``, "Sweeps per
-        iteration").  The acceptance stats are the means over the k sweeps.  Warm-start
+        than a sweep, more effective draws per second (``docs/explanation/samplers.md``,
+        "Sweeps per iteration").  The acceptance stats are the means over the k sweeps.  Warm-start
         iterations run one grow-from-root sweep.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"sweeps": 5})``.
     model : pm.Model, optional
@@ -677,7 +677,7 @@ class CGMTreeStep(_TreeStep):
     Sampler stats per draw: ``accept_<move>`` (fraction of the proposed moves of that type
     that were accepted; NaN when none was proposed, in a warm-start or held iteration, and
     for a term that no density depends on, which is drawn afresh from its prior every
-    iteration: ``docs/design.md``, "A term nothing observes"),
+    iteration: ``docs/explanation/checked-inputs.md``, "A term nothing observes"),
     ``warm_start`` (True in the grow-from-root iterations), ``trees_held`` (True in the
     tuning iterations after the burn-in), ``<name>_leaf_sd``, ``mean_depth`` and
     ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
@@ -781,7 +781,8 @@ def _only_exact_steps(model) -> bool:
     step of this package that adapts nothing: a tree term, a hyperparameter sampled with its
     trees, a conjugate noise variance (:class:`NoiseGibbs`).  Any other variable goes to
     NUTS (or another adaptive step), and then the trees' burn-in does not hold the trees:
-    NUTS adapted around held trees mixes worse once they move (docs/design.md, "Warm start")."""
+    NUTS adapted around held trees mixes worse once they move (docs/explanation/samplers.md,
+    "Warm start")."""
     with model:
         for rv in model.free_RVs:
             if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or _trees_owning(model, rv):

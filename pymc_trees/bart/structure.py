@@ -573,7 +573,8 @@ class EffectShift:
     of s is Gaussian, with precision ``1 / sd0^2 + sum_g 1 / sd_u[g]^2`` and mean
     ``((mu0 - c) / sd0^2 + sum_g (u_g - mu_u[g]) / sd_u[g]^2) / precision``: drawing it is an
     exact Gibbs update that moves c along the ridge between the intercept and the effects'
-    mean, which NUTS crosses slowly (``docs/design.md``, "Intercepts: the level shift").
+    mean, which NUTS crosses slowly (``docs/explanation/terms-and-intercepts.md``, "Intercepts:
+    the level shift").
     ``prior(point)`` gives ``(mu_u, sd_u)``."""
 
     name: str

@@ -6,7 +6,7 @@ tree prior).  A tree term at new rows is neither: it is each draw's stored fores
 the new X, and PyMC has no hook for that.  :func:`sample_posterior_predictive` computes it and
 hands PyMC a trace in which f already holds those values, so everything else (the likelihood,
 deterministics, linear terms on the new data, coords, groups) is PyMC's own machinery.  The
-plain PyMC call refuses loudly instead of answering wrongly (see ``docs/design.md``).
+plain PyMC call refuses loudly instead of answering wrongly (see ``docs/explanation/trace.md``).
 """
 
 from __future__ import annotations

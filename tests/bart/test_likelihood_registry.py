@@ -15,7 +15,7 @@ from pymc_trees.bart.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, LikelihoodF
                                          forms_table, tree_supported)
 from pymc_trees.bart.structure import NotAugmentable, tree_likelihood
 
-DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "explanation" / "augmentations.md"
 BEGIN = "<!-- generated from the likelihood registry"
 END = "<!-- end of the generated table -->"
 
@@ -26,7 +26,7 @@ def test_the_docs_table_of_likelihoods_is_the_registrys():
     block = text[text.index(BEGIN):text.index(END)]
     table = block[block.index("-->\n") + 4:]
     assert table == forms_table(), (
-        "docs/design.md's likelihood table differs from the registry; paste "
+        "docs/explanation/augmentations.md's likelihood table differs from the registry; paste "
         "pymc_trees.bart.likelihoods.forms_table() between its markers")
     assert len(table.strip().splitlines()) == 2 + len(FAMILIES)
 

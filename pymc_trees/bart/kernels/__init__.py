@@ -30,20 +30,23 @@ ratio (``grow_tree_logr``, ``children_logr``, ``prune_tree_logr``, ``pair_childr
 ``merge_children``, ``commit_children``, ``commit_subtree``, ``restore_rules``).  The
 conjugate sweeps' grow and prune are written once, in ``conjugate_moves``, around the
 leaves' part: a leaf form is a ``NamedTuple`` bundle (``ConstantLeaves`` in ``cgm``,
-``LinearLeaves`` in ``linear``, ``GammaLeaves`` in ``gamma_leaves``) that implements the hooks with ``numba.extending.overload``
+``LinearLeaves`` in ``linear``, ``GammaLeaves`` in ``gamma_leaves``) that implements the hooks
+with ``numba.extending.overload``
 on its type; numba compiles and caches the moves once per form.  A new conjugate leaf form
 is a bundle and its hooks, not a copy of the moves.
 
 What stays per sweep: (a) the pass over the rows before a move (``cgm`` and
 ``linear_sweep`` fuse the proposal's new leaves' sums into the pass that takes the previous
-tree out of the residual; ``cgm`` keeps row counts instead of summing precisions); (b) change and swap, whose move sets
+tree out of the residual; ``cgm`` keeps row counts instead of summing precisions); (b) change and
+swap, whose move sets
 differ (``cgm`` and ``general`` change any internal node with its subtree and swap;
 ``linear_sweep`` and ``general_linear`` change a node above two leaves, have no swap and fixed
 move probabilities 0.3, 0.3, 0.4, so that a user's ``move_probs`` is refused): one function
 for both would change the draws of one of them; (c) the leaf updates after the move; (d) the
 general step's grow and prune, in ``general`` (constant leaves, J outputs) and
 ``general_linear``: written once with the same hooks they measured 2 to 6% slower on the
-general step's small models, more than the restructure allowed.  ``docs/design.md``, "One
+general step's small models, more than the restructure allowed. 
+``docs/explanation/code-layout.md``, "One
 move per leaf form, measured", has these figures, and why the hooks are overloads and not
 the linear form with no regressor (a constant leaf is one, at 2.2 times the sweep's time)
 nor a function passed as an argument (no disk cache).

@@ -13,7 +13,8 @@ with ``numba.extending.overload`` chosen by that type (:func:`leaf_form_is`).  n
 not declared ``inline="always"``: with numba 0.68 that IR-level inlining gave wrong trees
 (an out-of-range node index in ``tests/bart/test_kernels.py``'s packed-forest test, a
 segmentation fault in another).  As plain calls their sweeps keep the speed of the
-per-form moves they replace (``docs/design.md``, "One move per leaf form, measured").  A
+per-form moves they replace (``docs/explanation/code-layout.md``, "One move per leaf form,
+measured").  A
 leaf model passed as a jitted function argument instead would not be cached.
 
 The hooks, with ``leaves`` the form's bundle, which also holds the arrays of the rows its

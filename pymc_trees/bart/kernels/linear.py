@@ -19,7 +19,7 @@ integrated out of every acceptance ratio: with per-leaf sums over its rows of ``
 posterior precision is ``A = [[W + p, Wz], [Wz, Wzz + p]]`` (``p = 2 / s^2``) and the
 log marginal likelihood, up to the partition-free bracket of docs/math.md section 2, is
 ``log p - 0.5 log det A + 0.5 b' A^-1 b`` with ``b = (S, Sz)``.  After the move every leaf
-is drawn from ``Normal(A^-1 b, A^-1)``.  ``docs/design.md``, "Linear leaves".
+is drawn from ``Normal(A^-1 b, A^-1)``.  ``docs/explanation/linear-leaves.md``, "Linear leaves".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 grow, a prune (probability 0.3 each) or a change of the rule of a node whose children are
 leaves (0.4), the leaves' coefficients integrated out of the decision, then drawn from their
 conditional; with ``response="mix"`` each tree's kind drawn after its move
-(``docs/design.md``, "Linear leaves").
+(``docs/explanation/linear-leaves.md``, "Linear leaves").
 
 Every tree takes one pass over the rows (:func:`linear_pass`): tree t - 1 out of the
 residual, tree t back in, tree t's leaves' five sums, and the sums of the leaves the move
@@ -10,7 +10,8 @@ proposes (a grow's or a change's children under a numeric rule, a prune's merged
 part of a proposal that the tree alone decides is drawn before the pass, with the random
 numbers in the order the moves drew them after it; the pass sums each leaf's rows in
 increasing order, as collecting the rows and summing them does, so the draws are those of
-a sweep that collects every proposal's rows (``docs/design.md``, "The linear sweep at
+a sweep that collects every proposal's rows (``docs/explanation/linear-leaves.md``, "The linear
+sweep at
 scale").
 """
 
