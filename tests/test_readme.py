@@ -1,0 +1,49 @@
+"""The README's and the docs' first pages run as written: every ```python block of
+``README.md``, ``docs/index.md`` and ``docs/getting-started.md`` is executed here, page by
+page in order, with ``pm.sample`` shortened (100 + 100 iterations, 2 chains, one process) so
+that each page takes seconds; the other guide pages are notebooks that the docs build executes
+(``tests/test_notebooks.py``).  A block that stops matching the package fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "getting-started.md"]
+
+
+def _blocks(path: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.M | re.S)
+
+
+def test_the_readme_is_a_landing_page():
+    text = (ROOT / "README.md").read_text()
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("```python"))
+    assert len(text.encode()) <= 7000 and len(lines) <= 120 and first < 40
+    assert "pip install" in text and "make test" in text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_code_block_of_the_first_pages_runs(page, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pymc as pm
+
+    real = pm.sample
+
+    def short(*args, **kwargs):
+        kwargs.update(draws=100, tune=100, chains=2, cores=1, progressbar=False,
+                      random_seed=kwargs.get("random_seed", 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", short)
+    blocks = _blocks(page)
+    assert blocks, f"{page} has no python block"
+    namespace = {"__name__": "__readme__"}
+    for i, block in enumerate(blocks):  # in order, in one namespace, as a reader runs them
+        exec(compile(block, f"{page.name}, block {i}", "exec"), namespace)
