@@ -1,7 +1,7 @@
 """The README's and the docs' first pages run as written: every ```python block of
-``README.md``, ``docs/index.md`` and ``docs/getting-started.md`` is executed here, page by
-page in order, with ``pm.sample`` shortened (100 + 100 iterations, 2 chains, one process) so
-that each page takes seconds; the other guide pages are notebooks that the docs build executes
+``README.md``, ``docs/index.md``, ``docs/getting-started.md`` and ``docs/causal.md`` is executed
+here, page by page in order, with ``pm.sample`` shortened (100 + 100 iterations, 2 chains,
+one process) so that each page takes seconds; the other guide pages are notebooks that the docs build executes
 (``tests/test_notebooks.py``).  A block that stops matching the package fails here."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "getting-started.md"]
+PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "getting-started.md",
+         ROOT / "docs" / "causal.md"]
 
 
 def _blocks(path: Path) -> list[str]:
