@@ -30,15 +30,21 @@ os.environ.setdefault("PYMC_TREES_NOTEBOOK_SMALL", "1")
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
 
-source_suffix = {".md": "myst-nb", ".py": "myst-nb"}
+# .rst first: autosummary writes its pages (docs/generated/, reST) with the first suffix
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".py": "myst-nb"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "conf.py", "*.txt"]
 
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 autodoc_typehints = "none"
-autosummary_generate = False
+# scikit-learn attaches its metadata-routing setters to every estimator class
+autodoc_default_options = {"exclude-members": "set_fit_request, set_predict_request, "
+                                              "set_score_request, set_partial_fit_request"}
+autosummary_generate = True  # one page per public name, docs/generated/ (not in git)
 
 html_theme = "pydata_sphinx_theme"
 html_title = "pymc_trees"
 html_static_path: list[str] = []
+# a class page: its docstring and its own public methods (no table of inherited ones)
+templates_path = ["_templates"]
 html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}

@@ -1,7 +1,8 @@
 """The docs the code cites exist: every ``docs/<page>.md`` named in the package, the tests and
 the benchmarks is a page of the site, and every ``docs/math.md`` section they cite is a
 section of that page.  The site's shape: no page over 40 kB, no run file or figure at the top
-of ``docs/``, no issue numbers in the README or the docs."""
+of ``docs/``, no issue numbers in the README or the docs, and a reference page for every
+public name."""
 
 from __future__ import annotations
 
@@ -41,3 +42,16 @@ def test_the_site_is_written_for_users():
     numbered = [f"{p}:{m}" for p in pages + [ROOT / "README.md"]
                 for m in re.findall(r"(?i)issue [0-9]+", p.read_text())]
     assert not numbered, numbered
+
+
+def test_the_reference_lists_every_public_name():
+    import importlib
+
+    api = (DOCS / "api.md").read_text()
+    missing = []
+    for module in ("pymc_trees", "pymc_trees.interpret", "pymc_trees.boosting",
+                   "pymc_trees.comparison"):
+        for name in importlib.import_module(module).__all__:
+            if not re.search(rf"(^   {name}$|`{name}`)", api, re.M):
+                missing.append(f"{module}.{name}")
+    assert not missing, f"docs/api.md does not list {missing}"
