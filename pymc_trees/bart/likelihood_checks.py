@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 
-from pymc_trees.bart.distribution import OUTPUT_SCALE_RATIO
+from pymc_trees.bart.term_checks import OUTPUT_SCALE_RATIO
 from pymc_trees.bart.structure import ModelStructureError, point_function
 from pymc_trees.core.tabular import warn_user
 
