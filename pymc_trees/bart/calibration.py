@@ -207,6 +207,16 @@ def noise_prior(X, y, nu: float = 3.0, q: float = 0.9) -> tuple[float, float]:
         A prior whose scale is 0 would put sigma at 0 (before this check the result was
         ``beta`` of about 1e-30, without a word); give such a model a noise prior of your
         own (for example ``pm.HalfNormal("sigma", s)`` with a scale s you expect).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> alpha, beta = pmt.noise_prior(X, y)          # nu = 3, q = 0.9
+    >>> with pm.Model():
+    ...     sigma2 = pm.InverseGamma("sigma2", alpha, beta)
     """
     from pymc_trees.core.tabular import TableSchema
 

@@ -342,6 +342,19 @@ class BARTTree(Distribution):
     ``forests`` (numeric arrays, saved by ``to_netcdf`` / ``to_zarr``);
     :func:`pymc_trees.predict` evaluates them at new rows, and after ``pm.set_data``
     :func:`pymc_trees.sample_posterior_predictive` gives predictions through PyMC's API.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=50)            # f.shape == (300,)
+    ...     sigma2 = pm.InverseGamma("sigma2", *pmt.noise_prior(X, y))
+    ...     obs = pm.Normal("y", mu=f, sigma=pm.math.sqrt(sigma2), observed=y)
+    ...     idata = pm.sample(random_seed=1)               # f: CGMTreeStep, sigma2: NoiseGibbs
+    ...     idata_pg = pm.sample(step=[pmt.PGTreeStep([f])], random_seed=1)  # Particle Gibbs
     """
 
     rv_type = BARTTreeRV

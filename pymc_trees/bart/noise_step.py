@@ -31,6 +31,35 @@ class NoiseGibbs(BlockedStep):
     is drawn from ``InverseGamma(alpha0 + n/2, beta0 + SSE_w/2)``; ``tau ~ Gamma(alpha0, beta0)``
     used as a precision from ``Gamma(alpha0 + n/2, rate=beta0 + SSE_w/2)``.  Works in any model
     with that structure, with or without trees.
+
+    Parameters
+    ----------
+    vars : list of one PyMC variable
+        The variance (``InverseGamma``) or precision (``Gamma``); ``pm.sample`` assigns the
+        step by itself, so passing it is needed only to combine it with other steps.
+    model : pm.Model, optional
+        The model (default: the one of the ``with`` block).
+
+    Raises
+    ------
+    ModelStructureError
+        When the variable is neither InverseGamma nor Gamma, not a scalar, or enters anything
+        but the scale of Normal likelihoods as above.
+    ValueError
+        For more than one variable, or one without its default log transform.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> x = np.linspace(0, 1, 100)
+    >>> y = 2 * x + np.random.default_rng(0).normal(0, 0.3, 100)
+    >>> with pm.Model():
+    ...     b = pm.Normal("b", 0, 5)
+    ...     sigma2 = pm.InverseGamma("sigma2", 3, 1)
+    ...     obs = pm.Normal("y", b * x, pm.math.sqrt(sigma2), observed=y)
+    ...     idata = pm.sample(step=[pmt.NoiseGibbs([sigma2])], random_seed=1)
     """
 
     name = "noise_gibbs"

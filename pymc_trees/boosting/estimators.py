@@ -648,7 +648,16 @@ class BoostedTreesRegressor(RegressorMixin, _BoostedTrees):
     returns the mean count) or ``"reg:quantileerror"`` (pinball loss at ``quantile_alpha``, a
     float or a list of floats; with a list, ``predict`` returns shape (n, len(list)), which
     gives prediction intervals).
-    """ + _PARAMS_DOC
+
+    """ + _PARAMS_DOC + """
+    Examples
+    --------
+    >>> from pymc_trees.boosting import BoostedTreesRegressor
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(500, rng=1)
+    >>> reg = BoostedTreesRegressor(n_estimators=200, learning_rate=0.1).fit(X, y)
+    >>> y_hat = reg.predict(X[:5])                   # shape (5,)
+    """
 
     def __init__(self, *, objective: str = "reg:squarederror", quantile_alpha=0.5,
                  n_estimators: int = 100, learning_rate: float = 0.3, max_depth: int = 6,
@@ -729,7 +738,16 @@ class BoostedTreesClassifier(ClassifierMixin, _BoostedTrees):
 
     Two classes: ``"binary:logistic"``; more: ``"multi:softprob"`` (softmax, one tree per class
     per round), chosen from the labels.  Labels may be of any type (``classes_``).
-    """ + _PARAMS_DOC
+
+    """ + _PARAMS_DOC + """
+    Examples
+    --------
+    >>> from pymc_trees.boosting import BoostedTreesClassifier
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(500, rng=1)
+    >>> clf = BoostedTreesClassifier().fit(X, (y > 14).astype(int))
+    >>> p = clf.predict_proba(X[:5])                 # shape (5, 2)
+    """
 
     def _encode_eval_y(self, y, what="eval_set"):
         y = np.asarray(y).ravel()

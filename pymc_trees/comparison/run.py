@@ -537,6 +537,12 @@ def compare(data, target: str | None = None, *, task: str | None = None,
         or bad ``folds`` / ``test_size`` / ``levels`` / ``min_leaf`` / ``leaf_sd``.
     FileNotFoundError
         When ``data`` is neither a file nor a bundled data set.
+
+    Examples
+    --------
+    >>> import pymc_trees as pmt
+    >>> res = pmt.compare("penguins", folds=2, m=20, draws=100, out=None, progress=False)
+    >>> table = res.table        # one row per model, one column per metric
     """
     t_start = time.perf_counter()
     test_size, levels, leaf_sd = _check_arguments(folds, test_size, levels, m, draws, chains,

@@ -187,9 +187,18 @@ def partial_dependence(source, X, columns, var_name: str = "f", grid=None,
 
     Examples
     --------
-    >>> pd_x = partial_dependence(idata, X, "x0")                         # doctest: +SKIP
-    >>> az.hdi(pd_x["average"], dim=["chain", "draw"])                    # doctest: +SKIP
-    >>> plot_partial_dependence(partial_dependence(idata, X, ["x0", "x1"]))  # doctest: +SKIP
+    >>> import arviz as az
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> pd_x = pmt.partial_dependence(idata, X, 0)        # column 0 (or a name)
+    >>> bands = az.hdi(pd_x["average"], dim=["chain", "draw"])
+    >>> axes = pmt.plot_partial_dependence(pmt.partial_dependence(idata, X, [0, 1]))
     """
     if kind not in ("average", "individual", "both"):
         raise ValueError(f"kind must be 'average', 'individual' or 'both'; got {kind!r}.")

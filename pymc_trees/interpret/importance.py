@@ -73,8 +73,17 @@ def variable_importance(source, X=None, var_name: str = "f", kind: str = "inclus
 
     Examples
     --------
-    >>> imp = variable_importance(idata, X, kind="permutation", rng=1)  # doctest: +SKIP
-    >>> az.hdi(imp, dim=["chain", "draw"])                              # doctest: +SKIP
+    >>> import arviz as az
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> imp = pmt.variable_importance(idata, X, kind="permutation", rng=1)
+    >>> bands = az.hdi(imp, dim=["chain", "draw"])       # an interval per column
     """
     if kind not in ("inclusion", "permutation"):
         raise ValueError(f"kind must be 'inclusion' or 'permutation'; got {kind!r}.")

@@ -16,6 +16,13 @@ __all__ = ["predict", "forests", "check_new_rows"]
 def forests(idata, var_name: str = "f") -> xr.DataArray:
     """The stored forests of a tree term.
 
+    Parameters
+    ----------
+    idata : DataTree
+        The result of ``pm.sample`` (or a selection of its draws).
+    var_name : str, default "f"
+        The name of the ``BARTTree`` variable.
+
     Returns
     -------
     xarray.DataArray of shape (chain, draw), dtype object, or (chain, draw, output) for a
@@ -23,6 +30,20 @@ def forests(idata, var_name: str = "f") -> xr.DataArray:
         Each element is the :class:`~pymc_trees.PackedForest` of that draw (and output).  For
         a selection of draws (``idata.sel(...)``) the dims and coordinates are the
         selection's.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model() as model:
+    ...     X_data = pm.Data("X", X)
+    ...     f = pmt.BARTTree("f", X_data, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=X_data.shape[0])
+    ...     idata = pm.sample(random_seed=1)
+    >>> forest = pmt.forests(idata, "f").values[0, -1]    # chain 0, last draw
+    >>> values = forest.predict(X[:5])                   # that draw's f at 5 rows, shape (5,)
     """
     tf = read_forests(idata, var_name)
     k = tf.outputs
@@ -168,6 +189,21 @@ def predict(idata, X_new, var_name: str = "f") -> xr.DataArray:
         ``idata.sel(draw=slice(0, None, 4))`` the draws are labelled 0, 4, 8, ... as in its
         posterior, after ``idata.sel(chain=1)`` there is no chain dim, so arithmetic with the
         posterior pairs each draw with its own parameters.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model() as model:
+    ...     X_data = pm.Data("X", X)
+    ...     f = pmt.BARTTree("f", X_data, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=X_data.shape[0])
+    ...     idata = pm.sample(random_seed=1)
+    >>> X_new, _, _ = friedman1(10, rng=2)
+    >>> f_new = pmt.predict(idata, X_new, var_name="f")     # (chain, draw, obs)
+    >>> f_mean = f_new.mean(("chain", "draw"))
     """
     tf = read_forests(idata, var_name)
     X = check_new_rows(X_new, tf.columns, tf.n_features, schema=tf.schema,

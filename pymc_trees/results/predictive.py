@@ -63,6 +63,22 @@ def sample_posterior_predictive(trace, model=None, *, var_names=None, sample_var
     -------
     DataTree or dict
         As :func:`pymc.sample_posterior_predictive`.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model() as model:
+    ...     X_data = pm.Data("X", X)
+    ...     f = pmt.BARTTree("f", X_data, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=X_data.shape[0])
+    ...     idata = pm.sample(random_seed=1)
+    >>> X_new, _, _ = friedman1(10, rng=2)
+    >>> with model:
+    ...     pm.set_data({"X": X_new})
+    ...     pred = pmt.sample_posterior_predictive(idata, predictions=True, var_names=["f", "y"])
     """
     model = modelcontext(model)
     terms = tree_terms(model)
@@ -196,6 +212,21 @@ def compute_log_likelihood(idata, var_names=None, *, model=None,
     DataTree or Dataset
         ``idata`` with a ``log_likelihood`` group (shape ``(chain, draw, *observed_shape)`` per
         observed variable), or that group alone with ``extend_inferencedata=False``.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(200, rng=1)
+    >>> with pm.Model() as model:
+    ...     X_data = pm.Data("X", X)
+    ...     f = pmt.BARTTree("f", X_data, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y, shape=X_data.shape[0])
+    ...     idata = pm.sample(random_seed=1)
+    >>> import arviz as az
+    >>> idata = pmt.compute_log_likelihood(idata, model=model)
+    >>> loo = az.loo(idata)
     """
     model = modelcontext(model)
     posterior = idata["posterior"].to_dataset()
