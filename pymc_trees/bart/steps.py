@@ -36,6 +36,7 @@ from pymc_trees.bart.general_loop import nanmean
 from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
+from pymc_trees.bart.step_vars import group_tree_vars, trees_owning
 from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts, tree_likelihood,
                                        TreeLikelihood, unobserved_term)
@@ -47,39 +48,6 @@ def forest_stat_name(var_name: str) -> str:
     """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
     DataTree, see :mod:`pymc_trees.bart.trace_io`)."""
     return f"{var_name}_forest"
-
-
-def _hyper_rvs(model: Model, tree_rv) -> list:
-    return (leaf_scale_rvs(model, tree_rv) + split_prior_rvs(model, tree_rv)
-            + split_concentration_rvs(model, tree_rv))
-
-
-def _trees_owning(model: Model, rv) -> list:
-    """The tree terms whose learned leaf scale, split probabilities or their concentration is
-    ``rv`` (the hyperparameters a tree step samples with its trees)."""
-    return [t for t in model.free_RVs
-            if isinstance(t.owner.op, BARTTreeRV) and rv in _hyper_rvs(model, t)]
-
-
-def _group_tree_vars(model: Model, value_vars) -> list[list]:
-    """Split the value variables given to a tree step into one group per tree term: the term's
-    variable, then the learned hyperparameters it owns that are among them."""
-    rvs = [model.values_to_rvs[v] for v in value_vars]
-    trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
-    groups = {t: [model.rvs_to_values[t]] for t in trees}
-    for r in rvs:
-        if r in groups:
-            continue
-        owners = [t for t in _trees_owning(model, r) if t in groups]
-        if not owners:
-            tree_names = [t.name for t in _trees_owning(model, r)]
-            raise ValueError(
-                f"{r.name!r} was given to a tree step without the tree term it belongs to "
-                f"({', '.join(map(repr, tree_names)) or 'none'}): a learned leaf scale or "
-                "split-probability vector is sampled together with its trees. Pass both, "
-                "e.g. CGMTreeStep([f, leaf_scale]).")
-        groups[owners[0]].append(model.rvs_to_values[r])
-    return list(groups.values())
 
 
 @dataclass_state
@@ -143,7 +111,7 @@ class _TreeStep(BlockedStep):
         kwargs["model"] = model
         vars = model.value_vars if vars is None else vars
         vars = list(vars) if isinstance(vars, (list, tuple)) else [vars]
-        groups = _group_tree_vars(model, get_value_vars_from_user_vars(vars, model))
+        groups = group_tree_vars(model, get_value_vars_from_user_vars(vars, model))
         if len(groups) <= 1:
             kwargs["blocked"] = True
             return super().__new__(cls, vars, *args, **kwargs)
@@ -613,7 +581,7 @@ class _TreeStep(BlockedStep):
             # a learned hyperparameter goes with the step of the tree term that owns it
             model = Model.get_context(error_if_none=False)
             trees = [] if model is None or var not in model.free_RVs else \
-                _trees_owning(model, var)
+                trees_owning(model, var)
             if trees and trees[0].owner.op.sampler == cls.sampler_kind:
                 return Competence.IDEAL
             return Competence.INCOMPATIBLE
@@ -785,7 +753,7 @@ def _only_exact_steps(model) -> bool:
     "Warm start")."""
     with model:
         for rv in model.free_RVs:
-            if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or _trees_owning(model, rv):
+            if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or trees_owning(model, rv):
                 continue
             if NoiseGibbs.competence(rv, False) == Competence.IDEAL:
                 continue
