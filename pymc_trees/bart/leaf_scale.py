@@ -4,7 +4,7 @@
 * :class:`FixedLeafScale`: ``leaf_sd`` a number (or an expression of no free variable).
 * :class:`LearnedLeafScale`: ``leaf_sd="learned"``, the leaf variance learned inside the
   step, ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA, ...)`` centred on the calibrated sd
-  (:func:`~pymc_trees.bart.sampler.learned_scale_draw`).
+  (:func:`~pymc_trees.bart.learned_scale.learned_scale_draw`).
 * :class:`ModelLeafScale`: ``leaf_sd`` an expression of one free model variable (for example
   ``pm.HalfNormal``), slice-sampled from its full conditional.
 
@@ -39,8 +39,8 @@ from pytensor.graph.traversal import ancestors
 from pymc_trees.bart.distribution import term_inputs
 from pymc_trees.bart.gamma_sampler import (GammaForestSampler, learned_gamma_scale_logpdf,
                                            log_gamma_prior)
-from pymc_trees.bart.sampler import (learned_scale_draw, learned_scale_prior,
-                                     learned_scale_prior_draw)
+from pymc_trees.bart.learned_scale import (learned_scale_draw, learned_scale_prior,
+                                           learned_scale_prior_draw)
 from pymc_trees.bart.structure import ModelStructureError
 
 __all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
@@ -164,10 +164,10 @@ class FixedLeafScale:
 class LearnedLeafScale(FixedLeafScale):
     """``leaf_sd="learned"``: the leaf variance learned inside the tree step, its
     InverseGamma prior centred on the calibrated sd ``sd0``
-    (:func:`~pymc_trees.bart.sampler.learned_scale_prior`).  After every sweep the sampler's
+    (:func:`~pymc_trees.bart.learned_scale.learned_scale_prior`).  After every sweep the sampler's
     leaf sd is drawn from its conjugate conditional given the forest's leaves
-    (:func:`~pymc_trees.bart.sampler.learned_scale_draw`); a term drawn from its prior draws
-    it from its prior first (:func:`~pymc_trees.bart.sampler.learned_scale_prior_draw`), so
+    (:func:`~pymc_trees.bart.learned_scale.learned_scale_draw`); a term drawn from its prior draws
+    it from its prior first (:func:`~pymc_trees.bart.learned_scale.learned_scale_prior_draw`), so
     that its draws are independent from iteration to iteration.  Its current value is the
     sampler's ``leaf_sd`` (in the step's state)."""
 

@@ -72,7 +72,7 @@ class TreePrior:
         leaf_sd="learned")``): ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA,
         (LEARNED_SCALE_ALPHA - 1) * sd0**2)``, prior mean ``sd0**2`` where ``sd0`` is the
         term's calibrated leaf sd (its ``leaf_sd`` input), drawn from its conjugate
-        conditional after every sweep (:func:`learned_scale_draw`).
+        conditional after every sweep (:func:`pymc_trees.bart.learned_scale.learned_scale_draw`).
     response : {"constant", "linear", "mix"}
         What a leaf holds: a constant, or a straight line in the column of the split above
         it (:mod:`pymc_trees.bart.kernels.linear`;
@@ -138,40 +138,6 @@ class TreePrior:
         if sp.shape != (p,):
             raise ValueError(f"split_prior has {sp.size} weights but X has {p} columns.")
         return sp
-
-
-LEARNED_SCALE_ALPHA = 3.0
-
-
-def learned_scale_prior(sd0: float) -> tuple[float, float]:
-    """``(alpha, beta)`` of the InverseGamma prior of the leaf variance learned inside the tree
-    step (``BARTTree(..., leaf_sd="learned")``): prior mean ``sd0**2`` (the calibrated leaf
-    variance), shape 3 (finite variance; about 90% of its mass between 0.3 and 2.3 times
-    ``sd0**2``).  The same prior as ``v ~ pm.InverseGamma(3, 2 * sd0**2)`` with
-    ``leaf_sd=pt.sqrt(v)`` (``docs/explanation/leaf-scale-and-split-prior.md``, "A learned leaf
-    scale")."""
-    return LEARNED_SCALE_ALPHA, (LEARNED_SCALE_ALPHA - 1.0) * float(sd0) ** 2
-
-
-def learned_scale_draw(rng: np.random.Generator, sd0: float, n_leaves: float,
-                       sum_sq: float) -> float:
-    """A draw of the leaf sd from its full conditional given the forest's leaves: with
-    ``v = leaf_sd**2 ~ InverseGamma(alpha, beta)`` (:func:`learned_scale_prior`) and ``L``
-    leaf values ``mu ~ Normal(0, v)`` with sum of squares ``S``, ``v | leaves ~
-    InverseGamma(alpha + L / 2, beta + S / 2)`` (conjugate; nothing else in the model depends
-    on v).  Returns ``sqrt(v)``."""
-    a, b = learned_scale_prior(sd0)
-    v = (b + 0.5 * sum_sq) / rng.gamma(a + 0.5 * n_leaves)
-    return float(np.sqrt(v))
-
-
-def learned_scale_prior_draw(rng: np.random.Generator, sd0: float) -> float:
-    """A draw of the leaf sd learned inside the tree step from its prior, centred on the
-    calibrated sd ``sd0``: ``sqrt(v)`` with ``v ~ InverseGamma(learned_scale_prior(sd0))``,
-    the conditional of :func:`learned_scale_draw` given a forest of no leaves.  Prior draws
-    of the term (``pm.sample_prior_predictive``) and a tree step whose term nothing
-    observes draw the scale this way before the trees."""
-    return learned_scale_draw(rng, sd0, 0.0, 0.0)
 
 
 def move_cumulative_probs(move_probs: dict[str, float]) -> np.ndarray:

@@ -457,7 +457,7 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
     the partitions' probabilities, the posterior mean of f and of the leaf sd; the chains of
     ``pm.sample`` must match them."""
     from pymc_trees.bart.distribution import term_inputs
-    from pymc_trees.bart.sampler import learned_scale_prior
+    from pymc_trees.bart.learned_scale import learned_scale_prior
 
     with pm.Model() as model:
         f = pmt.BARTTree("f", X6, Y_COUNT, m=1, alpha=ALPHA, beta=BETA, min_leaf=1,

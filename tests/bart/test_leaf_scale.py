@@ -142,7 +142,7 @@ def test_leaf_scale_must_belong_to_one_term():
 def test_internal_scale_draw_matches_conjugate_conditional():
     """``learned_scale_draw`` against ``IG(3 + L/2, 2 sd0^2 + S/2)`` on the variance, with
     independent draws (no chain), so the KS bound is the plain one."""
-    from pymc_trees.bart.sampler import learned_scale_draw
+    from pymc_trees.bart.learned_scale import learned_scale_draw
 
     rng = np.random.default_rng(44)
     sd0, L, S = 0.3, 17.0, 2.4
