@@ -16,6 +16,9 @@ Each part has the same small interface, called by the step at fixed points of an
     before the sweep: the leaf sd at the point into the sampler (a model variable's);
 ``prior_draw(rng, sampler)``
     for a term that no density depends on, before its forest is drawn from the prior;
+``interweave(rng, sampler, z, omega)``
+    after a conjugate sweep against pseudo-data ``z`` with precisions ``omega``: a learned
+    scale's non-centred update (:func:`interweaving_draw`);
 ``update(rng, sampler, point, prior_only)``
     after the sweep: the draw from the full conditional given the forest; returns the
     point's new values (``{}`` when the scale is not a model variable);
@@ -39,13 +42,15 @@ from pytensor.graph.traversal import ancestors
 from pymc_trees.bart.distribution import term_inputs
 from pymc_trees.bart.gamma_sampler import (GammaForestSampler, learned_gamma_scale_logpdf,
                                            log_gamma_prior)
+from pymc_trees.bart.linear_sampler import LinearForestSampler
 from pymc_trees.bart.learned_scale import (learned_scale_draw, learned_scale_prior,
                                            learned_scale_prior_draw)
+from pymc_trees.bart.sampler import ForestSampler
 from pymc_trees.bart.structure import ModelStructureError
 
 __all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
            "leaf_scale_rvs", "check_owned_by_term", "AtValue", "slice_sample",
-           "learned_gamma_scale_update"]
+           "learned_gamma_scale_update", "interweaving_draw"]
 
 
 def leaf_scale_rvs(model: Model, tree_rv) -> list:
@@ -125,6 +130,25 @@ def slice_sample(rng, x0: float, logf, w: float, max_steps: int) -> float:
             hi = x1
 
 
+def interweaving_draw(rng: np.random.Generator, tau: float, A: float, B: float,
+                      sd0: float) -> float:
+    """One slice-sampling transition from ``tau`` of the leaf sd given the leaves up to their
+    scale: with the trees' sum at the rows ``tau * g`` and the rows' Gaussian pseudo-data
+    ``z`` (precisions ``omega``), ``A = sum(omega g^2)`` and ``B = sum(omega z g)``, and
+    ``tau^2 ~ InverseGamma(a, b)`` (:func:`~pymc_trees.bart.learned_scale.learned_scale_prior`),
+
+        log p(tau | eta, data) = -(2a + 1) log tau - b / tau^2 - A tau^2 / 2 + B tau
+
+    (the leaves' prior in eta does not depend on tau), sampled in ``log tau``."""
+    a, b = learned_scale_prior(sd0)
+
+    def logf(u: float) -> float:
+        t = np.exp(u)
+        return -2.0 * a * u - b / (t * t) - 0.5 * A * t * t + B * t
+
+    return float(np.exp(slice_sample(rng, float(np.log(tau)), logf, 1.0, 32)))
+
+
 class FixedLeafScale:
     """A leaf scale that stays as given: nothing to load, draw or write.
 
@@ -154,6 +178,9 @@ class FixedLeafScale:
     def prior_draw(self, rng, sampler) -> None:
         pass
 
+    def interweave(self, rng, sampler, z: np.ndarray, omega: np.ndarray) -> None:
+        pass
+
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
         return {}
 
@@ -173,6 +200,23 @@ class LearnedLeafScale(FixedLeafScale):
 
     def prior_draw(self, rng, sampler) -> None:
         sampler.leaf_sd = learned_scale_prior_draw(rng, self.sd0)
+
+    def interweave(self, rng, sampler, z: np.ndarray, omega: np.ndarray) -> None:
+        """The non-centred update of the leaf sd tau after a conjugate sweep (one forest of
+        normal leaves, constant or linear), given the sweep's pseudo-data ``z`` (offset
+        removed) and precisions ``omega``: with the leaves written as ``tau * eta``, draw
+        tau given eta from :func:`interweaving_draw` and multiply every leaf by
+        ``tau_new / tau``.  With the centred draw of :meth:`update` it interweaves the two
+        parametrisations (Yu and Meng 2011): the scale of the trees' sum then moves with the
+        noise instead of only behind its leaves (``docs/math.md``, section 12)."""
+        if type(sampler) not in (ForestSampler, LinearForestSampler):
+            return  # log-gamma leaves, outputs that share their trees: the centred draw only
+        tau = float(sampler.leaf_sd)
+        g = sampler.current_sums()
+        A, B = float(np.dot(omega * g, g)) / tau**2, float(np.dot(omega * z, g)) / tau
+        new = interweaving_draw(rng, tau, A, B, self.sd0)
+        sampler.scale_leaves(new / tau)
+        sampler.leaf_sd = new
 
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
         if prior_only:  # (a term drawn from its prior drew the scale with the trees)

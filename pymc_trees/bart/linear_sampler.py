@@ -111,8 +111,10 @@ class LinearForestSampler(ForestSampler):
         the ones the last sweep left when the trees are still the same (:meth:`cgm_sweep`),
         else summed tree by tree."""
         self.ensure_rows()
-        out = None if self.exact_values else self._tree_sums.take_values(self._forest_key(),
-                                                                          self.offset)
+        key = self._forest_key()
+        out = None if self.exact_values else self._tree_sums.take_values(key, self.offset)
+        if out is None and not self.exact_values and self._tree_sums.holds(key) == "sums":
+            out = self._tree_sums.buf + self.offset  # rescaled leaves' sums, up to rounding
         if out is not None:
             self._remember_values(out)
             return out
@@ -142,6 +144,13 @@ class LinearForestSampler(ForestSampler):
             f"constant-leaf term of the same model, give its step alone "
             f"(pm.sample(step=[pmt.CGMTreeStep([f_const], move_probs=...)]) instead of "
             f"pm.sample(cgm_tree={{'move_probs': ...}}), which reaches every tree step).")
+
+    def _scale_leaf_arrays(self, c: float) -> None:
+        """Both coefficients of every leaf (a line's value is linear in them)."""
+        self._sync()
+        leaves = self.forest.var == LEAF
+        self.forest.value[leaves] *= c
+        self.slope[leaves] *= c
 
     def _forest_key(self) -> tuple:
         self._sync()
@@ -177,7 +186,12 @@ class LinearForestSampler(ForestSampler):
         # constant sweep's do (a pass over m trees and n rows fewer an iteration), but every
         # EXACT_VALUES_EVERY-th sweep in a row sums the trees afresh (values()), so that the
         # rounding of the residual does not build up.
-        if self.exact_values or sums.inexact + int(sweeps) >= EXACT_VALUES_EVERY:
+        if self.exact_values:
+            # values() sums them in the packed forest's arithmetic; until then the sweep's
+            # sums serve a learned scale's non-centred update (LearnedLeafScale.interweave)
+            sums.hold_sums(self._forest_key())
+            sums.inexact = 0
+        elif sums.inexact + int(sweeps) >= EXACT_VALUES_EVERY:
             sums.forget()
             sums.inexact = 0
         else:

@@ -363,12 +363,42 @@ class ForestSampler:
         """The term at the training rows, shape (n,), summed tree by tree from the offset."""
         self.ensure_rows()
         # the last CGM sweep summed them, in tree order, when the trees are still the same
-        out = self._tree_sums.take_values(self._forest_key(), self.offset)
+        key = self._forest_key()
+        out = self._tree_sums.take_values(key, self.offset)
+        if out is None and not self.exact_values and self._tree_sums.holds(key) == "sums":
+            out = self._tree_sums.buf + self.offset  # rescaled leaves' sums, up to rounding
         if out is None:
             out = np.empty(self.n)
             forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
         self._remember_values(out)
         return out
+
+    def current_sums(self) -> np.ndarray:
+        """The trees' sum at the training rows, shape (n,), without the offset: from what the
+        last sweep or :meth:`values` kept when the trees are still the same, else summed.
+        Read-only use."""
+        held = self._tree_sums.holds(self._forest_key())
+        if held == "sums":
+            return self._tree_sums.buf
+        if held == "values":  # a sweep's values, the offset plus the trees in tree order
+            return self._tree_sums.buf - self.offset
+        self.values()  # keeps the trees' sum
+        return self._tree_sums.buf
+
+    def scale_leaves(self, c: float) -> None:
+        """Multiply every leaf by ``c`` (a leaf scale's non-centred update,
+        :meth:`pymc_trees.bart.leaf_scale.LearnedLeafScale.interweave`); kept sums follow
+        (the next sweep starts from them, and without ``exact_values`` so do the values)."""
+        self.current_sums()
+        if self._tree_sums.holds(self._forest_key()) != "sums":  # a sweep's values: as sums
+            self._tree_sums.keep(self._tree_sums.buf.copy(), float(self.offset),
+                                 self._forest_key())
+        self._scale_leaf_arrays(c)
+        self._tree_sums.rescale(self._forest_key(), c)
+
+    def _scale_leaf_arrays(self, c: float) -> None:
+        f = self.forest
+        f.value[f.var == LEAF] *= c
 
     def _remember_values(self, out: np.ndarray) -> None:
         """Keep the trees' sum at the training rows, ``out`` minus the offset, for the next

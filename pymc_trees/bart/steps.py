@@ -523,7 +523,10 @@ class _TreeStep(BlockedStep):
         if warm:
             smp.gfr_sweep(self.rng, z, omega)
             return self._warm_stats()
-        return self._sweep(z, omega, smp, sweeps)
+        stats = self._sweep(z, omega, smp, sweeps)
+        if smp is self.sampler:  # one forest: a learned scale's non-centred update
+            self.leaf_scale.interweave(self.rng, smp, z, omega)
+        return stats
 
     def _general_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
         if warm:

@@ -75,6 +75,11 @@ class TreeSums:
         held, self._held = self._held, None
         return held is not None and held[0] == "sums" and held[1] == key
 
+    def hold_sums(self, key: tuple) -> None:
+        """:attr:`buf` holds the trees' sum (no offset) of the forest with key ``key``, as a
+        sweep leaves it (the pseudo-data minus its residual, equal up to rounding)."""
+        self._held = ("sums", key)
+
     def swept(self, key: tuple, offset: float) -> None:
         """A sweep left the offset plus the trees' values of the forest with key ``key`` in
         :attr:`buf`."""
@@ -89,6 +94,17 @@ class TreeSums:
             if held[1] == key and held[2] == float(offset):
                 return self.buf.copy()
         return None
+
+    def rescale(self, key: tuple, c: float) -> None:
+        """Every leaf was multiplied by ``c``: kept sums (:meth:`keep`) become those of the
+        forest with key ``key``, multiplied by c (equal to the rescaled forest's sum up to
+        rounding, as the sums a sweep keeps from its residual are); anything else held is
+        dropped."""
+        if self._held is not None and self._held[0] == "sums":
+            self.buf *= c
+            self._held = ("sums", key)
+        else:
+            self._held = None
 
     def holds(self, key: tuple) -> str | None:
         """What :attr:`buf` holds for the forest with key ``key`` (``"sums"`` or
