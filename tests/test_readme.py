@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "getting-started.md",
          ROOT / "docs" / "causal.md", ROOT / "docs" / "interpret.md", ROOT / "docs" / "boosting.md",
-         ROOT / "docs" / "compare.md"]
+         ROOT / "docs" / "compare.md", ROOT / "docs" / "new-data.md"]
 
 
 def _blocks(path: Path) -> list[str]:
