@@ -14,10 +14,11 @@ import inspect
 import pytest
 
 MODULES = ("pymc_trees", "pymc_trees.interpret", "pymc_trees.boosting", "pymc_trees.comparison")
-MUST_HAVE = {"BARTTree", "NoiseGibbs", "noise_prior", "predict", "forests",
-             "sample_posterior_predictive", "compute_log_likelihood", "compare",
+MUST_HAVE = {"BARTTree", "CGMTreeStep", "PGTreeStep", "NoiseGibbs", "noise_prior", "predict",
+             "forests", "sample_posterior_predictive", "compute_log_likelihood", "compare",
              "BoostedTreesRegressor", "BoostedTreesClassifier", "variable_importance",
-             "partial_dependence"}
+             "partial_dependence", "PackedForest", "TableSchema", "friedman1", "crps_normal",
+             "interval_coverage"}
 
 
 def _documented() -> dict[str, str]:

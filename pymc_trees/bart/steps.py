@@ -653,6 +653,17 @@ class CGMTreeStep(_TreeStep):
     tuning iterations after the burn-in), ``<name>_leaf_sd``, ``mean_depth`` and
     ``mean_leaves`` of the forest, and ``<name>_forest``, the forest of the draw (a
     :class:`~pymc_trees.PackedForest`).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=50)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(step=[pmt.CGMTreeStep([f], sweeps=2)], random_seed=1)
     """
 
     name = "cgm_tree"
@@ -720,6 +731,17 @@ class PGTreeStep(_TreeStep):
     on, which is drawn afresh from its prior), ``warm_start``, ``trees_held``,
     ``<name>_leaf_sd``, ``mean_depth``,
     ``mean_leaves`` and ``<name>_forest``.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=50)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(step=[pmt.PGTreeStep([f], num_particles=10)], random_seed=1)
     """
 
     name = "pg_tree"

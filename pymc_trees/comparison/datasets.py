@@ -30,11 +30,30 @@ def friedman1(n: int, p: int = 10, noise_sd: float = 1.0,
               rng: np.random.Generator | int | None = None):
     """Friedman #1: X ~ Uniform(0, 1)^p, y = f(X) + Normal(0, noise_sd^2).
 
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    p : int, default 10
+        Number of columns (at least 5; the function reads the first five).
+    noise_sd : float, default 1.0
+    rng : Generator or int, optional
+
     Returns
     -------
     X : ndarray of shape (n, p)
     y : ndarray of shape (n,)
     f : ndarray of shape (n,), the true regression function at X
+
+    Raises
+    ------
+    ValueError
+        For p below 5.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, f = friedman1(1000, rng=1)       # X (1000, 10), y and f (1000,)
     """
     if p < 5:
         raise ValueError(f"Friedman #1 needs p >= 5 columns; got p={p}.")

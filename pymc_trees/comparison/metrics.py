@@ -63,6 +63,16 @@ def crps_normal(mu, sigma, y) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        For a sigma at or below 0.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import crps_normal
+    >>> score = crps_normal([0.0, 1.0], 1.0, [0.5, 3.0]).mean()   # lower is better
     """
     mu, sigma, y = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (mu, sigma, y)))
     if np.any(sigma <= 0):
@@ -128,6 +138,16 @@ def interval_coverage(lo, hi, y) -> tuple[float, float]:
     Returns
     -------
     (coverage, width) : tuple of float
+
+    Raises
+    ------
+    ValueError
+        When some ``hi`` is below its ``lo``.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import interval_coverage
+    >>> coverage, width = interval_coverage([0, 0, 0], [1, 2, 1], [0.5, 2.5, 1.0])  # 2/3, 4/3
     """
     lo, hi, y = (np.asarray(a, dtype=float) for a in (lo, hi, y))
     if np.any(hi < lo):

@@ -38,6 +38,19 @@ class PackedForest:
         float64 in ``cats`` (:func:`linear_leaf_center`).
     offset : float
         Constant added to the sum of trees.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> forest = pmt.forests(idata, "f").values[0, 0]      # chain 0, draw 0
+    >>> f_at_rows = forest.predict(X[:10])                  # shape (10,)
     """
 
     start: np.ndarray

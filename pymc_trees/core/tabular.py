@@ -341,6 +341,16 @@ class TableSchema:
         given to :meth:`encode` is matched to the columns by name.  Without names a DataFrame
         is read by position only when its labels are the positions themselves (``0 .. p-1``);
         other labels are refused, since nothing says which column is which.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from pymc_trees import TableSchema
+    >>> df = pd.DataFrame({"age": [31.0, np.nan, 52.0],
+    ...                    "shop": pd.Categorical(["north", "south", "north"])})
+    >>> schema, codes = TableSchema.from_training(df)      # codes: the training X, (3, 2)
+    >>> new = schema.encode(df[["shop", "age"]])            # matched by name: shape (3, 2)
     """
 
     names: tuple[str, ...]
