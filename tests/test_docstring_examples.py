@@ -18,7 +18,9 @@ MUST_HAVE = {"BARTTree", "CGMTreeStep", "PGTreeStep", "NoiseGibbs", "noise_prior
              "forests", "sample_posterior_predictive", "compute_log_likelihood", "compare",
              "BoostedTreesRegressor", "BoostedTreesClassifier", "variable_importance",
              "partial_dependence", "PackedForest", "TableSchema", "friedman1", "crps_normal",
-             "interval_coverage"}
+             "interval_coverage", "crps_sample", "load_data", "leaf_calibration",
+             "plot_convergence", "plot_variable_importance", "plot_partial_dependence",
+             "select_variables"}
 
 
 def _documented() -> dict[str, str]:

@@ -56,6 +56,13 @@ def leaf_calibration(Y=None, *, leaf_sd: float | None = None, k: float = 2.0,
         For an unknown link, a missing ``Y`` and ``leaf_sd``, a ``Y`` that does not fit the
         link, and a ``leaf_sd`` that is not one positive finite number (a list of one scale
         per output, for example: a term of shape (k, n) has one scale for all outputs).
+
+    Examples
+    --------
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> offset, leaf_sd = pmt.leaf_calibration(y, m=200)     # the prior of BARTTree(..., Y=y)
     """
     if link not in LINKS:
         raise ValueError(f"link must be one of {LINKS}; got {link!r}.")

@@ -241,6 +241,11 @@ def load_data(data, target: str | None = None, task: str | None = None,
     The 2 x K fits are independent ``joblib`` jobs with seeds fixed beforehand: one after the
     other by default, on a cluster under ``joblib.parallel_config(backend="dask")`` (or Ray's
     backend), with the same table either way (``docs/compare.md``, "On a cluster").
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import load_data
+    >>> X, y, info = load_data("penguins")      # a bundled table by name, or a CSV file
     """
     df, about = _read_table(data)
     source = _source(data)

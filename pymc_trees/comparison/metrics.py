@@ -39,6 +39,13 @@ def crps_sample(draws: np.ndarray, y: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_trees.comparison import crps_sample
+    >>> draws = np.random.default_rng(0).normal(size=(1000, 3))    # (draws, rows)
+    >>> score = crps_sample(draws, np.array([0.0, 1.0, -2.0]))       # shape (3,)
     """
     x = np.sort(np.asarray(draws, dtype=float), axis=0)
     y = np.asarray(y, dtype=float)

@@ -70,6 +70,19 @@ def plot_variable_importance(result: xr.DataArray, ax=None, hdi_prob: float = 0.
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> imp = pmt.variable_importance(idata, X, kind="permutation", rng=1)
+    >>> ax = pmt.plot_variable_importance(imp)
     """
     if not isinstance(result, xr.DataArray) or "column" not in result.dims:
         raise TypeError("result must be the DataArray returned by variable_importance (with a "
@@ -130,6 +143,18 @@ def plot_partial_dependence(result: xr.Dataset, ax=None, hdi_prob: float = 0.94)
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> ax = pmt.plot_partial_dependence(pmt.partial_dependence(idata, X, 3), hdi_prob=0.9)
     """
     if not isinstance(result, xr.Dataset) or "grid_dims" not in result.attrs:
         raise TypeError("result must be the Dataset returned by partial_dependence; got "
@@ -281,6 +306,18 @@ def plot_convergence(idata, var_name: str = "f", X=None, ax=None,
     value is constant over the draws (NaN diagnostics) is left out.  The share of rows left
     of the ESS line or right of the R-hat line is in the legend.  R-hat compares chains, so
     for a trace of one chain the R-hat panel holds a note saying so instead of a curve.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> axes = pmt.interpret.plot_convergence(idata, "f")   # ECDFs of ESS and R-hat over rows
     """
     import arviz as az
     import matplotlib.pyplot as plt

@@ -107,6 +107,18 @@ def select_variables(source, X, var_name: str = "f", method: str = "backward",
     Submodels marginalise columns out of the fitted forests; they are not refitted, so the
     ranking describes what the full model uses, not what a model without a column would
     learn.  R^2 ignores a shift and a scale between the submodel and the full model.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> sel = pmt.select_variables(idata, X)   # submodels of 1 to p columns against the full model
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}.")
