@@ -374,25 +374,23 @@ class ForestSampler:
         return out
 
     def current_sums(self) -> np.ndarray:
-        """The trees' sum at the training rows, shape (n,), without the offset: from what the
-        last sweep or :meth:`values` kept when the trees are still the same, else summed.
-        Read-only use."""
-        held = self._tree_sums.holds(self._forest_key())
-        if held == "sums":
-            return self._tree_sums.buf
+        """The trees' sum at the training rows, shape (n,), without the offset, kept for the
+        next sweep: from what the last sweep or :meth:`values` kept when the trees are still
+        the same (a sweep's values less the offset, in place), else summed.  Read-only use."""
+        key = self._forest_key()
+        held = self._tree_sums.holds(key)
         if held == "values":  # a sweep's values, the offset plus the trees in tree order
-            return self._tree_sums.buf - self.offset
-        self.values()  # keeps the trees' sum
+            self._tree_sums.buf -= self.offset
+            self._tree_sums.hold_sums(key)
+        elif held is None:
+            self.values()  # keeps the trees' sum
         return self._tree_sums.buf
 
     def scale_leaves(self, c: float) -> None:
         """Multiply every leaf by ``c`` (a leaf scale's non-centred update,
-        :meth:`pymc_trees.bart.leaf_scale.LearnedLeafScale.interweave`); kept sums follow
+        :meth:`pymc_trees.bart.leaf_scale.LearnedLeafScale.interweave`); the kept sums follow
         (the next sweep starts from them, and without ``exact_values`` so do the values)."""
         self.current_sums()
-        if self._tree_sums.holds(self._forest_key()) != "sums":  # a sweep's values: as sums
-            self._tree_sums.keep(self._tree_sums.buf.copy(), float(self.offset),
-                                 self._forest_key())
         self._scale_leaf_arrays(c)
         self._tree_sums.rescale(self._forest_key(), c)
 
