@@ -774,8 +774,8 @@ def _only_exact_steps(model) -> bool:
     step of this package that adapts nothing: a tree term, a hyperparameter sampled with its
     trees, a conjugate noise variance (:class:`NoiseGibbs`).  Any other variable goes to
     NUTS (or another adaptive step), and then the trees' burn-in does not hold the trees:
-    NUTS adapted around held trees mixes worse once they move (docs/explanation/samplers.md,
-    "Warm start")."""
+    NUTS adapted around held trees mixes worse once they move (docs/explanation/warm-start.md,
+    "Not with NUTS")."""
     with model:
         for rv in model.free_RVs:
             if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or trees_owning(model, rv):
