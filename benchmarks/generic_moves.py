@@ -35,7 +35,8 @@ import warnings
 import numpy as np
 
 from pymc_trees.bart.linear_sampler import LinearForestSampler
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.comparison.datasets import friedman1
 
 LINEAR_MIX = {"grow": .3, "prune": .3, "change": .4, "swap": 0.0}

@@ -34,7 +34,8 @@ import numpy as np
 
 from pymc_trees.bart.calibration import leaf_calibration, noise_prior
 from pymc_trees.comparison.datasets import friedman1
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 
 SAMPLERS = {
     "PG(10)": ("pg", 10),

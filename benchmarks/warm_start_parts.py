@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.plan import make_forest_sampler
-from pymc_trees.bart.sampler import TreePrior
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.comparison.datasets import friedman1
 
 

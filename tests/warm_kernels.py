@@ -62,7 +62,7 @@ def group_a() -> None:
     # to 16 bits, as tests/bart/test_memory.py takes them (CGM's sweep for these types
     # compiles in about 40 s of one core)
     from pymc_trees.bart.plan import make_forest_sampler
-    from pymc_trees.bart.sampler import TreePrior
+    from pymc_trees.bart.tree_prior import TreePrior
 
     Xw = rng.uniform(size=(600, 4))
     Xw[rng.uniform(size=Xw.shape) < 0.05] = np.nan

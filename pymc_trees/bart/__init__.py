@@ -10,7 +10,8 @@ PyMC's API"); every public name of :mod:`pymc_trees` that needs them imports it.
 
 from pymc_trees.bart.calibration import leaf_calibration, noise_prior
 from pymc_trees.bart.distribution import BARTTree
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.bart.steps import CGMTreeStep, NoiseGibbs, PGTreeStep, register_steps
 from pymc_trees.bart.structure import ModelStructureError
 from pymc_trees.bart.pymc_compat import install as install_pymc_compat

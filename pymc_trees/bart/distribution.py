@@ -18,7 +18,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pymc_trees.bart.calibration import leaf_calibration
 from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.bart.learned_scale import learned_scale_prior_draw
-from pymc_trees.bart.sampler import TreePrior
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.bart.term_checks import check_output_scales, check_training_rows, check_Y
 from pymc_trees.bart.numba_draw import register_numba_draw
 from pymc_trees.bart.model_graph import check_float64

@@ -18,8 +18,9 @@ from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linea
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
 from pymc_trees.bart.kernels.linear_sweep import linear_sweep
-from pymc_trees.bart.sampler import (EXACT_VALUES_EVERY, MOVES, ForestSampler, TreePrior,
-                                     acceptance_rates, check_start)
+from pymc_trees.bart.general_loop import MOVES, acceptance_rates, check_start
+from pymc_trees.bart.sampler import EXACT_VALUES_EVERY, ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.core.packed import center_bits
 
 __all__ = ["LinearForestSampler", "RESPONSES"]

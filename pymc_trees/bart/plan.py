@@ -46,7 +46,8 @@ from pymc_trees.bart.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_
 from pymc_trees.bart.linear_sampler import RESPONSES, LinearForestSampler
 from pymc_trees.bart.model_graph import ModelStructureError
 from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",

@@ -33,7 +33,7 @@ from pymc_trees.bart.noise_step import NoiseGibbs
 from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
                                   default_move_probs, step_count, term_plan, warm_sweeps)
 from pymc_trees.bart.general_loop import nanmean
-from pymc_trees.bart.sampler import MOVES, move_cumulative_probs
+from pymc_trees.bart.tree_prior import MOVES, move_cumulative_probs
 from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
 from pymc_trees.bart.step_vars import group_tree_vars, trees_owning

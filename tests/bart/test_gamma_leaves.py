@@ -39,7 +39,7 @@ from enumeration import (check_cells, check_draws_on_grid, forest_row_partitions
 from pymc_trees.bart.gamma_likelihood import gamma_likelihood
 from pymc_trees.bart.gamma_sampler import GammaForestSampler, leaf_prior_kappa, log_gamma_prior
 from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
-from pymc_trees.bart.sampler import TreePrior, move_cumulative_probs
+from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X6 = np.arange(6.0)[:, None]

@@ -30,7 +30,8 @@ from enumeration import (check_cells, check_draws_on_grid, forest_row_partitions
 from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.bart.gamma_sampler import GammaForestSampler, log_gamma_prior
 from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X3 = np.repeat(np.arange(3.0), 2)[:, None]  # 6 rows, 3 distinct x: 4 partitions per tree

@@ -26,7 +26,8 @@ import pymc_trees as pmt
 from enumeration import (check_cells, forest_row_partitions, partition_prior_rows,
                          quadrature_posterior)
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.bart.kernels.bundles import TreeRules
 
 # the general tree step's tests: normal leaves (by default, leaf_prior="auto" gives a

@@ -14,7 +14,8 @@ from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
 from pymc_trees.bart.kernels.forest import LEAF, forest_values
 from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from pymc_trees.bart.kernels.nodes import log_ml
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 
 
 def _key(f, t, k=0):

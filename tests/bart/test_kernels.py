@@ -10,7 +10,8 @@ import pytest
 from pymc_trees.core.binning import bin_data, make_cutpoints
 from pymc_trees.bart.kernels.forest import FREE, forest_values
 from pymc_trees.bart.kernels.nodes import log_ml, node_availability, partition
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 
 
 def test_cutpoints_few_distinct_values_are_midpoints():

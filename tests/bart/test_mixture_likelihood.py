@@ -28,7 +28,8 @@ from scipy import special, stats
 
 import pymc_trees as pmt
 from enumeration import check_cells, partition_prior_rows
-from pymc_trees.bart.sampler import ForestSampler, TreePrior, move_cumulative_probs
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X6 = np.arange(6.0)[:, None]

@@ -13,7 +13,8 @@ from pymc_trees.bart.linear_sampler import LinearForestSampler
 from pymc_trees.bart.model_graph import ModelStructureError
 from pymc_trees.bart.plan import TermPlan, TermPlanError, check_arguments, term_plan
 from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler, TreePrior
+from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.tree_prior import TreePrior
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
 
 X = np.random.default_rng(0).uniform(size=(20, 2))

@@ -25,7 +25,7 @@ from enumeration import check_cells
 from test_general import check_outputs_through_the_api
 from pymc_trees.bart.plan import term_plan
 from pymc_trees.bart.shared_sampler import SharedOutputSampler
-from pymc_trees.bart.sampler import TreePrior
+from pymc_trees.bart.tree_prior import TreePrior
 
 X2 = np.tile([0.0, 1.0], 6)[:, None]  # rows alternate between the two x values
 # heteroscedastic: x = 0 around 1 with sd 0.3, x = 1 around -0.5 with sd 1.5 (drawn so)
@@ -361,7 +361,7 @@ def test_shared_trees_reproduce_and_restore():
         ll = stats.norm.logpdf(F, 1.0, 1.0).sum(axis=0)
         return (ll, 1.0 - F, np.ones_like(F)) if derivatives else ll
 
-    from pymc_trees.bart.sampler import move_cumulative_probs
+    from pymc_trees.bart.tree_prior import move_cumulative_probs
     cp = move_cumulative_probs({"grow": 0.5, "prune": 0.5})
     for _ in range(20):
         smp.general_sweep(rng, loglik, cp)
