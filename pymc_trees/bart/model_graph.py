@@ -22,7 +22,31 @@ __all__ = ["ModelStructureError", "NotAugmentable", "depends_on", "dependents", 
 
 
 class ModelStructureError(ValueError):
-    """The model does not have the structure a step method needs."""
+    """The model does not have the structure a step method needs.
+
+    Raised when a step is built (by ``pm.sample`` or by hand), before any draw, with a message
+    that names the variable and what the step supports.  A ``ValueError``, so code that
+    catches those catches it too.
+
+    Examples
+    --------
+    :class:`~pymc_trees.NoiseGibbs` draws a variance or precision from its conjugate
+    conditional, so it refuses a half-normal scale (NUTS samples that one):
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=X[:, 0], m=10)
+    ...     s = pm.HalfNormal("s")
+    ...     y = pm.Normal("y", mu=f, sigma=s, observed=X[:, 0])
+    ...     try:
+    ...         pmt.NoiseGibbs([s])
+    ...     except pmt.ModelStructureError as e:
+    ...         print(str(e)[:38])
+    's' is neither InverseGamma nor Gamma.
+    """
 
 
 class NotAugmentable(ModelStructureError):

@@ -73,6 +73,34 @@ class ForestSampler:
     missing values is two of them); ``split_prior`` and the forest's masks are per feature,
     packed forests per column of X.
 
+    Raises
+    ------
+    ValueError
+        ``leaf_sd`` not positive and finite, or ``prior.split_prior`` weights whose number is
+        not X's columns.
+
+    Examples
+    --------
+    The forest of a :class:`~pymc_trees.BARTTree` outside PyMC: CGM sweeps against
+    pseudo-data ``z`` with row precisions ``omega`` (here a Gaussian with sigma 0.5), the
+    leaves' prior sd set by the caller.
+
+    >>> import numpy as np
+    >>> from pymc_trees import ForestSampler, TreePrior
+    >>> from pymc_trees.bart.tree_prior import move_cumulative_probs
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(200, 3))
+    >>> y = np.sin(6 * X[:, 0]) + 0.5 * rng.normal(size=200)
+    >>> fs = ForestSampler(X, TreePrior(m=20), offset=float(y.mean()), leaf_sd=0.25)
+    >>> moves = move_cumulative_probs({"grow": 0.25, "prune": 0.25, "change": 0.4,
+    ...                                "swap": 0.1})
+    >>> omega = np.full(200, 1 / 0.5**2)
+    >>> for _ in range(50):
+    ...     rates = fs.cgm_sweep(rng, y - fs.offset, omega, moves)
+    >>> fs.values().shape
+    (200,)
+    >>> sorted(rates)
+    ['accept_change', 'accept_grow', 'accept_prune', 'accept_swap']
     """
 
     X: np.ndarray

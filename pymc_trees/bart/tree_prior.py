@@ -64,6 +64,29 @@ class TreePrior:
         The exponent of log-gamma leaves, ``exp(kappa mu) ~ Gamma``, when the likelihood
         set it (+-1 or +-2, ``"auto"`` settled); 0: +-1 by ``leaf_prior``.
 
+    Raises
+    ------
+    ValueError
+        A hyperparameter outside its range (``m`` not a positive integer, ``alpha`` outside
+        (0, 1), ``beta`` below 0, ``min_leaf`` below 1, an unknown ``response``), or
+        ``split_prior`` weights that are negative, not finite, all zero or given with
+        ``dart``.  :meth:`split_weights` raises when their number is not X's columns.
+
+    Examples
+    --------
+    :class:`~pymc_trees.BARTTree` builds one from its arguments; the samplers take it
+    directly.
+
+    >>> from pymc_trees import TreePrior
+    >>> prior = TreePrior(m=50, alpha=0.95, beta=2.0, split_prior=(1.0, 1.0, 0.5))
+    >>> [round(prior.alpha * (1 + d) ** -prior.beta, 3) for d in range(3)]
+    [0.95, 0.237, 0.106]
+    >>> prior.split_weights(3)
+    array([1. , 1. , 0.5])
+    >>> TreePrior(alpha=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must lie in (0, 1); got 1.5.
     """
 
     m: int = 200

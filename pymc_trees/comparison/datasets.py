@@ -21,7 +21,35 @@ TASKS = ("regression", "classification", "count")
 
 
 def friedman1_f(X: np.ndarray) -> np.ndarray:
-    """Friedman #1 regression function of the first five columns of X (shape (n, >=5))."""
+    """Friedman #1 regression function of the first five columns of X,
+    ``10 sin(pi x0 x1) + 20 (x2 - 1/2)^2 + 10 x3 + 5 x4``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p), p >= 5
+        Rows in [0, 1]^p (the other columns do not enter).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        When X is not 2-D with at least 5 columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_trees.comparison import friedman1, friedman1_f
+    >>> X, y, f = friedman1(100, rng=1)
+    >>> bool(np.array_equal(friedman1_f(X), f))
+    True
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] < 5:
+        raise ValueError(f"X must have shape (n, p) with p >= 5 (Friedman #1 reads the first "
+                         f"five columns); got shape {X.shape}.")
     return (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2
             + 10 * X[:, 3] + 5 * X[:, 4])
 

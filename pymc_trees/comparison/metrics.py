@@ -106,6 +106,17 @@ def crps_poisson(mu, y, chunk: int = 4096) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        When some ``mu`` is not positive.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import crps_poisson
+    >>> crps_poisson([2.0, 2.0], [0, 2]).round(3)
+    array([1.228, 0.311])
     """
     mu, y = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(y, dtype=float))
     mu, y = mu.ravel(), y.ravel()
@@ -131,8 +142,32 @@ def crps_bernoulli(p, y) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        When some ``p`` lies outside [0, 1] or some ``y`` is not 0 or 1.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import crps_bernoulli
+    >>> crps_bernoulli([0.9, 0.2], [1, 1])
+    array([0.01, 0.64])
     """
-    return (np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2
+    p, y = _probabilities_and_outcomes(p, y)
+    return (p - y) ** 2
+
+
+def _probabilities_and_outcomes(p, y) -> tuple[np.ndarray, np.ndarray]:
+    """``p`` and ``y`` as float arrays of one shape, refused when p leaves [0, 1] or y is not
+    0/1 (a probability on another scale, or classes coded otherwise, would score silently
+    wrong)."""
+    p, y = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(y, dtype=float))
+    if np.any(~((p >= 0) & (p <= 1))):
+        raise ValueError("p must hold probabilities in [0, 1] (not logits or percentages).")
+    if np.any((y != 0) & (y != 1)):
+        raise ValueError("y must hold 0/1 outcomes; recode the classes as 0 and 1.")
+    return p, y
 
 
 def interval_coverage(lo, hi, y) -> tuple[float, float]:
@@ -179,8 +214,25 @@ def reliability_bins(p, y, bins: int = RELIABILITY_BINS) -> pd.DataFrame:
     DataFrame with one row per non-empty bin
         ``lower``, ``upper``, ``n``, ``mean_predicted``, ``observed`` (the share of y = 1).
         The expected calibration error is ``sum(n * |mean_predicted - observed|) / sum(n)``.
+
+    Raises
+    ------
+    ValueError
+        When some ``p`` lies outside [0, 1], some ``y`` is not 0 or 1, or ``bins`` is not a
+        positive integer.
+
+    Examples
+    --------
+    >>> from pymc_trees.comparison import reliability_bins
+    >>> reliability_bins([0.1, 0.15, 0.8, 0.95], [0, 1, 1, 1], bins=2)
+       lower  upper  n  mean_predicted  observed
+    0    0.0    0.5  2           0.125       0.5
+    1    0.5    1.0  2           0.875       1.0
     """
-    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins must be a positive integer; got {bins!r}.")
+    p, y = _probabilities_and_outcomes(p, y)
+    p, y = p.ravel(), y.ravel()
     which = np.minimum((p * bins).astype(int), bins - 1)
     rows = []
     for b in range(bins):

@@ -327,7 +327,32 @@ its term f, boosting on the scale of its predictions.</p>
 
 
 def write_report(res: "ComparisonResult", path: str | Path) -> Path:
-    """Write :func:`render_report` to ``path`` (parent folders created); returns the path."""
+    """Write the HTML report of a comparison (:func:`render_report`: the metrics, the per-row
+    differences, calibration and the per-fold table) to ``path``, creating its parent
+    folders.
+
+    Parameters
+    ----------
+    res : ComparisonResult
+        What :func:`compare` returned (with ``out=None`` it writes no report itself).
+    path : str or Path
+        Where to write the file.
+
+    Returns
+    -------
+    Path
+        The absolute path written.
+
+    Examples
+    --------
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison import write_report
+    >>> res = pmt.compare("penguins", folds=2, m=10, draws=50, chains=1, out=None,
+    ...                   progress=False)
+    >>> path = write_report(res, "reports/penguins.html")
+    >>> path.name
+    'penguins.html'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(res), encoding="utf-8")

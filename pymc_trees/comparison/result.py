@@ -45,6 +45,16 @@ class ComparisonResult:
         The last fold's boosting point model.
     train_X : DataFrame
         The last fold's training covariates (both models of that fold were fit on them).
+
+    Examples
+    --------
+    >>> import pymc_trees as pmt
+    >>> res = pmt.compare("penguins", folds=2, m=10, draws=50, chains=1, out=None,
+    ...                   progress=False)
+    >>> list(res.table.index)
+    ['BART', 'boosting']
+    >>> res["table"] is res.table
+    True
     """
 
     table: pd.DataFrame
@@ -87,7 +97,26 @@ def format_table(table: pd.DataFrame) -> str:
 
 def format_result(result: "ComparisonResult") -> str:
     """What the command line and the demo print after their header line: the metrics table,
-    the per-row differences of BART minus boosting and the report's path."""
+    the per-row differences of BART minus boosting and the report's path.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+        What :func:`compare` returned.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison import format_result
+    >>> res = pmt.compare("penguins", folds=2, m=10, draws=50, chains=1, out=None,
+    ...                   progress=False)
+    >>> print(format_result(res))   # doctest: +SKIP
+             held-out rows   RMSE log predictive density   CRPS ...
+    """
     lines = [format_table(result.table), "",
              "Per held-out row, BART minus boosting (mean, standard error):",
              result.differences.to_string(float_format=lambda v: f"{v:.4g}"), ""]

@@ -460,6 +460,19 @@ def plot_partial_dependence_grid(source, X, columns=None, var_name: str = "f", f
         As :func:`partial_dependence`; for a ``func`` that changes the shape, too few
         ``ax``, an ``output`` that is not a label of the model's outputs (or given for a
         model with one output), or ICE curves of several outputs without ``output``.
+
+    Examples
+    --------
+    The source may be a BART trace or a fitted boosting estimator (no sampling here):
+
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.boosting import BoostedTreesRegressor
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> est = BoostedTreesRegressor(n_estimators=50).fit(X, y)
+    >>> axes = pmt.plot_partial_dependence_grid(est, X, columns=[0, 1, 3], kind="both")
+    >>> len(axes)
+    3
     """
 
     if kind not in ("average", "individual", "both"):

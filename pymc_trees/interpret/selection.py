@@ -244,6 +244,24 @@ def plot_submodels(result: xr.Dataset, ax=None, figsize: tuple[float, float] | N
     Returns
     -------
     matplotlib Axes
+
+    Raises
+    ------
+    TypeError
+        For a ``result`` that is not the Dataset of :func:`select_variables`.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> sel = pmt.select_variables(idata, X)
+    >>> ax = pmt.plot_submodels(sel)   # R^2 of 1, 2, ... columns against the full model
     """
     import matplotlib.pyplot as plt
 
@@ -301,6 +319,21 @@ def plot_scatter_submodels(result: xr.Dataset, submodels=None, ax=None,
     ValueError
         For ``submodels`` that are not integers from 1 to the number of columns (``1.5``,
         ``"x"``, ``True``), or too few ``ax``.
+    TypeError
+        For a ``result`` that is not the Dataset of :func:`select_variables`.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pymc_trees as pmt
+    >>> from pymc_trees.comparison.datasets import friedman1
+    >>> X, y, _ = friedman1(300, rng=1)
+    >>> with pm.Model():
+    ...     f = pmt.BARTTree("f", X, Y=y, m=20)
+    ...     obs = pm.Normal("y", mu=f, sigma=1.0, observed=y)
+    ...     idata = pm.sample(random_seed=1)
+    >>> sel = pmt.select_variables(idata, X)
+    >>> axes = pmt.plot_scatter_submodels(sel, submodels=[2, 5])
     """
 
     _check_result(result)

@@ -94,6 +94,21 @@ def test_reliability_bins_hand_case():
     np.testing.assert_allclose(bins["observed"], [0.0, 1.0, 0.5])
 
 
+def test_probability_scores_refuse_what_would_score_silently_wrong():
+    # a probability below 0 fell in no bin (dropped), classes coded 1/2 scored as numbers
+    with pytest.raises(ValueError, match="p must hold probabilities"):
+        reliability_bins([-0.2, 0.5], [0, 1])
+    with pytest.raises(ValueError, match="p must hold probabilities"):
+        crps_bernoulli([30.0], [1])
+    with pytest.raises(ValueError, match="0/1 outcomes"):
+        crps_bernoulli([0.3, 0.7], [1, 2])
+    with pytest.raises(ValueError, match="bins must be a positive integer"):
+        reliability_bins([0.5], [1], bins=0)
+    from pymc_trees.comparison import friedman1_f
+    with pytest.raises(ValueError, match="p >= 5"):
+        friedman1_f(np.ones((3, 4)))
+
+
 # --- data -----------------------------------------------------------------------------------
 
 
