@@ -1,11 +1,13 @@
-"""Seeded draws of five models, hashed: the check that a refactor changes no draw.
+"""Seeded draws of eight models, hashed: the check that a refactor changes no draw.
 
 ``python benchmarks/draw_hashes.py`` prints one SHA-256 (first 16 hex digits) per model of
 every posterior variable and every tree-step sample stat of one seeded chain, plus the
 largest value of ``|f|`` so that a change can be told from a rounding (compare two runs'
-outputs with ``--values`` to see the largest difference).  The models are the ones issue 49
-names: the default Gaussian model, a probit model, a Poisson model through the general tree
-step, linear leaves and a shared-output term (``separate_trees=False``).
+outputs with ``--values`` to see the largest difference).  One model per sweep: the default
+Gaussian model (linear leaves), a probit model, a Poisson model (log-gamma leaves, the
+default there), linear leaves, a shared-output term (``separate_trees=False``), constant
+leaves (the CGM sweep), and a Poisson model with normal constant and linear leaves (the
+general step).
 
 Compare hashes from the same machine, and not from a first run on an empty PyTensor cache:
 PyTensor's numba backend can give a model function's first compile and its cached loads
@@ -73,8 +75,33 @@ def shared_output():
     return m
 
 
+def constant_leaves():
+    with pm.Model() as m:
+        f = pmt.BARTTree("f", X, Y=Y, m=20, response="constant")
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", f, s, observed=Y)
+    return m
+
+
+def poisson_normal_leaves():
+    with pm.Model() as m:
+        f = pmt.BARTTree("f", X, Y=Y_CNT, m=10, link="log", leaf_prior="normal")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=Y_CNT)
+    return m
+
+
+def poisson_linear_leaves():
+    with pm.Model() as m:
+        f = pmt.BARTTree("f", X, Y=Y_CNT, m=10, link="log", leaf_prior="normal",
+                         response="linear")
+        pm.Poisson("y", mu=pm.math.exp(f), observed=Y_CNT)
+    return m
+
+
 MODELS = {"gaussian": gaussian, "probit": probit, "poisson_general": poisson_general,
-          "linear_leaves": linear_leaves, "shared_output": shared_output}
+          "linear_leaves": linear_leaves, "shared_output": shared_output,
+          "constant_leaves": constant_leaves, "poisson_normal_leaves": poisson_normal_leaves,
+          "poisson_linear_leaves": poisson_linear_leaves}
 
 
 def run(build):

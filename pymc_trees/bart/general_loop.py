@@ -14,11 +14,11 @@ import numpy as np
 
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
+from pymc_trees.bart.kernels.tree_edit import GROW, MOVES, PRUNE, SWAP, draw_move
 
 __all__ = ["general_python_sweep", "row_derivatives", "check_start", "acceptance_rates",
            "MOVES"]
 
-MOVES = ("grow", "prune", "change", "swap")
 
 
 def row_derivatives(loglik, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -125,10 +125,8 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
         gc = g_cur + h_cur * tv
         ok = False
         u = rng.random()
-        move = 0
-        while move < 3 and u >= cp[move]:
-            move += 1
-        if move == 0:
+        move = draw_move(u, cp)
+        if move == GROW:
             st = gk.grow_propose(rng, t, data, rules, w, pg, pp, fa, value, gc, h_cur, sc, b)
             if st == 1:
                 ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
@@ -140,7 +138,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
                 if ok:
                     gk.grow_commit(t, fa, value, idx, nmask, b)
                 f_prop[:, rows] = f_cur[:, rows]
-        elif move == 1:
+        elif move == PRUNE:
             st = gk.prune_propose(rng, t, rules, w, pg, pp, fa, value, gc, h_cur, idx, b)
             if st == 1:
                 node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
@@ -154,7 +152,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
                     gk.prune_commit(t, fa, value, idx, mu, out_i)
                 f_prop[:, rows] = f_cur[:, rows]
         else:
-            st = gk.restructure_propose(rng, move == 3, t, data, rules, w, fa, value, gc,
+            st = gk.restructure_propose(rng, move == SWAP, t, data, rules, w, fa, value, gc,
                                         h_cur, sc, b)
             if st == 1:
                 root, cnt = int(out_i[0]), int(out_i[1])

@@ -28,14 +28,13 @@ from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_su
                                                      set_merged)
 from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, values_two,
                                               split_sums, subtree_sums)
-from pymc_trees.bart.kernels.tree_edit import (above_leaves, accept_u, collect_subtree_rows,
-                                               commit_subtree, leaf_rows, partition_rows,
-                                               pick_restructure, prior_subtree, restore_rules,
-                                               route_segments, swap_partner, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, SWAP, above_leaves, accept_u,
+                                               collect_subtree_rows, commit_subtree, draw_move,
+                                               leaf_rows, partition_rows, pick_restructure,
+                                               prior_subtree, restore_rules, route_segments,
+                                               swap_partner, swap_rules)
 
-__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "ConstantLeaves", "cgm_sweep", "forest_summary"]
-
-GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
+__all__ = ["ConstantLeaves", "cgm_sweep", "forest_summary"]
 
 
 @numba.njit(cache=True)
@@ -394,9 +393,7 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
         # grow, or a change at a node above two leaves, with a numeric rule has its proposed
         # children's sums taken by the pass itself, with equal precisions.
         u = rng.random()
-        move = GROW
-        while move < SWAP and u >= move_cp[move]:
-            move += 1
+        move = draw_move(u, move_cp)
         fused = False
         a = b = chosen = -1
         v = c = nc = nb = w_new = 0

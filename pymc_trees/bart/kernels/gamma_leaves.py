@@ -42,15 +42,12 @@ from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_su
                                                      set_merged)
 from pymc_trees.bart.kernels.forest import LEAF, load_mask
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit, log_psplit
-from pymc_trees.bart.kernels.tree_edit import (accept_u, collect_subtree_rows, commit_subtree,
-                                               leaf_rows, partition_rows, pick_restructure,
-                                               prior_subtree, restore_rules, route_segments,
-                                               swap_partner, swap_rules)
+from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, accept_u, collect_subtree_rows,
+                                               commit_subtree, draw_move, leaf_rows, partition_rows,
+                                               pick_restructure, prior_subtree, restore_rules,
+                                               route_segments, swap_partner, swap_rules)
 
 __all__ = ["GammaLeaves", "gamma_log_ml", "gamma_sweep"]
-
-_GROW, _PRUNE, _CHANGE, _SWAP = 0, 1, 2, 3
-
 
 @numba.njit(cache=True, inline="always")
 def gamma_log_ml(A, B, c, d):
@@ -357,9 +354,7 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
     for _ in range(sweeps):
         for t in range(m):
             u = rng.random()
-            move = _GROW
-            while move < _SWAP and u >= move_cp[move]:
-                move += 1
+            move = draw_move(u, move_cp)
             nk = n_nodes[t]
             for k in range(nk):
                 out[k] = math.exp(-kappa * value[t, k]) if var[t, k] == LEAF else 0.0
@@ -386,13 +381,13 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
             for k in range(nk):
                 A[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
                 B[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
-            if move == _GROW:
+            if move == GROW:
                 proposal = grow_proposal(rng, t, data.split_prior, forest, lo, hi)
                 res = grow(rng, t, proposal, leaves, data, rules, pg, pp, forest, scratch)
-            elif move == _PRUNE:
+            elif move == PRUNE:
                 res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
             else:
-                res = _restructure(rng, move == _SWAP, t, leaves, data, rules, forest, scratch,
+                res = _restructure(rng, move == SWAP, t, leaves, data, rules, forest, scratch,
                                    nA, nB)
             if res >= 0:
                 tally[0, move] += 1

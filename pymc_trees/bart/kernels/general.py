@@ -50,8 +50,8 @@ import math
 
 import numba
 
-from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks,
-                                               collect_subtree_rows, commit_subtree,
+from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, children_logr, children_masks,
+                                               collect_subtree_rows, commit_subtree, draw_move,
                                                grow_tree_logr, merge_children, pick_prune,
                                                pick_restructure, prior_subtree, propose_split,
                                                prune_tree_logr, restore_rules, split_leaf,
@@ -602,12 +602,10 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 gcj[i] = sg[i] + sh[i] * tv
         ok = False
         u = rng.random()
-        move = 0
-        while move < 3 and u >= move_cp[move]:
-            move += 1
+        move = draw_move(u, move_cp)
         cnt = 0
         vt = value[:, t]
-        if move == 0:
+        if move == GROW:
             s = grow_propose(rng, t, data, rules, w, pg, pp, f, value, b.gc, st.h, sc, b)
             if s == 1:
                 ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
@@ -623,7 +621,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
                     grow_commit(t, f, value, sc.idx, sc.nmask, b)
-        elif move == 1:
+        elif move == PRUNE:
             s = prune_propose(rng, t, rules, w, pg, pp, f, value, b.gc, st.h, sc.idx, b)
             if s == 1:
                 node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
@@ -642,7 +640,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                     _keep_rows(b.rows, cnt, st, b)
                     prune_commit(t, f, value, sc.idx, b.mu, b.out_i)
         else:
-            s = restructure_propose(rng, move == 3, t, data, rules, w, f, value, b.gc, st.h, sc,
+            s = restructure_propose(rng, move == SWAP, t, data, rules, w, f, value, b.gc, st.h, sc,
                                     b)
             if s == 1:
                 root, cnt = b.out_i[0], b.out_i[1]

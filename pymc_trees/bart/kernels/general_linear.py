@@ -32,8 +32,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, commit_children,
-                                               grow_tree_logr, merge_children,
+from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, children_logr, children_masks,
+                                               commit_children, grow_tree_logr, merge_children,
                                                pair_children_logr, pick_pair_rule, pick_prune,
                                                propose_split, prune_tree_logr, split_leaf)
 from pymc_trees.bart.kernels.forest import LEAF
@@ -541,11 +541,11 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
             b.f_minus[i] = st.f[i] - c
             b.gc[i] = st.g[i] + st.h[i] * c
         u = rng.random()
-        move = 0 if u < 0.3 else (1 if u < 0.6 else 2)
-        if move == 0:
+        move = GROW if u < 0.3 else (PRUNE if u < 0.6 else CHANGE)
+        if move == GROW:
             s = _grow(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
                       pre)
-        elif move == 1:
+        elif move == PRUNE:
             s = _prune(rng, t, lin[t], rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
         else:
             s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,

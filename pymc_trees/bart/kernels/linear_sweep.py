@@ -28,8 +28,8 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             leaf_regressors, linear_log_ml, row_value,
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
-from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks,
-                                               commit_children, count_nodes,
+from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNABLE, PRUNE, accept_u,
+                                               children_masks, commit_children, count_nodes,
                                                pair_children_logr, pair_rows, partition_rows,
                                                pick_node, pick_prune)
 
@@ -238,7 +238,7 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
         p_eta = p_kl = p_kr = p_w = p_b = -1
         c_eta = c_kl = c_kr = c_v = c_c = c_nc = c_cnt = c_mid = -1
         if u < P_GROW:
-            move = 0
+            move = GROW
             g_ell, g_b, g_w, g_v, g_c, g_nc = grow_proposal(rng, t, data.split_prior, forest,
                                                             lo, hi)
             if g_ell >= 0 and lo[g_v] >= 0:
@@ -246,14 +246,14 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
                 fv, fc = g_v, g_c
                 jn = regcol[g_v] if active else -1
         elif u < P_GROW + P_PRUNE:
-            move = 1
+            move = PRUNE
             p_eta, p_kl, p_kr, p_w, p_b = pick_prune(rng, t, forest)
             if p_eta >= 0:
                 fa, fb = p_kl, p_kr
                 par = parent[t, p_eta]
                 jn = regcol[var[t, par]] if par >= 0 and active else -1
         else:
-            move = 2
+            move = CHANGE
             c_eta, c_kl, c_kr, c_v, c_c, c_nc, c_cnt, c_mid = _change_proposal(
                 rng, t, data, rules.min_leaf, forest, scratch)
             if c_eta >= 0 and c_mid < 0:
@@ -267,10 +267,10 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
         sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
         leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0, data.Xb, data.XbT,
                               leaf_of_row, scratch.idx, lo, scratch.tmp, fusion)
-        if move == 0:
+        if move == GROW:
             res = grow(rng, t, (g_ell, g_b, g_w, g_v, g_c, g_nc), leaves, data, rules, 1.0,
                        1.0, forest, scratch)
-        elif move == 1:
+        elif move == PRUNE:
             res = prune_picked(rng, t, (p_eta, p_kl, p_kr, p_w, p_b), leaves, rules, 1.0, 1.0,
                                forest, scratch)
         else:
