@@ -269,8 +269,8 @@ class BARTTree(Distribution):
         moves of constant leaves).  On the fifteen real tables of ``benchmarks/suite.py``
         (Normal regression and logit classification) linear leaves gave a median error 0.997
         of constant leaves', worse on none beyond two SEs, at 0.84 to 2.2 times the time
-        (``docs/benchmarks/suite.md``, fifth run); name ``"constant"`` for the plain BART
-        posterior the peers sample.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
+        (``docs/benchmarks/suite.md``, "Linear leaves against constant leaves"); name
+        ``"constant"`` for the plain BART posterior the peers sample.  ``"linear"`` (pymc-bart's ``response="linear"``): a leaf
         under a split on a non-categorical column ``j`` holds the line ``b0 + b1 z_j(x)``,
         ``z_j`` the column standardised on the training rows (a missing value at its mean),
         with ``b0, b1 ~ Normal(0, leaf_sd**2 / 2)``; the root of a one-leaf tree and a leaf
