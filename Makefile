@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs bench venv clean clean-cache
+.PHONY: demo test test-fast docs bench venv clean clean-cache
 
 # Find a Python >= 3.12: versioned names on PATH first, then pyenv installs, then python3.
 find-python = $(shell bash .ci/find-python)
@@ -26,6 +26,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15 tests
+
+# Every test but those marked slow (statistical, enumeration and end-to-end sampling tests of
+# 2 s or more): under two minutes on two cores, for the edit-run loop.  `make test` runs all.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" tests
 
 # The documentation site (Sphinx, PyData theme, notebooks executed by myst-nb), warnings as
 # errors; open docs/_build/html/index.html.

@@ -477,3 +477,17 @@ def check_draws_on_grid(draws, grid, logp):
     ess = float(az.ess(np.asarray(draws)[None, :]))
     d = stats.kstest(draws, lambda x: np.interp(x, grid, cdf)).statistic
     assert ess > 500 and d < 1.95 / np.sqrt(ess), (d, ess)
+
+
+# Six rows, one column: the problem the likelihood tests enumerate (every row partition of
+# one tree, with the tree prior ALPHA6, BETA6).
+X6 = np.arange(6.0)[:, None]
+ALPHA6, BETA6 = 0.95, 1.0
+
+
+def six_row_prior(alpha: float = ALPHA6, beta: float = BETA6) -> dict:
+    """The prior probability of every row partition of one tree over ``X6``."""
+    from pymc_trees.core.binning import bin_data, make_cutpoints
+
+    cuts, ncuts = make_cutpoints(X6, 100)
+    return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, alpha, beta)

@@ -42,6 +42,7 @@ def test_every_public_function_and_class_has_an_example():
     assert not missing, f"no Examples section: {missing}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(EXAMPLES))
 def test_the_examples_run(key, monkeypatch, tmp_path):
     import matplotlib

@@ -30,6 +30,7 @@ def test_the_readme_is_a_landing_page():
     assert "pip install" in text and "make test" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_code_block_of_the_first_pages_runs(page, monkeypatch, tmp_path):
     import matplotlib

@@ -241,6 +241,7 @@ def test_general_step_rejects_proposals_outside_the_support():
     assert abs(float(rate.mean()) - y.mean()) < 1.0
 
 
+@pytest.mark.slow
 def test_heteroscedastic_scale_term_samples_and_zero_density_start_is_refused():
     X, _, yn = _count_data()
     yp = yn + 3.0  # a response whose calibration puts the offset inside sigma's support

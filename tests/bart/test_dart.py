@@ -103,6 +103,7 @@ def test_split_update_is_the_conjugate_dirichlet_when_every_feature_is_available
     assert np.all(np.abs(draws.var(0) / var - 1) < 0.15)
 
 
+@pytest.mark.slow
 def test_split_update_corrects_for_unavailable_features():
     """Every tree splits the root on the binary feature 1 and both children on feature 0;
     below the root feature 1 is constant, so those children choose among feature 0 alone
@@ -133,6 +134,7 @@ def test_split_update_corrects_for_unavailable_features():
         assert abs(frac - qq) < 4.5 * np.sqrt(qq * (1 - qq) / ess), (qq, frac, ess)
 
 
+@pytest.mark.slow
 def test_split_probabilities_follow_their_prior_through_pm_sample():
     """No information in the data (noise sd 1e4): the chain of (trees, s) must leave s
     distributed as its Dirichlet prior.  On 30 rows with two few-valued columns, nodes often
@@ -209,6 +211,7 @@ def test_log_gamma_draw_matches_the_log_gamma_moments():
         assert abs(x.var() / var - 1) < 4.5 * np.sqrt(8 / N), (a, x.var(), var)
 
 
+@pytest.mark.slow
 def test_linero_concentration_prior_recovery_through_pm_sample():
     """Linero's prior, u ~ Beta(0.5, 1) with a = u / (1 - u) per feature, and no information
     in the data: (trees, s, u) must leave u distributed as its prior.  The prior puts 3% of

@@ -110,6 +110,7 @@ def test_prior_draws_follow_lineros_prior():
     np.testing.assert_array_less(np.abs(s.mean(0) - 1 / p), bound)
 
 
+@pytest.mark.slow
 def test_dart_in_the_step_recovers_its_prior_through_pm_sample():
     """No information in the data (noise sd 1e4): the chain of (trees, s, alpha) inside the
     tree step leaves u = alpha / (alpha + p) distributed as Beta(0.5, 1) and every column's

@@ -102,6 +102,7 @@ def check_against(idata, X, post, prior):
     return check_cells(parts, post, prior)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_one_tree_matches_enumeration(sampler):
     post, prior = exact(X1, Y1, SIGMA, 1)
@@ -112,6 +113,7 @@ def test_one_tree_matches_enumeration(sampler):
 
 # PG with 2 particles is checked with one tree above; with two trees it needs 250,000 draws
 # (2.5 minutes) and exercises no code that pg10 with two trees and pg2 with one do not.
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "growprune", "pg10"])
 def test_two_trees_match_enumeration(sampler):
     post, prior = exact(X1, Y1, 0.6, 2)
@@ -132,6 +134,7 @@ def test_two_features_match_enumeration(sampler):
     check_f_moments(idata, post, Y2, 0.6)
 
 
+@pytest.mark.slow
 def test_affine_mean_and_row_scales_match_enumeration():
     """y ~ Normal(a + b * f, s) with a vector b (including b = 0 rows, which carry no
     information) and per-row scales s: the pseudo-data of docs/math.md section 1."""
@@ -173,6 +176,7 @@ def _cells(idata, names, X):
 # give N_eff about 0.12 a draw per chain (2,418 at 20,000 draws: tolerance 0.170, TV 0.069,
 # too close to the power floor for another seed): 24,000 draws, N_eff about 2,900, tolerance
 # about 0.155 (it was 40,000, N_eff about 4,800, more than the check needs).
+@pytest.mark.slow
 @pytest.mark.parametrize("samplers,draws,sweeps", [
     (("cgm", "cgm"), 8000, {"cgm": 5}), (("pg", "pg"), 12000, {}),
     (("cgm", "pg"), 6000, {"cgm": 5, "pg": 5})])
@@ -204,6 +208,7 @@ def test_two_tree_terms_match_enumeration(samplers, draws, sweeps):
     check_cells(_cells(idata, ["f1", "f2"], X5), post, prior_pair)
 
 
+@pytest.mark.slow
 def test_level_shift_of_intercept_matches_enumeration():
     """y ~ Normal(alpha + f(x), sigma) with alpha ~ Normal(m0, s0) and m = 2 trees.  alpha is
     moved only by the tree step's level shift (its own step is a Metropolis with a negligible

@@ -34,15 +34,13 @@ import pytest
 from scipy import integrate, special, stats
 
 import pymc_trees as pmt
-from enumeration import (check_cells, check_draws_on_grid, forest_row_partitions,
-                         log_gamma_leaves_on_grid, partition_prior_rows, quadrature_posterior)
+from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
+                         log_gamma_leaves_on_grid, quadrature_posterior, six_row_prior)
 from pymc_trees.bart.gamma_likelihood import gamma_likelihood
 from pymc_trees.bart.gamma_sampler import GammaForestSampler, leaf_prior_kappa, log_gamma_prior
 from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
 from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
-from pymc_trees.core.binning import bin_data, make_cutpoints
 
-X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
 LEAF_SD = 1.0
 Y_COUNT = np.array([1, 0, 1, 7, 8, 5])
@@ -99,14 +97,9 @@ CASES = {
 }
 
 
-def _prior():
-    cuts, ncuts = make_cutpoints(X6, 100)
-    return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, ALPHA, BETA)
-
-
 def _exact(case):
     leaf_prior, _, row, _ = CASES[case]
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, 6, row, LEAF_SD, log_gamma_logpdf(leaf_prior))
     return prior, post, f_mean
 
@@ -185,6 +178,7 @@ DRAWS = {"poisson_exposure": (3000, 5), "negative_binomial": (3000, 5), "gamma_m
          "student_t_log_variance": (3000, 5)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_sweep_matches_enumeration(case):
     prior, post, f_mean = _exact(case)
@@ -208,6 +202,7 @@ def _sampled_matches(model, seed, prior, post, f_mean, offset=0.0, sampler="cgm"
     return idata
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "pg"])
 @pytest.mark.parametrize("case", ["poisson_exposure", "student_t_log_variance"])
 def test_pm_sample_matches_enumeration(case, sampler):
@@ -249,7 +244,7 @@ def test_no_data_leaves_the_prior_invariant():
     """Prior recovery: rows with no shape and no rate (``s = 0``, ``t = 0``) carry no
     information, so the sweep must sample the tree prior over partitions and the log-gamma
     leaf prior (mean 0, sd ``leaf_sd``, skewness of ``log phi / kappa``)."""
-    prior = _prior()
+    prior = six_row_prior()
     for leaf_prior in ("log-gamma", "log-inverse-gamma"):
         kappa = leaf_prior_kappa(leaf_prior)
         tp = TreePrior(m=1, alpha=ALPHA, beta=BETA, min_leaf=1, leaf_prior=leaf_prior)
@@ -282,6 +277,7 @@ def test_no_data_leaves_the_prior_invariant():
         assert abs(cube.mean() - skew) < 4 * float(az.mcse(cube))
 
 
+@pytest.mark.slow
 def test_level_shift_of_an_intercept_matches_enumeration():
     """``y ~ Poisson(exp(c + f))`` with ``c ~ Normal(0.3, 0.5)`` (NUTS) and log-gamma leaves:
     the level shift between c and the leaves (a slice-sampling update along the line that
@@ -289,7 +285,7 @@ def test_level_shift_of_an_intercept_matches_enumeration():
     NUTS.  The exact joint posterior of the partition and c is the tree prior times
     ``Normal(c) prod_leaves Z_leaf(c)`` with the closed-form leaf marginal, integrated over c
     on a grid; the sampled partitions, the mean of c and of f must match it."""
-    prior = _prior()
+    prior = six_row_prior()
     cg, dg = log_gamma_prior(LEAF_SD, 1.0)
     cs = np.linspace(0.3 - 8 * 0.5, 0.3 + 8 * 0.5, 4001)
     logn = stats.norm.logpdf(cs, 0.3, 0.5)
@@ -466,7 +462,7 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
     sd0 = float(term_inputs(f).leaf_sd.eval())
     off = float(term_inputs(f).offset.eval())
     a, b = learned_scale_prior(sd0)
-    prior = _prior()
+    prior = six_row_prior()
     t = EXPOSURE * np.exp(0.3 + off)
     us = np.linspace(-6.0, 12.0, 4001)
     c = np.exp(us)
@@ -496,6 +492,7 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
     assert abs(sds.mean() - sd_mean) < 4 * float(az.mcse(sds)), (sds.mean(), sd_mean)
 
 
+@pytest.mark.slow
 def test_auto_leaf_prior_settles_by_the_likelihood():
     """``leaf_prior="auto"`` (the default) gives log-gamma leaves to the measured patterns
     (a Poisson, zero-inflated Poisson or negative binomial mean, a Gamma mean, a Normal's or
@@ -534,6 +531,7 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
                 want, kappa if "leaf_prior" not in kw and "shape" not in kw else 0.0)
 
 
+@pytest.mark.slow
 def test_prior_predictive_draws_the_settled_leaf_prior():
     """``pm.sample_prior_predictive`` draws an ``"auto"`` term from the prior its step
     samples: m = 1 and leaf sd 1, so f at a row is one leaf, whose skewness is the
@@ -571,7 +569,7 @@ def test_prior_recovered_through_pm_sample():
         idata = pm.sample(draws=3000, tune=200, chains=2, cores=1, random_seed=31,
                           progressbar=False, compute_convergence_checks=False,
                           cgm_tree={"sweeps": 2})
-    prior = _prior()
+    prior = six_row_prior()
     parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
              for chain in pmt.forests(idata, "f").values]
     flat = [p for chain in parts for p in chain]
@@ -597,7 +595,7 @@ def test_sigma_exp_f_settles_to_exponent_minus_two_and_matches_enumeration():
         u = -2.0 * np.asarray(mu)
         return c * math.log(d) - special.gammaln(c) + c * u - d * np.exp(u) + math.log(2.0)
 
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(
         prior, 6, lambda i, mu: stats.norm.logpdf(Y_REAL[i], 0.2, np.exp(mu)), 0.5, logpdf)
     with pm.Model() as model:

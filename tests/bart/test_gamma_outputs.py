@@ -25,7 +25,7 @@ import pytest
 from scipy import special, stats
 
 import pymc_trees as pmt
-from enumeration import (check_cells, check_draws_on_grid, forest_row_partitions,
+from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, partition_prior_rows)
 from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
 from pymc_trees.bart.gamma_sampler import GammaForestSampler, log_gamma_prior
@@ -36,7 +36,6 @@ from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X3 = np.repeat(np.arange(3.0), 2)[:, None]  # 6 rows, 3 distinct x: 4 partitions per tree
 Y3 = np.array([0.1, -0.1, 2.9, 1.1, -1.0, -1.2])
-X6 = np.arange(6.0)[:, None]
 Y6 = np.array([0.3, 0.1, 0.25, 2.5, -2.8, -2.2])
 SD = 0.5
 ALPHA, BETA = 0.95, 1.0
@@ -94,6 +93,7 @@ def _exact_two_outputs():
     return cells_prior, post, sum(E0.values()) / total, sum(E1.values()) / total
 
 
+@pytest.mark.slow
 def test_mean_and_log_sd_outputs_match_enumeration_through_pm_sample():
     """``Normal(w[0], pm.math.exp(w[1]))``: the default settles output 1 to log-gamma leaves
     with exponent -2 and keeps normal leaves for output 0; ``pm.sample`` (2 chains x 2,500
@@ -122,6 +122,7 @@ def test_mean_and_log_sd_outputs_match_enumeration_through_pm_sample():
     np.testing.assert_array_equal(pmt.predict(idata, X3, "w").values, W)
 
 
+@pytest.mark.slow
 def test_learned_scale_shared_by_normal_and_log_gamma_outputs_matches_its_conditional():
     """``leaf_sd="learned"`` for a term whose outputs have normal leaves, log-gamma leaves
     of exponent -2 and of exponent 1: the slice update of the shared leaf variance follows
@@ -159,6 +160,7 @@ def test_learned_scale_shared_by_normal_and_log_gamma_outputs_matches_its_condit
     check_draws_on_grid(v, grid, logp)
 
 
+@pytest.mark.slow
 def test_auto_settles_output_by_output():
     """Each output of a term with trees of its own gets the leaves its likelihood takes: a
     log sd given the mean (Normal or Student-t, also written ``exp(w)[1]``, and with the mean
@@ -199,6 +201,7 @@ def test_auto_settles_output_by_output():
                                               and not kw else ("normal",) * 2)
 
 
+@pytest.mark.slow
 def test_prior_predictive_draws_each_outputs_settled_prior():
     """``pm.sample_prior_predictive`` of ``Normal(w[0], exp(w[1]))`` (m = 1, leaf sd 1):
     output 1 is one log-gamma leaf of exponent -2 at every row (skewness +1.47), output 0 a

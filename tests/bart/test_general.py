@@ -23,9 +23,8 @@ import pytest
 from scipy import special, stats
 
 import pymc_trees as pmt
-from enumeration import (check_cells, forest_row_partitions, partition_prior_rows,
-                         quadrature_posterior)
-from pymc_trees.core.binning import bin_data, make_cutpoints
+from enumeration import (X6, check_cells, forest_row_partitions, quadrature_posterior,
+                         six_row_prior)
 from pymc_trees.bart.sampler import ForestSampler
 from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.bart.kernels.bundles import TreeRules
@@ -34,7 +33,6 @@ from pymc_trees.bart.kernels.bundles import TreeRules
 # Poisson or Gamma mean and a Normal's log variance log-gamma leaves)
 BARTTree = functools.partial(pmt.BARTTree, leaf_prior="normal")
 
-X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
 Y_COUNT = np.array([1, 0, 1, 7, 8, 5])
 Y_REAL = np.array([0.3, 0.1, 0.25, 2.5, -2.8, -2.2])
@@ -75,11 +73,6 @@ CASES = {
                    lambda f: pm.Gamma("y", alpha=2.0, beta=2.0 * pm.math.exp(-f),
                                       observed=Y_POS)),
 }
-
-
-def _prior():
-    cuts, ncuts = make_cutpoints(X6, 100)
-    return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, ALPHA, BETA)
 
 
 def _compiled(case):
@@ -145,10 +138,11 @@ def check_f_mean(fs, f_mean):
     assert np.all(np.abs(got - f_mean) < 4 * se), (got, f_mean, se)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(DRAWS))
 def test_general_kernel_matches_enumeration(case):
     leaf_sd, loglik, row, _ = CASES[case]
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     compiled = _compiled(case)
     chains = [_run_kernel(compiled, leaf_sd, *DRAWS[case], seed) for seed in (11, 12)]
@@ -174,13 +168,14 @@ def test_model_derivatives_match_the_numpy_likelihood(case):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_gamma_mean_through_pm_sample_matches_enumeration():
     """A Gamma with the tree in its mean, through pm.sample: step assignment, point handling
     and the trace.  3,000 draws per chain of 5 sweeps each (``sweeps``, in one kernel call):
     N_eff 860, tolerance 0.138 against TV(prior, posterior) / 3 = 0.173 (16,000 draws of one
     sweep gave N_eff 764 in 32 s against 12 to 15 s now)."""
     leaf_sd, _, row, model_given_f = CASES["gamma_mean"]
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     with pm.Model():
         f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
@@ -219,6 +214,7 @@ SCALE_MODELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCALE_MODELS))
 def test_tree_terms_in_links_and_scales_sample(name):
     """Two tree terms, one in the mean (or location) and one in the log scale or dispersion:
@@ -348,6 +344,7 @@ def softmax_exact(K: int = 30):
 SOFTMAX_DRAWS = {"augmented": (5000, 1), "general": (1500, 5), "pg": (5000, 1)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["augmented", "general", "pg"])
 def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     """BARTTree(shape=(3, n)) as the logits of a Categorical, m = 1 per class, through
@@ -480,6 +477,7 @@ def test_backend_choice_does_not_depend_on_the_compile_cache():
         assert numba_object_mode(slow) and not numba_object_mode(fast)
 
 
+@pytest.mark.slow
 def test_two_outcomes_sharing_a_term_match_enumeration():
     """A term that enters two observed likelihoods row by row (a count through exp(f) and a
     yes/no outcome of the same rows through sigmoid(f)): the general step adds their row log
@@ -494,7 +492,7 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
         return (stats.poisson.logpmf(Y_COUNT[i], np.exp(0.8 + mu))
                 + stats.bernoulli.logpmf(yes[i], special.expit(mu)))
 
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     with pm.Model():
         f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1)
@@ -516,6 +514,7 @@ def test_two_outcomes_sharing_a_term_match_enumeration():
             pm.sample(draws=5, tune=5, chains=1, progressbar=False)
 
 
+@pytest.mark.slow
 def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     """A term of shape (2, n) whose likelihood is broadcast over its outputs (one y, a log
     density of shape (2, n): element (j, i) depends on f[j, i] only, as for several quantiles
@@ -529,7 +528,7 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
     543 at 10,000 draws of one sweep).  Output 0's log density for both outputs fails
     already at the cells (TV 0.31, N_eff 29, at 10,000 draws of one sweep)."""
     leaf_sd, _, row, _ = CASES["poisson"]
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     n = len(X6)
     with pm.Model():
@@ -548,6 +547,7 @@ def test_a_likelihood_broadcast_over_the_outputs_matches_enumeration():
         check_f_mean(list(ws[:, :, j]), f_mean)
 
 
+@pytest.mark.slow
 def test_proposals_outside_the_support_are_rejected_exactly():
     """Poisson(mu=f): the rate is the term itself, so leaf proposals below zero leave the
     support (log density -inf, the proposal rejected; it raised ParameterValueError before
@@ -574,7 +574,7 @@ def test_proposals_outside_the_support_are_rejected_exactly():
             ll = stats.poisson.logpmf(Y_COUNT[i], np.where(rate > 0, rate, 1.0))
         return np.where(rate > 0, ll, -1e300)
 
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), row, leaf_sd)
     parts = [[forest_row_partitions(fr, X6)[0] for fr in chain]
              for chain in pmt.forests(idata, "f").values]
@@ -602,6 +602,7 @@ def test_a_row_outside_the_support_leaves_the_other_rows_alone():
         np.testing.assert_array_equal(np.delete(ll, 2), np.delete(ok, 2))
 
 
+@pytest.mark.slow
 def test_a_row_graph_that_fails_inside_its_callback_prints_nothing(capfd):
     """``Poisson(mu=exp(f).sum(axis=0))`` with a (3, n) term: the compiled row graph fails
     at a subset of the rows inside the C callback, where an exception cannot propagate.  The

@@ -99,6 +99,7 @@ def _check_moments(idata, mean, sq):
     return fs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", list(Y_POIS))
 def test_quadrature_converged(data):
     for mix in (False, True):
@@ -109,6 +110,7 @@ def test_quadrature_converged(data):
         np.testing.assert_allclose(a[2], b[2], rtol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", list(Y_POIS))
 def test_linear_leaves_in_the_general_step_match_quadrature(data):
     """Poisson with ``mu = exp(f)``, one tree of linear leaves over two columns, through
@@ -132,6 +134,7 @@ def test_linear_leaves_in_the_general_step_match_quadrature(data):
     np.testing.assert_allclose(pmt.predict(idata, X2).values, fs, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_mix_of_linear_and_constant_trees_in_the_general_step_matches_quadrature():
     """``response="mix"`` with a Poisson likelihood: after its move the tree is proposed of
     the other kind (its leaves' coefficients from their Newton proposals), accepted with the

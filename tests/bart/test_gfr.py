@@ -63,6 +63,7 @@ def _naive_gfr(Xb, ncuts, sp, min_leaf, alpha, beta, prec0, r, omega, max_depth=
     return grow(np.arange(Xb.shape[0]), 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_depth", [64, 2])
 def test_gfr_tree_distribution_matches_enumeration(max_depth):
     """20,000 regrowths of one tree on 9 rows and 2 features (min_leaf 2, split weights 2:1,
@@ -219,6 +220,7 @@ def test_the_step_takes_the_default_warm_start_from_the_cost_model(monkeypatch):
     assert not idata.warmup_sample_stats["warm_start"].values.any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["cgm", "pg"])
 def test_burn_in_holds_the_trees_for_the_rest_of_tuning(kind):
     """After ``burn_in`` tuning iterations the tree step returns the point unchanged (f, its

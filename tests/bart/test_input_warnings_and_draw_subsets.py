@@ -1,13 +1,13 @@
-"""Findings 12 to 15 of issue 48 (the tests of each fix fail on the code before it; the
-ones that check what stays silent guard against false alarms):
+"""Inputs that are warned about or refused, and subsets of draws (the tests that check what
+stays silent guard against false alarms):
 
-* 12. a ``link="log"`` term calibrated on a log-transformed Y (``np.log1p(counts)``) is warned
+* a ``link="log"`` term calibrated on a log-transformed Y (``np.log1p(counts)``) is warned
   about; negative Y is refused with the data-scale fix;
-* 13. a column of X missing in every row is named in a warning at ``BARTTree`` (arrays,
+* a column of X missing in every row is named in a warning at ``BARTTree`` (arrays,
   DataFrames, ``missing=``), and counts as unsplittable in the "no column can be split" one;
-* 14. a DataFrame read by position for a term without column names (``pm.Data("X", df)``
+* a DataFrame read by position for a term without column names (``pm.Data("X", df)``
   without dims) is warned about, in prediction and interpretation;
-* 15. ``pmt.sample_posterior_predictive`` and ``pmt.compute_log_likelihood`` take stacked
+* ``pmt.sample_posterior_predictive`` and ``pmt.compute_log_likelihood`` take stacked
   draws (and one chain without its dim) without ``sample_dims``.
 """
 

@@ -257,6 +257,7 @@ def test_forest_values_in_blocks_equal_tree_order_sums():
     np.testing.assert_array_equal(out, expect)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_categorical", [False, True])
 def test_block_prediction_equals_naive_walk_with_nan_and_uneven_trees(with_categorical):
     """The blocked, branch-free prediction kernel (serial and parallel) against a plain walk:
@@ -561,6 +562,7 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
     np.testing.assert_array_equal(f, (f0 + value[2, L[2]]) + value[3, L[3]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["both", "left_leaf", "right_leaf"])
 def test_two_level_sums_equal_naive_leaf_sums(shape):
     # a node whose children split into two leaves each (or one child is a leaf): the four

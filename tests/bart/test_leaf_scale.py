@@ -87,6 +87,7 @@ def test_half_normal_leaf_sd_matches_conditional_by_quadrature():
     assert d < _ks_bound(draws), (d, L, S)
 
 
+@pytest.mark.slow
 def test_prior_recovered_through_pm_sample():
     """Uninformative data: the chain's leaf variance must follow its prior IG(3, 0.5); the
     step is assigned by pm.sample itself, holding both variables, and reports leaf_sd."""
@@ -152,6 +153,7 @@ def test_internal_scale_draw_matches_conjugate_conditional():
     assert d < 1.95 / np.sqrt(v.size), d
 
 
+@pytest.mark.slow
 def test_internal_scale_prior_recovered_through_pm_sample():
     """Uninformative data: the leaf variance recorded in the ``leaf_sd`` stat must follow its
     prior ``IG(3, 2 sd0^2)`` with sd0 the calibration from Y; and a chain must start from
@@ -206,6 +208,7 @@ def test_default_learns_the_scale_and_fixed_turns_it_off():
     np.testing.assert_allclose(leaf_sds(leaf_sd=0.7), 0.7)
 
 
+@pytest.mark.slow
 def test_prior_draws_of_a_learned_scale_mix_over_it():
     """``pm.sample_prior_predictive`` draws the learned scale from its prior first: f at a row
     is then ``offset + sqrt(m v) z`` with ``v ~ IG(3, 2 sd0^2)``, a Student-t with 6 degrees

@@ -24,10 +24,9 @@ import pytest
 from scipy import integrate, special, stats
 
 import pymc_trees as pmt
-from enumeration import (check_cells, forest_row_partitions, partition_prior_rows,
-                         quadrature_posterior)
+from enumeration import (X6, check_cells, forest_row_partitions, quadrature_posterior,
+                         six_row_prior)
 from pymc_trees.bart.kernels import augment
-from pymc_trees.core.binning import bin_data, make_cutpoints
 
 # the augmentations' tests: normal leaves (by default, leaf_prior="auto" gives a negative
 # binomial mean log-gamma leaves, its Gamma-Poisson mixture)
@@ -172,13 +171,7 @@ def test_logit_latents_give_the_binomial_likelihood():
 
 # --- exact enumeration, m = 1, six rows ---------------------------------------------------
 
-X6 = np.arange(6.0)[:, None]
 ALPHA, BETA = 0.95, 1.0
-
-
-def _prior():
-    cuts, ncuts = make_cutpoints(X6, 100)
-    return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, ALPHA, BETA)
 
 
 Y_BIN = np.array([0, 0, 0, 1, 1, 1])
@@ -247,7 +240,7 @@ def test_grid_quadrature_matches_adaptive_quadrature(case):
     from enumeration import leaf_log_integral
 
     leaf_sd, _, _, loglik = CASES[case]
-    prior = _prior()
+    prior = six_row_prior()
     parts = sorted(prior, key=len)[:3]
     post, f_mean = quadrature_posterior({p: prior[p] for p in parts}, len(X6), loglik, leaf_sd)
     exact = {rows: leaf_log_integral(lambda mu, rows=rows: sum(loglik(i, mu) for i in rows),
@@ -262,11 +255,12 @@ def test_grid_quadrature_matches_adaptive_quadrature(case):
     np.testing.assert_allclose(f_mean, want, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "pg"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_likelihood_matches_enumeration(case, sampler):
     leaf_sd, link, build, loglik = CASES[case]
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = quadrature_posterior(prior, len(X6), loglik, leaf_sd)
     with pm.Model():
         f = BARTTree("f", X6, m=1, alpha=ALPHA, beta=BETA, leaf_sd=leaf_sd, min_leaf=1,
@@ -286,6 +280,7 @@ def test_likelihood_matches_enumeration(case, sampler):
     assert np.all(np.abs(got - f_mean) < 4 * se), (got, f_mean, se)
 
 
+@pytest.mark.slow
 def test_quantiles_of_one_y_are_augmented_output_by_output():
     """A term of shape (2, n) in an asymmetric Laplace broadcast over its outputs (two
     quantiles, 0.25 and 0.75, of one y): each output takes the conjugate update against its own
@@ -317,7 +312,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
                           progressbar=False, compute_convergence_checks=False, step=step)
     fr = pmt.forests(idata, "w").values  # (chain, draw, output)
     ws = idata.posterior["w"].values  # (chain, draw, output, row)
-    prior = _prior()
+    prior = six_row_prior()
     for j, q in enumerate(qs.ravel()):
         kappa = math.sqrt(q / (1 - q))
         post, f_mean = quadrature_posterior(
@@ -333,6 +328,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
 C_ROWS = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
 
 
+@pytest.mark.slow
 def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
     """Normal(mu = w[0] + c w[1], sigma) (c = +-1 per row) with a term of shape (2, n): each
     output is a
@@ -364,7 +360,7 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
         # 61 s; 5 sweeps looped in Python, 2,341 and 3,351 at 8,000 draws in as much time)
         idata = pm.sample(draws=8_000, tune=300, chains=2, cores=1, random_seed=43,
                           progressbar=False, compute_convergence_checks=False, step=step)
-    prior = _prior()
+    prior = six_row_prior()
     logs = {(p0, p1): (math.log(prior[p0]) + math.log(prior[p1]) + gaussian_log_marginal(
         Y_REAL, sigma, [(incidence_rows(p0, n), leaf_sd),
                         (C_ROWS[:, None] * incidence_rows(p1, n), leaf_sd)]))
@@ -666,6 +662,7 @@ def test_term_calibrated_for_another_link_is_refused_at_sampling(term_link, like
 # --- composition: intercept, random effect, two tree terms, new data ----------------------
 
 
+@pytest.mark.slow
 def test_logit_model_with_intercept_random_effect_two_terms_and_new_data():
     """y ~ Bernoulli(logit_p = a + u[g] + f1(X) + z * f2(X)): pm.sample assigns CGM to f1, PG
     to f2 and NUTS to the rest; the posterior predictive at new rows (pm.set_data) uses each
@@ -733,6 +730,7 @@ def _recovery_case(case, rng, X):
     return eta, y, "identity", build
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["probit", "logit", "negative_binomial", "student_t"])
 def test_recovery_of_probability_or_rate(case):
     """Simulated from the model with a smooth linear predictor (n = 800, m = 50): the 90%
@@ -781,6 +779,7 @@ def _oracle(case, y, eta):
 # --- an intercept moved by the level shift, under a logit likelihood -----------------------
 
 
+@pytest.mark.slow
 def test_logit_intercept_level_shift_matches_enumeration():
     """y ~ Bernoulli(logit_p = c + f(x)), c ~ Normal(m0, s0), m = 1: c is moved only by the
     tree step's level shift (its own step is a Metropolis with a negligible proposal), which
@@ -788,7 +787,7 @@ def test_logit_intercept_level_shift_matches_enumeration():
     over partitions and the first two moments of c by Gauss-Hermite quadrature over (c, each
     leaf's value): p(T) int N(c) prod_leaves int N(mu) prod_rows p(y_i | c + mu) dmu dc."""
     m0, s0, leaf_sd = 0.3, 1.2, 2.0
-    prior = _prior()
+    prior = six_row_prior()
     nodes, weights = np.polynomial.hermite_e.hermegauss(120)  # for N(0, 1) expectations
     weights = weights / weights.sum()
     c = m0 + s0 * nodes

@@ -274,6 +274,7 @@ X2 = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0], [1.0, 2.0], [2.0,
 Y2 = np.array([-1.2, -0.1, 1.4, 2.9, 0.2, 0.9])
 
 
+@pytest.mark.slow
 def test_one_tree_on_two_columns_matches_enumeration():
     post, prior, mean, second = exact_linear(X2, Y2, 1.0, 1)
     with pm.Model():
@@ -285,6 +286,7 @@ def test_one_tree_on_two_columns_matches_enumeration():
     _check(idata, X2, post, prior, mean, second)
 
 
+@pytest.mark.slow
 def test_mix_of_linear_and_constant_trees_matches_enumeration():
     """response="mix": each tree's kind has prior 1/2 and is drawn given the tree."""
     post, prior, mean, second = exact_linear(X2, Y2, 0.8, 1, mix=True)
@@ -305,6 +307,7 @@ X1 = np.repeat(np.arange(4.0), 2)[:, None]
 Y1 = np.array([0.1, -0.4, 0.9, 0.3, 2.6, 2.1, 1.5, 2.2])
 
 
+@pytest.mark.slow
 def test_two_trees_with_row_scales_and_a_multiplier_match_enumeration():
     """y ~ Normal(a + b * f, s): per-row precisions, b = 0 rows (no information)."""
     a = np.linspace(-0.5, 0.5, 8)
@@ -320,6 +323,7 @@ def test_two_trees_with_row_scales_and_a_multiplier_match_enumeration():
     _check(idata, X1, post, prior, mean, second)
 
 
+@pytest.mark.slow
 def test_level_shift_of_an_intercept_matches_enumeration():
     """y ~ Normal(a + f(x), sigma), a ~ Normal(m0, s0), m = 2 trees with linear leaves: a is
     moved only by the tree step's level shift (its own step is a Metropolis with a negligible

@@ -24,27 +24,20 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import pytest
 from scipy import special, stats
 
 import pymc_trees as pmt
-from enumeration import check_cells, partition_prior_rows
+from enumeration import X6, check_cells, six_row_prior
 from pymc_trees.bart.sampler import ForestSampler
 from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
-from pymc_trees.core.binning import bin_data, make_cutpoints
 
-X6 = np.arange(6.0)[:, None]
 # one step between rows 2 and 3: the trees mix well on it (with an isolated middle row, as in
 # tests/bart/test_general.py's data, the chains kept one tree shape for thousands of sweeps)
 Y6 = np.array([0.4, 0.1, 0.3, -2.6, -2.9, -2.3])
 ALPHA, BETA, LEAF_SD = 0.95, 1.0, 1.0
 MOVES = {"grow": 0.25, "prune": 0.25, "change": 0.4, "swap": 0.1}
 GRID = np.linspace(-12.0, 12.0, 24001)  # step 0.001; a row's peak is 0.5 wide or more
-
-
-def _prior() -> dict:
-    """The prior probability of every row partition of one tree over ``X6``."""
-    cuts, ncuts = make_cutpoints(X6, 100)
-    return partition_prior_rows(bin_data(X6, cuts, ncuts), ncuts, ALPHA, BETA)
 
 
 def grid_posterior(prior: dict, row) -> tuple[dict, np.ndarray]:
@@ -134,7 +127,7 @@ def check_posterior(parts, fs, row) -> None:
     row : callable
         ``row(i, mu)``, row i's log-likelihood at the leaf values ``mu``.
     """
-    prior = _prior()
+    prior = six_row_prior()
     post, f_mean = grid_posterior(prior, row)
     check_cells(parts, post, {k: prior[k] for k in post})
     se = np.asarray(az.mcse(fs)).ravel()
@@ -186,6 +179,7 @@ def general_step(likelihood):
     return step, model
 
 
+@pytest.mark.slow
 def test_a_normal_mixture_of_the_term_matches_enumeration():
     """``NormalMixture(w, mu=stack([f, f + 2]), sigma)`` with unequal weights and scales (a
     row's likelihood has two modes, f = y and f = y - 2): the partitions and the mean of f
@@ -199,6 +193,7 @@ def test_a_normal_mixture_of_the_term_matches_enumeration():
     check_posterior(parts, fs, mixture_row(w, [0.0, 2.0], s))
 
 
+@pytest.mark.slow
 def test_a_mixture_of_component_distributions_matches_enumeration():
     """``Mixture(w, comp_dists=[Normal.dist(f, s), Normal.dist(f + 1.5, s)])``, PyMC's
     general mixture: the same exact check (N_eff 963, tolerance 0.12 against 0.19), and

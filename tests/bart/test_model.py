@@ -146,6 +146,7 @@ def test_a_term_used_across_rows_is_refused():
         pmt.CGMTreeStep([f])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler,draws,m", [("cgm", 500, 200), ("pg", 300, 100)])
 def test_friedman1_recovery(sampler, draws, m):
     """n = 1000, p = 10, noise sd 1: held-out RMSE against the true f below 1.0 and coverage of

@@ -56,6 +56,7 @@ def _tree_shape_freqs(var, depth, n_nodes):
     return cells
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "growprune", "pg"])
 def test_prior_recovery_with_uninformative_data(sampler):
     rng = np.random.default_rng(8)
@@ -113,6 +114,7 @@ def _depth(fr, t):
     return best
 
 
+@pytest.mark.slow
 def test_prior_predictive_draws_whole_forests():
     rng = np.random.default_rng(11)
     X = rng.uniform(size=(40, 2))

@@ -65,6 +65,7 @@ def _new_rows(k=7, seed=9):
     return rng.uniform(size=(k, 3)), rng.integers(G, size=k), rng.uniform(0.5, 1.5, size=k)
 
 
+@pytest.mark.slow
 def test_each_tree_term_gets_its_own_step(fitted):
     model = fitted[0]
     with model:
@@ -178,6 +179,7 @@ np.save(sys.argv[2], pmt.predict(idata, np.load(sys.argv[3]), "f2").values)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
 def test_saved_trace_keeps_forests(fitted, tmp_path, fmt):
     model, idata, (X, g, z, y) = fitted
@@ -328,6 +330,7 @@ def test_external_nuts_samplers_refused_by_us(sampler):
             pm.sample(nuts_sampler=sampler, draws=10, tune=10, progressbar=False)
 
 
+@pytest.mark.slow
 def test_intercept_and_random_intercept_mix():
     """alpha + u[group] + f(X), alpha ~ Normal(0, 10), u a random intercept sampled by NUTS,
     plain pm.sample: bulk ESS >= 400 for alpha and sigma2 in 2 x 1000 draws, and R-hat below
@@ -421,6 +424,7 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
         _keep_values_fit("no")
 
 
+@pytest.mark.slow
 def test_plain_pymc_call_refuses_a_prior_draw_of_f_without_inspecting_the_stack():
     """Where PyMC would draw f from its tree prior (f in sample_vars, or f left out of the
     trace with keep_values=False) the wrapper of its freeze decision refuses, at unchanged X

@@ -134,6 +134,7 @@ def _run(step, point, seed, sweeps, python):
         tree_steps.CGMTreeStep.python_sweep = old
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_compiled_sweep_makes_the_python_sweeps_moves(name):
     model, step = _step(MODELS[name])
@@ -169,6 +170,7 @@ def test_trigamma_in_native_operations_matches_scipy():
     assert np.isnan(pytensor.function([xs], _trigamma(xs))(np.array([0.0, -1.5]))).all()
 
 
+@pytest.mark.slow
 def test_a_gamma_with_trees_in_mean_and_scale_runs_in_the_kernel():
     # pymc-bart's heteroscedastic example: the shape mu^2 / sigma^2 depends on the scale term,
     # so its curvature has a trigamma, which numba would run in object mode; the row graph

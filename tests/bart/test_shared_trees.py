@@ -166,6 +166,7 @@ DRAWS = {"heteroscedastic": (3000, 5), "heteroscedastic, one tree": (3000, 5),
          "softmax": (3000, 5), "two Normal outcomes": (3000, 5), "two quantiles": (2000, 5)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_shared_trees_match_the_exact_posterior(case):
     """Through pm.sample: the posterior of which trees split, the mean of every output and of
@@ -323,6 +324,7 @@ def _het_model(n_rows=60, seed=3, m=6, **kwargs):
     return model, X, y
 
 
+@pytest.mark.slow
 def test_shared_trees_predict_save_and_posterior_predictive(tmp_path):
     """The whole API: the trace is (chain, draw, k, n); every output's stored forest has the
     same trees; predict gives the training values exactly and each output's own leaves at
@@ -340,6 +342,7 @@ def test_shared_trees_predict_save_and_posterior_predictive(tmp_path):
     np.testing.assert_array_equal(probs[:, :, 0], probs[:, :, 1])
 
 
+@pytest.mark.slow
 def test_shared_trees_reproduce_and_restore():
     """A seed reproduces the draws; the step's saved state holds the trees and both outputs'
     leaf values and restores them; the sampler's prior draw has one forest's structure with

@@ -81,6 +81,7 @@ def _run(X, y, categorical, min_leaf, sampler, seed, missing_split=True, draws=N
     return idata
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "pg10"])
 def test_categorical_column_with_a_missing_level_matches_enumeration(sampler):
     idata = _run(XC, YC, [True, False], 2, sampler, 21,
@@ -89,6 +90,7 @@ def test_categorical_column_with_a_missing_level_matches_enumeration(sampler):
         assert float(idata.sample_stats["accept_change"].mean()) > 0.01
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["cgm", "pg10"])
 def test_missing_values_match_enumeration(sampler):
     _run(XM, YM, None, 1, sampler, 22)

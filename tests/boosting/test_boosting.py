@@ -530,6 +530,7 @@ def test_max_bin_beyond_the_bin_codes_names_the_limit():
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 
+@pytest.mark.slow
 @parametrize_with_checks([BoostedTreesRegressor(n_estimators=20),
                           BoostedTreesClassifier(n_estimators=20)])
 def test_sklearn_estimator_checks(estimator, check):

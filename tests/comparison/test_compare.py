@@ -224,6 +224,7 @@ def test_cli_classification_on_a_csv_with_folds(tmp_path, capsys):
 # --- metrics of a whole run, recomputed from its per-row predictions ------------------------
 
 
+@pytest.mark.slow
 def test_regression_metrics_agree_with_the_per_row_predictions(tmp_path):
     res = compare(_table(120, seed=5), "y", drop=["label", "visits"], folds=2, seed=1,
                   out=tmp_path / "r.html", **FAST)
@@ -401,6 +402,7 @@ def test_cli_passes_min_leaf_and_leaf_sd_to_the_bart_term(tmp_path, capsys, monk
     assert "min_leaf = 4 (default 5), leaf_sd = 0.5" in (tmp_path / "tiny.html").read_text()
 
 
+@pytest.mark.slow
 def test_folds_run_on_a_local_dask_cluster_give_the_serial_table():
     """The 2 x K fits are joblib jobs: under joblib.parallel_config(backend="dask") they run
     on a distributed.LocalCluster of two worker processes, with the table of the serial run

@@ -1,10 +1,9 @@
-"""Issue 48, findings 9 to 11: small inputs, plots and the command line.
-
-Each test reproduces one finding: a grid of partial dependence plots of one output of a
-multi-output term, a numeric column with a few cells that are not numbers (target or
-covariate, through ``compare`` and ``BARTTree``), ``leaf_sd`` given as a list,
-``noise_prior`` of a constant response, the submodels of ``plot_scatter_submodels``,
-``plot_convergence`` of one chain, and prior predictive draws in numba-compiled functions.
+"""Small inputs, plots and the command line, each refused or handled as documented: a grid
+of partial dependence plots of one output of a multi-output term, a numeric column with a
+few cells that are not numbers (target or covariate, through ``compare`` and ``BARTTree``),
+``leaf_sd`` given as a list, ``noise_prior`` of a constant response, the submodels of
+``plot_scatter_submodels``, ``plot_convergence`` of one chain, and prior predictive draws in
+numba-compiled functions.
 """
 
 from __future__ import annotations
