@@ -26,6 +26,7 @@ from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.gamma_leaves import gamma_sweep
 from pymc_trees.bart.general_loop import MOVES, acceptance_rates
 from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.core.slice_sampling import slice_sample
 
 __all__ = ["GammaForestSampler", "log_gamma_prior", "LEAF_PRIORS", "leaf_prior_kappa",
            "learned_gamma_scale_logpdf"]
@@ -194,8 +195,8 @@ class GammaForestSampler(ForestSampler):
             -(c + s - mu0)^2 / (2 sd0^2) - kappa c_ L k s / m - d E exp(-kappa k s / m),
 
         concave (``c_, d`` the leaves' Gamma prior), so one slice-sampling update
-        (Neal 2003: stepping out from the current s = 0, then shrinking) leaves it
-        invariant.  Shifts the leaves in place and returns s."""
+        (:func:`~pymc_trees.core.slice_sampling.slice_sample` from the current s = 0, stepping
+        out without a cap) leaves it invariant.  Shifts the leaves in place and returns s."""
         f = self.forest
         leaves = f.var == LEAF
         m, kap = f.m, float(self.kappa)
@@ -207,21 +208,10 @@ class GammaForestSampler(ForestSampler):
         def logp(s):
             return -0.5 * ((c + s - mu0) / sd0) ** 2 - cg * L * r * s - dg * E * np.exp(-r * s)
 
-        level = logp(0.0) - rng.exponential()
         w = 1.0 / np.sqrt(1.0 / sd0**2 + dg * E * r * r)  # the curvature's scale at s = 0
-        lo = -w * rng.random()
-        hi = lo + w
-        while logp(lo) > level:
-            lo -= w
-        while logp(hi) > level:
-            hi += w
-        while True:
-            s = lo + (hi - lo) * rng.random()
-            if logp(s) > level:
-                break
-            if s < 0.0:
-                lo = s
-            else:
-                hi = s
+        # log-concave: stepping out ends without a cap
+        s = slice_sample(rng, 0.0, logp, w, None, "The intercept or the leaves are not "
+                         "finite; give the intercept a proper prior, or report this with the "
+                         "model.")
         f.value[leaves] -= k * s / m
         return float(s)

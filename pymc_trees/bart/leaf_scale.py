@@ -47,10 +47,15 @@ from pymc_trees.bart.learned_scale import (learned_scale_draw, learned_scale_pri
                                            learned_scale_prior_draw)
 from pymc_trees.bart.sampler import ForestSampler
 from pymc_trees.bart.structure import ModelStructureError
+from pymc_trees.core.slice_sampling import slice_sample
 
 __all__ = ["FixedLeafScale", "LearnedLeafScale", "ModelLeafScale", "make_leaf_scale",
-           "leaf_scale_rvs", "check_owned_by_term", "AtValue", "slice_sample",
+           "leaf_scale_rvs", "check_owned_by_term", "AtValue",
            "learned_gamma_scale_update", "interweaving_draw"]
+
+# what the slice sampler's error tells the user when the leaves leave the range a leaf
+# scale's density is finite in
+LEAF_SCALE_FIX = "Pass a fixed leaf_sd, or report this with the model."
 
 
 def leaf_scale_rvs(model: Model, tree_rv) -> list:
@@ -99,37 +104,6 @@ class AtValue:
         return self.fn(point[self.name])
 
 
-def slice_sample(rng, x0: float, logf, w: float, max_steps: int) -> float:
-    """One univariate slice-sampling transition from x0 (Neal 2003, figures 3 and 5: stepping
-    out with at most ``max_steps`` widths ``w``, then shrinkage); leaves the density
-    proportional to ``exp(logf)`` invariant."""
-    logy = logf(x0) - rng.standard_exponential()
-    if not np.isfinite(logy):  # shrinkage would never end: say so rather than hang
-        raise FloatingPointError(
-            f"A slice-sampling update started at {x0!r}, where its log density is "
-            f"{logy + 0.0!r}: the state it conditions on (the leaves, for a leaf scale) has "
-            "left the range the density is finite in. Pass a fixed leaf_sd, or report this "
-            "with the model.")
-    lo = x0 - w * rng.uniform()
-    hi = lo + w
-    j = int(np.floor(max_steps * rng.uniform()))
-    k = max_steps - 1 - j
-    while j > 0 and logf(lo) > logy:
-        lo -= w
-        j -= 1
-    while k > 0 and logf(hi) > logy:
-        hi += w
-        k -= 1
-    while True:
-        x1 = lo + (hi - lo) * rng.uniform()
-        if logf(x1) > logy:
-            return x1
-        if x1 < x0:
-            lo = x1
-        else:
-            hi = x1
-
-
 def interweaving_draw(rng: np.random.Generator, tau: float, A: float, B: float,
                       sd0: float) -> float:
     """One slice-sampling transition from ``tau`` of the leaf sd given the leaves up to their
@@ -146,7 +120,7 @@ def interweaving_draw(rng: np.random.Generator, tau: float, A: float, B: float,
         t = np.exp(u)
         return -2.0 * a * u - b / (t * t) - 0.5 * A * t * t + B * t
 
-    return float(np.exp(slice_sample(rng, float(np.log(tau)), logf, 1.0, 32)))
+    return float(np.exp(slice_sample(rng, float(np.log(tau)), logf, 1.0, 32, LEAF_SCALE_FIX)))
 
 
 class FixedLeafScale:
@@ -260,7 +234,8 @@ def learned_gamma_scale_update(rng: np.random.Generator, sd0: float, parts: list
             lp += L * (c * np.log(d) - special.gammaln(c)) + c * s1 - d * s2
         return lp
 
-    u = slice_sample(rng, float(np.log(same[0].gamma_prior[0])), logf, 0.5, 64)
+    u = slice_sample(rng, float(np.log(same[0].gamma_prior[0])), logf, 0.5, 64,
+                     LEAF_SCALE_FIX)
     for p in same:
         p.set_gamma_shape(np.exp(u))
     for p in normal + other:
@@ -328,7 +303,7 @@ class ModelLeafScale(FixedLeafScale):
             return lp - L * np.log(sd) - 0.5 * S / (sd * sd) if np.isfinite(lp) else -np.inf
 
         x0 = float(np.asarray(point[name]))
-        return np.asarray(slice_sample(rng, x0, logf, 1.0, 32), dtype=dtype)
+        return np.asarray(slice_sample(rng, x0, logf, 1.0, 32, LEAF_SCALE_FIX), dtype=dtype)
 
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
         new = {self.name: self.draw(rng, sampler, point)}

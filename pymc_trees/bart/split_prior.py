@@ -30,7 +30,8 @@ from scipy.special import gammaln, logsumexp
 
 from pymc_trees.bart.distribution import term_inputs
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
-from pymc_trees.bart.leaf_scale import AtValue, check_owned_by_term, slice_sample
+from pymc_trees.bart.leaf_scale import AtValue, check_owned_by_term
+from pymc_trees.core.slice_sampling import slice_sample
 from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
 
 __all__ = ["UniformSplitPrior", "DartSplitPrior", "DirichletSplitPrior", "make_split_prior",
@@ -239,7 +240,8 @@ class DirichletSplitPrior(UniformSplitPrior):
             return lp if np.isfinite(lp) else -np.inf
 
         x0 = float(np.asarray(point[name]))
-        return np.asarray(slice_sample(rng, x0, logf, 1.0, 32), dtype=dtype)
+        return np.asarray(slice_sample(rng, x0, logf, 1.0, 32, "Report this with the model."),
+                          dtype=dtype)
 
     def update(self, rng, sampler, point: dict, prior_only: bool) -> dict:
         new = {self.name: self.draw_split(rng, sampler, point)}
