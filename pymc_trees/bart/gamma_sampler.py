@@ -139,8 +139,7 @@ class GammaForestSampler(ForestSampler):
         K = f.capacity
         bufs = getattr(self, "_gamma_bufs", None)
         if bufs is None or bufs[0].size != K or bufs[2].size != self.n:
-            bufs = self._gamma_bufs = (np.zeros(K), np.zeros(K), np.zeros(self.n),
-                                       np.zeros(K), np.zeros(K))
+            bufs = self._gamma_bufs = (np.zeros(K), np.zeros(K), np.zeros(self.n))
         tally = np.zeros((2, 4), np.int64)
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         pr = self.prior

@@ -18,49 +18,20 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.nodes import (draw_leaf_values, draw_levels, draw_rule,
-                                           log_1m_psplit, log_ml, log_psplit)
-from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
-                                                     grow_proposal, leaf_form_is, leaf_score,
-                                                     merged_score, merged_sums,
-                                                     partitioned_rows, prune, set_children,
-                                                     set_merged)
-from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, values_two,
-                                              split_sums, subtree_sums)
-from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, SWAP, above_leaves, accept_u,
-                                               collect_subtree_rows, commit_subtree, draw_move,
-                                               leaf_rows, partition_rows, pick_restructure,
-                                               prior_subtree, restore_rules, route_segments,
-                                               swap_partner, swap_rules)
+from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.kernels.nodes import draw_leaf_values, draw_levels, log_ml, log_psplit
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, fused_change,
+                                                     fused_change_score, grow, grow_proposal,
+                                                     leaf_form_is, leaf_score, leaf_sums,
+                                                     merged_score, merged_sums, partitioned_rows,
+                                                     prune, restructure, restructure_proposal,
+                                                     set_children, set_merged, subtree_score)
+from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, split_sums,
+                                              subtree_sums, values_two)
+from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, SWAP, above_leaves, draw_move,
+                                               leaf_rows, partition_rows)
 
 __all__ = ["ConstantLeaves", "cgm_sweep", "forest_summary"]
-
-
-@numba.njit(cache=True)
-def _old_subtree(t, root, skip_root_rule, forest, W, S, split_prior, rules, stack):
-    """log prior factors plus leaf log marginal likelihoods of the current subtree."""
-    _, alpha, beta, prec0 = rules
-    var, left, right, depth = forest.var, forest.left, forest.right, forest.depth
-    wavail, ncut = forest.wavail, forest.ncut
-    total = 0.0
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        d = depth[t, k]
-        if var[t, k] >= 0:
-            total += log_psplit(d, alpha, beta)
-            if not (skip_root_rule and k == root):
-                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
-            total += log_ml(W[k], S[k], prec0)
-    return total
 
 
 class ConstantLeaves(NamedTuple):
@@ -209,23 +180,6 @@ def _set_merged(leaves, t, eta, kl, kr, mg):
     return impl
 
 
-@numba.njit(cache=True)
-def _change_proposal(rng, is_swap, t, split_prior, forest, lo, hi):
-    """The part of a change's or a swap's proposal that the tree alone decides, drawn before
-    the pass over the rows: the node (CHANGE) or the child of the parent-child pair (SWAP)
-    uniformly (:func:`pick_restructure`), and for a change the new rule's feature and
-    cutpoint from the prior at the node (as
-    :func:`~pymc_trees.bart.kernels.conjugate_moves.grow_proposal`; the node keeps its rows,
-    hence its available cutpoints, which are left in ``lo``, ``hi``).  Returns ``(node, v,
-    c)``, ``node = -1`` when no node qualifies."""
-    chosen, _, _, _ = pick_restructure(rng, is_swap, t, forest)
-    if chosen < 0 or is_swap:
-        return chosen, 0, 0
-    load_mask(forest.amask, t, chosen, lo, hi)
-    v, c, _ = draw_rule(rng, lo, hi, split_prior, forest.wavail[t, chosen])
-    return chosen, v, c
-
-
 @numba.njit(cache=True, inline="always")
 def _fusable_change(t, chosen, v_new, lo, var, left, right):
     """Whether the pass over the rows can sum a change's proposal itself: a node above two
@@ -233,79 +187,56 @@ def _fusable_change(t, chosen, v_new, lo, var, left, right):
     return chosen >= 0 and above_leaves(t, chosen, var, left, right) and lo[v_new] >= 0
 
 
-@numba.njit(cache=True)
-def _change_or_swap(rng, is_swap, t, proposal, fusion, counts, data, rules, forest, scratch,
-                    omega, omega_const, sums):
-    """The change or swap proposed by :func:`_change_proposal`, after the pass over the rows:
-    -1 when impossible, else 1/0 for accepted/rejected.  ``proposal = (node, v, c)`` as
-    :func:`_change_proposal` returned it; ``fusion = (fused, nl, sl)``: ``fused`` says that the
-    pass summed the rows of the node's two leaves that the new rule sends left (``nl`` rows,
-    residual sum ``sl``, equal precisions): the rows are then collected only when the
-    likelihood does not already reject.  The bundles as in :func:`cgm_sweep`."""
-    chosen, v_new, c_new = proposal
-    fused, nl, sl = fusion
-    Xb, XbT, ncuts, iscat, split_prior = data
-    min_leaf, alpha, beta, prec0 = rules
-    (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
-     leaf_of_row) = forest
-    (r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,
-     nmask) = scratch
-    if chosen < 0:
-        return -1
-    root = parent[t, chosen] if is_swap else chosen
-    kl = left[t, root]
-    kr = right[t, root]
-    old_rules = (var[t, root], cut[t, root], var[t, kl], cut[t, kl], var[t, kr], cut[t, kr])
-    both = False
-    sib = kl
-    if is_swap:
-        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
-        if not possible:
-            return 0
-    root_wsum = wavail[t, root]
-    if fused:
-        old = _old_subtree(t, root, True, forest, W, S, split_prior, rules, stack)
-        cnt = int(counts[t, kl] + counts[t, kr])
-        var[t, root] = v_new
-        cut[t, root] = c_new
-        nW[kl] = omega_const * nl
-        nS[kl] = omega_const * sl
-        nW[kr] = omega_const * (cnt - nl)
+@overload(subtree_score)
+def _subtree_score(leaves, t, root, cnt, data, rules, forest, scratch):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, root, cnt, data, rules, forest, scratch):
+        return (subtree_sums(t, root, cnt, data, rules, forest, scratch, leaves.omega,
+                             leaves.omega_const, leaves.sums), False)
+    return impl
+
+
+@overload(fused_change)
+def _fused_change(leaves):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves):
+        return leaves.fusion[0] != 0.0
+    return impl
+
+
+@overload(fused_change_score)
+def _fused_change_score(leaves, t, root, kl, kr, rules, forest, scratch):
+    """A change at a node above two leaves whose new leaves the pass summed (equal
+    precisions: ``nl`` rows and residual sum ``sl`` to the left, in ``leaves.fusion``): the
+    bound :func:`subtree_sums` gives there, from the leaves' row counts and sums."""
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves, t, root, kl, kr, rules, forest, scratch):
+        nW, nS, S, oc = scratch.nW, scratch.nS, leaves.S, leaves.omega_const
+        nl, sl = leaves.fusion[1], leaves.fusion[2]
+        cnt = int(leaves.counts[t, kl] + leaves.counts[t, kr])
+        nW[kl] = oc * nl
+        nS[kl] = oc * sl
+        nW[kr] = oc * (cnt - nl)
         nS[kr] = (S[kl] + S[kr]) - nS[kl]
-        # what subtree_sums gives at a node above two leaves
-        bound = (log_psplit(depth[t, root], alpha, beta) + log_ml(nW[kl], nS[kl], prec0)
-                 + log_ml(nW[kr], nS[kr], prec0)) - old
-    else:
-        cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
-        old = _old_subtree(t, root, not is_swap, forest, W, S, split_prior, rules, stack)
-        if is_swap:
-            swap_rules(t, root, chosen, sib, both, var, cut)
-            # the subtree's root keeps its rows, hence its available cutpoints
-            load_mask(amask, t, root, lo, hi)
-        else:
-            if lo[v_new] < 0:
-                c_new = draw_levels(rng, lo, v_new, Xb, idx, 0, cnt, min_leaf)
-            var[t, root] = v_new
-            cut[t, root] = c_new
-        bound = subtree_sums(t, root, cnt, data, rules, forest, scratch, omega, omega_const,
-                             sums) - old
-    u = rng.random()
-    # the rows are partitioned among the nodes, and the rules' availability counted, only
-    # when the bound does not already reject
-    accept = accept_u(u, bound)
-    if accept:
-        if fused:
-            cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub,
-                                       idx)
-        route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp)
-        rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest,
-                                     scratch)
-        accept = valid and accept_u(u, bound + rest)
-    if accept:
-        commit_subtree(t, root, forest, scratch, W, S, nW, nS)
-        return 1
-    restore_rules(t, root, kl, kr, old_rules, var, cut)
-    return 0
+        return (log_psplit(forest.depth[t, root], rules.alpha, rules.beta)
+                + log_ml(nW[kl], nS[kl], rules.prec0) + log_ml(nW[kr], nS[kr], rules.prec0))
+    return impl
+
+
+@overload(leaf_sums)
+def _leaf_sums(leaves):
+    if not _constant(leaves):
+        return None
+
+    def impl(leaves):
+        return leaves.W, leaves.S
+    return impl
 
 
 @numba.njit(cache=True)
@@ -402,7 +333,8 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
             fused = omega_const > 0.0 and chosen >= 0 and lo[v] >= 0
             a = b = chosen
         elif move != PRUNE:
-            chosen, v, c = _change_proposal(rng, move == SWAP, t, split_prior, forest, lo, hi)
+            chosen, v, c = restructure_proposal(rng, move == SWAP, t, split_prior, forest, lo,
+                                                hi)
             fused = (omega_const > 0.0 and move == CHANGE
                      and _fusable_change(t, chosen, v, lo, var, left, right))
             if fused:
@@ -477,8 +409,8 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
         elif move == PRUNE:
             res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
         else:
-            res = _change_or_swap(rng, move == SWAP, t, (chosen, v, c), (fused, nl, sl), counts,
-                                  data, rules, forest, scratch, omega, omega_const, sums)
+            res = restructure(rng, move == SWAP, t, (chosen, v, c), leaves, data, rules, forest,
+                              scratch)
         if res >= 0:
             tally[0, move] += 1
             tally[1, move] += res

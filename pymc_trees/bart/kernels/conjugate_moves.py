@@ -38,12 +38,29 @@ sweep's whole bundles made a grow/prune sweep at 10,000 rows about 4% slower).
   would leave, ``merged_score(leaves, mg)`` its log marginal likelihood, ``set_merged(leaves,
   t, eta, kl, kr, mg)``: its rows and sums kept, before the tree's edit.
 
+CGM's change and swap (:func:`restructure`: any internal node's rule drawn anew, or a
+parent's rule exchanged with its child's, the subtree's rows routed anew) are written once
+too, for the forms with CGM's move set (constant and log-gamma leaves), with four more
+hooks:
+
+- ``subtree_score(leaves, t, root, cnt, data, rules, forest, scratch)``: the proposed
+  subtree's ``log p_split`` of its internal nodes plus its leaves' log marginal likelihoods
+  (an upper bound of its log factor: :func:`prior_subtree` adds the rest, all at most 1),
+  the leaves' sums left in ``scratch.nW``, ``scratch.nS``, and whether it routed the rows
+  into the node segments already;
+- ``fused_change(leaves)``: whether the sweep's pass summed a change's two new leaves
+  (``fused_change_score(leaves, t, root, kl, kr, rules, forest, scratch)`` then gives that
+  bound from them, without the rows);
+- ``leaf_sums(leaves)``: the two arrays of the kept per-leaf sums, which an accepted move
+  sets from ``scratch.nW``, ``scratch.nS``.
+
+:func:`old_subtree` reads the current subtree's leaves through ``leaf_score``, so the
+general step uses it with a bundle of its own leaves' prior.  The linear sweeps keep their
+change (a node above two leaves, no swap: another move set, fixed probabilities).
+
 The random numbers are drawn in one order for every form: the proposal's (the leaf, then
-the rule: :func:`grow_proposal`; a categorical rule's levels in ``children_sums``), then
-one uniform for the decision.  The change and swap stay with each sweep: their move sets
-differ (``cgm`` changes any internal node with its subtree and swaps; the linear sweep
-changes a node above two leaves only), so one function would change the draws of one of
-them.
+the rule: :func:`grow_proposal`; a change's node and rule: :func:`restructure_proposal`; a
+categorical rule's levels once the rows are known), then one uniform for the decision.
 """
 
 from __future__ import annotations
@@ -51,17 +68,24 @@ from __future__ import annotations
 import numba
 from numba.core import types
 
-from pymc_trees.bart.kernels.forest import load_mask
-from pymc_trees.bart.kernels.nodes import draw_rule
-from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, accept_move, accept_u,
-                                               children_logr, children_masks, count_nodes,
-                                               grow_tree_logr, merge_children, pick_node,
-                                               pick_prune, prunable_after_grow,
-                                               prune_tree_logr, split_leaf)
+import math
 
-__all__ = ["grow_proposal", "grow", "prune", "prune_picked", "leaf_form_is", "leaf_score", "children_sums",
+from pymc_trees.bart.kernels.forest import load_mask
+from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit, log_psplit
+from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, accept_move, accept_u,
+                                               children_logr, children_masks,
+                                               collect_subtree_rows, commit_subtree,
+                                               count_nodes, grow_tree_logr, merge_children,
+                                               pick_node, pick_prune, pick_restructure,
+                                               prior_subtree, prunable_after_grow,
+                                               prune_tree_logr, restore_rules, route_segments,
+                                               split_leaf, swap_partner, swap_rules)
+
+__all__ = ["grow_proposal", "grow", "prune", "prune_picked", "restructure_proposal",
+           "restructure", "old_subtree", "leaf_form_is", "leaf_score", "children_sums",
            "children_score", "partitioned_rows", "set_children", "merged_sums",
-           "merged_score", "set_merged"]
+           "merged_score", "set_merged", "subtree_score", "fused_change", "fused_change_score",
+           "leaf_sums"]
 
 
 def leaf_form_is(leaves, cls) -> bool:
@@ -87,6 +111,10 @@ set_children = _hook("set_children")
 merged_sums = _hook("merged_sums")
 merged_score = _hook("merged_score")
 set_merged = _hook("set_merged")
+subtree_score = _hook("subtree_score")
+fused_change = _hook("fused_change")
+fused_change_score = _hook("fused_change_score")
+leaf_sums = _hook("leaf_sums")
 
 
 @numba.njit(cache=True, inline="always")
@@ -174,3 +202,117 @@ def prune_picked(rng, t, pick, leaves, rules, pg, pp, forest, scratch):
     set_merged(leaves, t, eta, kl, kr, mg)
     merge_children(t, eta, kl, kr, forest)
     return 1
+
+
+@numba.njit(cache=True)
+def restructure_proposal(rng, is_swap, t, split_prior, forest, lo, hi):
+    """The part of a change's or a swap's proposal that the tree alone decides, which a sweep
+    may draw before its pass over the rows: the node (a change) or the child of the
+    parent-child pair (a swap) uniformly (:func:`pick_restructure`), and for a change the new
+    rule's feature and cutpoint from the prior at the node (as :func:`grow_proposal`; the
+    node keeps its rows, hence its available cutpoints, which are left in ``lo``, ``hi``).
+    Returns ``(node, v, c)``, ``node = -1`` when no node qualifies."""
+    chosen, _, _, _ = pick_restructure(rng, is_swap, t, forest)
+    if chosen < 0 or is_swap:
+        return chosen, 0, 0
+    load_mask(forest.amask, t, chosen, lo, hi)
+    v, c, _ = draw_rule(rng, lo, hi, split_prior, forest.wavail[t, chosen])
+    return chosen, v, c
+
+
+@numba.njit(cache=True)
+def old_subtree(t, root, skip_root_rule, forest, leaves, split_prior, rules, stack):
+    """The current subtree below ``root``: its log prior factors (``p_split`` of its internal
+    nodes and their rules' probabilities, but the root's with ``skip_root_rule``,
+    ``1 - p_split`` of its leaves) plus its leaves' ``leaf_score``, in one traversal."""
+    alpha, beta = rules.alpha, rules.beta
+    var, left, right, depth = forest.var, forest.left, forest.right, forest.depth
+    wavail, ncut = forest.wavail, forest.ncut
+    total = 0.0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        d = depth[t, k]
+        if var[t, k] >= 0:
+            total += log_psplit(d, alpha, beta)
+            if not (skip_root_rule and k == root):
+                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
+            stack[top] = left[t, k]
+            stack[top + 1] = right[t, k]
+            top += 2
+        else:
+            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
+            total += leaf_score(leaves, k)
+    return total
+
+
+@numba.njit(cache=True, inline="always")
+def restructure(rng, is_swap, t, proposal, leaves, data, rules, forest, scratch):
+    """CGM's change or swap (docs/math.md section 5) with the leaves integrated out, after
+    the sweep's pass over the rows: ``proposal = (node, v, c)`` from
+    :func:`restructure_proposal`.  The subtree's prior factors and leaf marginals before
+    (:func:`old_subtree`) and after (``subtree_score``, or ``fused_change_score`` when the
+    pass summed a change's new leaves): their ratio without the new subtree's rule and leaf
+    factors, all at most 1, bounds the full one, so the rows are routed and the rules'
+    availability counted only when that bound does not already reject (the same decision,
+    with the same uniform).  -1 when no node qualifies, else 1/0 for accepted/rejected."""
+    chosen, v_new, c_new = proposal
+    if chosen < 0:
+        return -1
+    var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
+    lo, hi, idx, stack = scratch.lo, scratch.hi, scratch.idx, scratch.stack
+    root = forest.parent[t, chosen] if is_swap else chosen
+    kl = left[t, root]
+    kr = right[t, root]
+    old_rules = (var[t, root], cut[t, root], var[t, kl], cut[t, kl], var[t, kr], cut[t, kr])
+    both = False
+    sib = kl
+    if is_swap:
+        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
+        if not possible:
+            return 0
+    root_wsum = forest.wavail[t, root]
+    fused = fused_change(leaves)
+    cnt = 0
+    routed = False
+    if fused:
+        old = old_subtree(t, root, True, forest, leaves, data.split_prior, rules, stack)
+        var[t, root] = v_new
+        cut[t, root] = c_new
+        bound = fused_change_score(leaves, t, root, kl, kr, rules, forest, scratch) - old
+    else:
+        cnt = collect_subtree_rows(t, root, var, left, right, forest.leaf_of_row, stack,
+                                   scratch.in_sub, idx)
+        old = old_subtree(t, root, not is_swap, forest, leaves, data.split_prior, rules, stack)
+        if is_swap:
+            swap_rules(t, root, chosen, sib, both, var, cut)
+            # the subtree's root keeps its rows, hence its available cutpoints
+            load_mask(forest.amask, t, root, lo, hi)
+        else:
+            if lo[v_new] < 0:
+                c_new = draw_levels(rng, lo, v_new, data.Xb, idx, 0, cnt, rules.min_leaf)
+            var[t, root] = v_new
+            cut[t, root] = c_new
+        new, routed = subtree_score(leaves, t, root, cnt, data, rules, forest, scratch)
+        bound = new - old
+    u = rng.random()
+    accept = accept_u(u, bound)
+    if accept:
+        if fused:
+            cnt = collect_subtree_rows(t, root, var, left, right, forest.leaf_of_row, stack,
+                                       scratch.in_sub, idx)
+        if not routed:
+            route_segments(t, root, cnt, data.XbT, var, cut, left, right, idx, scratch.seg_s,
+                           scratch.seg_e, stack, scratch.tmp)
+        rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest,
+                                     scratch)
+        accept = valid and accept_u(u, bound + rest)
+    if accept:
+        S0, S1 = leaf_sums(leaves)
+        commit_subtree(t, root, forest, scratch, S0, S1, scratch.nW, scratch.nS)
+        return 1
+    restore_rules(t, root, kl, kr, old_rules, var, cut)
+    return 0
+

@@ -17,9 +17,9 @@ and integrates out in closed form:
         = lgamma(c + A) - lgamma(c) + c log d - (c + A) log(d + B),
 
 with the conditional ``phi | . ~ Gamma(c + A, rate d + B)``.  So the structure moves see the
-leaves through ``(A, B)`` as the Gaussian leaves do through ``(W, S)``: grow and prune are
-:mod:`~pymc_trees.bart.kernels.conjugate_moves`' with the hooks of :class:`GammaLeaves`,
-change and swap are CGM's (any internal node's rule, its subtree routed anew).
+leaves through ``(A, B)`` as the Gaussian leaves do through ``(W, S)``: grow, prune, change
+and swap are :mod:`~pymc_trees.bart.kernels.conjugate_moves`' with the hooks of
+:class:`GammaLeaves` (CGM's move set: any internal node's rule, its subtree routed anew).
 
 The rows carry ``e_i = t_i exp(kappa (eta_i - mu_t(i)))``, the rate against every tree
 but the one being updated, kept by multiplying with each leaf's factor ``exp(+-kappa mu)``
@@ -35,17 +35,16 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, grow,
-                                                     grow_proposal, leaf_form_is, leaf_score,
-                                                     merged_score, merged_sums,
-                                                     partitioned_rows, prune, set_children,
-                                                     set_merged)
-from pymc_trees.bart.kernels.forest import LEAF, load_mask
-from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit, log_psplit
-from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, accept_u, collect_subtree_rows,
-                                               commit_subtree, draw_move, leaf_rows, partition_rows,
-                                               pick_restructure, prior_subtree, restore_rules,
-                                               route_segments, swap_partner, swap_rules)
+from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, fused_change,
+                                                     fused_change_score, grow, grow_proposal,
+                                                     leaf_form_is, leaf_score, leaf_sums,
+                                                     merged_score, merged_sums, partitioned_rows,
+                                                     prune, restructure, restructure_proposal,
+                                                     set_children, set_merged, subtree_score)
+from pymc_trees.bart.kernels.forest import LEAF
+from pymc_trees.bart.kernels.nodes import draw_levels, log_psplit
+from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, draw_move, leaf_rows,
+                                               partition_rows, route_segments)
 
 __all__ = ["GammaLeaves", "gamma_log_ml", "gamma_sweep"]
 
@@ -208,33 +207,6 @@ def _set_merged(leaves, t, eta, kl, kr, mg):
 
 
 @numba.njit(cache=True)
-def _old_subtree(t, root, skip_root_rule, forest, leaves, split_prior, rules, stack):
-    """The current subtree's log prior factors plus its leaves' log marginal likelihoods
-    (as the constant leaves' ``_old_subtree`` in :mod:`~pymc_trees.bart.kernels.cgm`)."""
-    var, left, right, depth = forest.var, forest.left, forest.right, forest.depth
-    wavail, ncut = forest.wavail, forest.ncut
-    alpha, beta = rules.alpha, rules.beta
-    total = 0.0
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        d = depth[t, k]
-        if var[t, k] >= 0:
-            total += log_psplit(d, alpha, beta)
-            if not (skip_root_rule and k == root):
-                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
-            total += gamma_log_ml(leaves.A[k], leaves.B[k], leaves.c, leaves.d)
-    return total
-
-
-@numba.njit(cache=True)
 def _new_subtree(t, root, forest, leaves, rules, scratch, nA, nB):
     """The proposed subtree's ``log p_split`` of its internal nodes plus its leaves' log
     marginal likelihoods, their sums ``(nA, nB)`` taken over the segments of ``scratch.idx``
@@ -260,52 +232,49 @@ def _new_subtree(t, root, forest, leaves, rules, scratch, nA, nB):
     return total
 
 
-@numba.njit(cache=True)
-def _restructure(rng, is_swap, t, leaves, data, rules, forest, scratch, nA, nB):
-    """A change (a new rule from the prior at any internal node, its subtree's rows routed
-    anew) or a swap (a parent's rule exchanged with its child's), CGM's moves of the constant
-    leaves (:mod:`~pymc_trees.bart.kernels.cgm`) with the log-gamma leaves integrated out:
-    the subtree's prior factors and leaf marginals before and after.  -1 when no node
-    qualifies, else 1/0 for accepted/rejected."""
-    var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
-    lo, hi, idx, stack = scratch.lo, scratch.hi, scratch.idx, scratch.stack
-    chosen, root, kl, kr = pick_restructure(rng, is_swap, t, forest)
-    if chosen < 0:
-        return -1
-    v_new = 0
-    c_new = 0
-    if not is_swap:
-        load_mask(forest.amask, t, chosen, lo, hi)
-        v_new, c_new, _ = draw_rule(rng, lo, hi, data.split_prior, forest.wavail[t, chosen])
-    old_rules = (var[t, root], cut[t, root], var[t, kl], cut[t, kl], var[t, kr], cut[t, kr])
-    sib = kl
-    both = False
-    if is_swap:
-        sib, both, possible = swap_partner(t, chosen, root, kl, kr, var, cut)
-        if not possible:
-            return 0
-    root_wsum = forest.wavail[t, root]
-    cnt = collect_subtree_rows(t, root, var, left, right, forest.leaf_of_row, stack,
-                               scratch.in_sub, idx)
-    old = _old_subtree(t, root, not is_swap, forest, leaves, data.split_prior, rules, stack)
-    if is_swap:
-        swap_rules(t, root, chosen, sib, both, var, cut)
-        load_mask(forest.amask, t, root, lo, hi)  # the root keeps its rows
-    else:
-        if lo[v_new] < 0:
-            c_new = draw_levels(rng, lo, v_new, data.Xb, idx, 0, cnt, rules.min_leaf)
-        var[t, root] = v_new
-        cut[t, root] = c_new
-    u = rng.random()
-    route_segments(t, root, cnt, data.XbT, var, cut, left, right, idx, scratch.seg_s,
-                   scratch.seg_e, stack, scratch.tmp)
-    new = _new_subtree(t, root, forest, leaves, rules, scratch, nA, nB)
-    rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest, scratch)
-    if valid and accept_u(u, new + rest - old):
-        commit_subtree(t, root, forest, scratch, leaves.A, leaves.B, nA, nB)
-        return 1
-    restore_rules(t, root, kl, kr, old_rules, var, cut)
-    return 0
+@overload(subtree_score)
+def _subtree_score(leaves, t, root, cnt, data, rules, forest, scratch):
+    """The rows routed into the subtree's (new) leaves, then their sums from the segments."""
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, root, cnt, data, rules, forest, scratch):
+        route_segments(t, root, cnt, data.XbT, forest.var, forest.cut, forest.left,
+                       forest.right, scratch.idx, scratch.seg_s, scratch.seg_e, scratch.stack,
+                       scratch.tmp)
+        return _new_subtree(t, root, forest, leaves, rules, scratch, scratch.nW,
+                            scratch.nS), True
+    return impl
+
+
+@overload(fused_change)
+def _fused_change(leaves):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves):
+        return False  # the pass sums no proposal
+    return impl
+
+
+@overload(fused_change_score)
+def _fused_change_score(leaves, t, root, kl, kr, rules, forest, scratch):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves, t, root, kl, kr, rules, forest, scratch):
+        return 0.0  # never called: fused_change is False
+    return impl
+
+
+@overload(leaf_sums)
+def _leaf_sums(leaves):
+    if not _gamma(leaves):
+        return None
+
+    def impl(leaves):
+        return leaves.A, leaves.B
+    return impl
 
 
 @numba.njit(cache=True)
@@ -329,14 +298,14 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
         The trees' sum at the rows on entry (read only; the rates follow it, tree by tree,
         through the sweeps).
     bufs : tuple of ndarray
-        ``(A, B, e, nA, nB)``: scratch for the leaves' sums and a move's proposed sums
-        (shape (K,) each) and the rows' rates (shape (n,)).
+        ``(A, B, e)``: scratch for the leaves' sums (shape (K,) each) and the rows' rates
+        (shape (n,)); a move's proposed sums go to ``scratch.nW``, ``scratch.nS``.
     tally : ndarray of shape (2, 4), dtype int64
         Moves proposed (row 0) and accepted (row 1), per move type.
     """
     var, value, n_nodes, leaf_of_row = (forest.var, forest.value, forest.n_nodes,
                                         forest.leaf_of_row)
-    A, B, e, nA, nB = bufs
+    A, B, e = bufs
     m, n = leaf_of_row.shape
     K = A.shape[0]
     pg = move_cp[0]
@@ -387,8 +356,10 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
             elif move == PRUNE:
                 res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
             else:
-                res = _restructure(rng, move == SWAP, t, leaves, data, rules, forest, scratch,
-                                   nA, nB)
+                proposal = restructure_proposal(rng, move == SWAP, t, data.split_prior, forest,
+                                                lo, hi)
+                res = restructure(rng, move == SWAP, t, proposal, leaves, data, rules, forest,
+                                  scratch)
             if res >= 0:
                 tally[0, move] += 1
                 tally[1, move] += res

@@ -47,9 +47,13 @@ a Gibbs draw.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
+import numpy as np
+from numba.extending import overload
 
+from pymc_trees.bart.kernels.conjugate_moves import leaf_form_is, leaf_score, old_subtree
 from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, children_logr, children_masks,
                                                collect_subtree_rows, commit_subtree, draw_move,
                                                grow_tree_logr, merge_children, pick_prune,
@@ -65,7 +69,7 @@ from pymc_trees.bart.kernels.newton import (DEFENSIVE, draw_at, draw_q, group_lo
 from pymc_trees.bart.kernels.row_calls import (ROW_SIGNATURE, RowBuffers, RowState, call_all,
                                                call_rows, clean_gh, clean_ll, clean_rows, decide,
                                                gaussian_pre, gaussian_rows, new_row_buffers)
-from pymc_trees.bart.kernels.nodes import draw_node_rule, log_1m_psplit, log_psplit
+from pymc_trees.bart.kernels.nodes import draw_node_rule, log_psplit
 
 __all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_log_q",
            "reverse_old_leaves", "grow_propose", "grow_commit", "prune_propose", "prune_commit",
@@ -205,29 +209,23 @@ def prune_commit(t, forest, value, idx, mu, out_i):
     merge_children(t, node, kl, kr, forest)
 
 
-@numba.njit(cache=True)
-def _old_subtree(t, root, skip_root_rule, var, left, right, depth, wavail, ncut, value,
-                 split_prior, alpha, beta, prec0, stack):
-    """Structural log prior of the current subtree plus its leaves' log priors."""
-    total = 0.0
-    vt = value[:, t]
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        d = depth[t, k]
-        if var[t, k] >= 0:
-            total += log_psplit(d, alpha, beta)
-            if not (skip_root_rule and k == root):
-                total += math.log(split_prior[var[t, k]] / wavail[t, k]) - math.log(ncut[t, k])
-            stack[top] = left[t, k]
-            stack[top + 1] = right[t, k]
-            top += 2
-        else:
-            total += log_1m_psplit(d, alpha, beta, wavail[t, k] > 0.0)
-            total += prior_at(vt, k, prec0)
-    return total
+class LeafPriors(NamedTuple):
+    """The general step's leaves as :func:`~pymc_trees.bart.kernels.conjugate_moves.
+    old_subtree` reads them (its ``leaf_score``: a leaf's log prior, not a marginal
+    likelihood): tree t's leaf value vectors ``vt`` (J, K) and the leaf prior's precision."""
+
+    vt: np.ndarray
+    prec0: float
+
+
+@overload(leaf_score)
+def _leaf_score(leaves, k):
+    if not leaf_form_is(leaves, LeafPriors):
+        return None
+
+    def impl(leaves, k):
+        return prior_at(leaves.vt, k, leaves.prec0)
+    return impl
 
 
 @numba.njit(cache=True)
@@ -304,8 +302,8 @@ def restructure_propose(rng, is_swap, t, data, rules, w, forest, value, g, h, sc
             return 0
     cnt = collect_subtree_rows(t, root, var, left, right, leaf_of_row, stack, in_sub, idx)
     out_i[1] = cnt
-    old = _old_subtree(t, root, not is_swap, var, left, right, depth, wavail, ncut, value,
-                       split_prior, alpha, beta, prec0, stack)
+    old = old_subtree(t, root, not is_swap, forest, LeafPriors(value[:, t], prec0), split_prior,
+                      rules, stack)
     if is_swap:
         swap_rules(t, root, chosen, sib, both, var, cut)
     load_mask(amask, t, root, lo, hi)
