@@ -15,7 +15,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
   likelihoods through ``exp``), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
   start); ``augment``: data augmentation.
 - ``conjugate_moves``: grow and prune of the conjugate sweeps (leaves integrated out),
-  written once for constant and linear leaves.
+  written once for constant, linear and log-gamma leaves, and CGM's change and swap for
+  the constant and log-gamma leaves.
 
 Every sweep and move kernel takes the bundles (``SweepData``, ``TreeRules``, ``ForestArrays``,
 ``SweepScratch``, and its own: ``RowState``/``RowBuffers``, ``LinearRows``/``LinearSums``,
@@ -37,15 +38,13 @@ is a bundle and its hooks, not a copy of the moves.
 
 What stays per sweep: (a) the pass over the rows before a move (``cgm`` and
 ``linear_sweep`` fuse the proposal's new leaves' sums into the pass that takes the previous
-tree out of the residual; ``cgm`` keeps row counts instead of summing precisions); (b) change and
-swap, whose move sets
-differ (``cgm`` and ``general`` change any internal node with its subtree and swap;
-``linear_sweep`` and ``general_linear`` change a node above two leaves, have no swap and fixed
-move probabilities 0.3, 0.3, 0.4, so that a user's ``move_probs`` is refused): one function
-for both would change the draws of one of them; (c) the leaf updates after the move; (d) the
-general step's grow and prune, in ``general`` (constant leaves, J outputs) and
+tree out of the residual; ``cgm`` keeps row counts instead of summing precisions); (b) the
+linear leaves' change (a node above two leaves, no swap, fixed move probabilities 0.3, 0.3,
+0.4, so that a user's ``move_probs`` is refused; CGM's change and swap of the constant and
+log-gamma leaves are ``conjugate_moves.restructure``); (c) the leaf updates after the move;
+(d) the general step's grow and prune, in ``general`` (constant leaves, J outputs) and
 ``general_linear``: written once with the same hooks they measured 2 to 6% slower on the
-general step's small models, more than the restructure allowed. 
+general step's small models, more than the restructure allowed.
 ``docs/explanation/code-layout.md``, "One
 move per leaf form, measured", has these figures, and why the hooks are overloads and not
 the linear form with no regressor (a constant leaf is one, at 2.2 times the sweep's time)
