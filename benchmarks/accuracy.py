@@ -44,7 +44,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 import arviz as az
 import numpy as np
 
-from pymc_trees.bart.calibration import leaf_calibration
+from pymc_trees.bart.likelihood.calibration import leaf_calibration
 from pymc_trees.comparison.datasets import friedman1
 
 M = 200

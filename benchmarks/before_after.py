@@ -38,7 +38,7 @@ if what == "sweep":
 else:
     import numpy as np, pymc as pm
     import general_sweep as g
-    from pymc_trees.bart import steps as tree_steps
+    from pymc_trees.bart.steps import tree_step as tree_steps
     for build in (g.poisson, g.gamma_shape, g.normal_log_scale, g.three_quantiles_log,
                   g.negative_binomial):
         with warnings.catch_warnings():

@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "bart"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pymc_trees.bart.sampler import ForestSampler  # noqa: E402
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs  # noqa: E402
+from pymc_trees.bart.samplers.sampler import ForestSampler  # noqa: E402
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs  # noqa: E402
 from enumeration import forest_row_partitions  # noqa: E402
 from test_general import ALPHA, BETA, CASES, MOVES, X6, _prior, quadrature_posterior  # noqa: E402
 

@@ -30,9 +30,9 @@ import numpy as np
 import pymc as pm
 
 import pymc_trees as pmt
-from pymc_trees.bart import steps as tree_steps
+from pymc_trees.bart.steps import tree_step as tree_steps
 from pymc_trees.bart.kernels import general as gk
-from pymc_trees.bart.tree_prior import move_cumulative_probs
+from pymc_trees.bart.samplers.tree_prior import move_cumulative_probs
 
 from general_sweep import M, N, P, _data  # the same design (this folder is on the path)
 

@@ -21,7 +21,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_trees as pmt
-from pymc_trees.bart import steps as tree_steps
+from pymc_trees.bart.steps import tree_step as tree_steps
 from pymc_trees.bart.kernels.general import call_all
 
 N, P, M = 1500, 6, 50

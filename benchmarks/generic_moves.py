@@ -34,9 +34,9 @@ import warnings
 
 import numpy as np
 
-from pymc_trees.bart.linear_sampler import LinearForestSampler
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.comparison.datasets import friedman1
 
 LINEAR_MIX = {"grow": .3, "prune": .3, "change": .4, "swap": 0.0}
@@ -84,7 +84,7 @@ def general(sweeps: int, rounds: int) -> tuple[float, float]:
     import pymc as pm
 
     import pymc_trees as pmt
-    from pymc_trees.bart import steps as tree_steps
+    from pymc_trees.bart.steps import tree_step as tree_steps
 
     n, p, m = 1500, 6, 50
     rng = np.random.default_rng(0)

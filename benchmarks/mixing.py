@@ -32,10 +32,10 @@ import time
 import arviz as az
 import numpy as np
 
-from pymc_trees.bart.calibration import leaf_calibration, noise_prior
+from pymc_trees.bart.likelihood.calibration import leaf_calibration, noise_prior
 from pymc_trees.comparison.datasets import friedman1
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 
 SAMPLERS = {
     "PG(10)": ("pg", 10),

@@ -44,9 +44,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
 import numpy as np
 
 from pymc_trees.comparison.datasets import friedman1
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
-from pymc_trees.bart.steps import LARGE_DATA_ROWS
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.steps.tree_step import LARGE_DATA_ROWS
 
 CGM_MOVES = {"grow": .25, "prune": .25, "change": .4, "swap": .1}
 

@@ -1,6 +1,6 @@
 """What the warm start buys by size (issue 52, item 1): the README's model on Friedman #1 with
 the default warm start (``warm_start=None``: up to 10 grow-from-root sweeps, as many as cost
-about 5% of the chain, ``pymc_trees.bart.plan.warm_sweeps``), with 10 sweeps always (the
+about 5% of the chain, ``pymc_trees.bart.term.plan.warm_sweeps``), with 10 sweeps always (the
 default before issue 52) and without it (``cgm_tree={"warm_start": 0}``).
 
 For each n: ``pm.sample(draws=D, tune=T, chains=2, cores=2)`` (200 + 200 by default), then

@@ -20,8 +20,8 @@ import time
 import numba
 import numpy as np
 
-from pymc_trees.bart.plan import make_forest_sampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.term.plan import make_forest_sampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.comparison.datasets import friedman1
 
 

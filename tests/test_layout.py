@@ -71,6 +71,28 @@ def test_imports_only_go_down_the_layers():
     assert not wrong, "imports that go up or sideways:\n" + "\n".join(sorted(set(wrong)))
 
 
+# bart/ in wings, lower first: a module imports from its own wing or a lower one; the
+# package's __init__ ("") sits on top
+BART_WINGS = {"kernels": 0, "samplers": 1, "likelihood": 2, "term": 3, "steps": 4, "": 5}
+
+
+def _wing(module: str) -> int:
+    parts = module.split(".")
+    return BART_WINGS[parts[2] if len(parts) > 2 else ""]
+
+
+def test_the_wings_of_bart_import_down_and_hold_every_module():
+    mods = _modules()
+    wrong = [f"{src} -> {dst}" for src, dst, _ in _imports(mods)
+             if src.startswith("pymc_trees.bart") and dst.startswith("pymc_trees.bart.")
+             and _wing(dst) > _wing(src)]
+    assert not wrong, "imports that go up a wing of bart/:\n" + "\n".join(sorted(set(wrong)))
+    loose = [f.name for f in (PACKAGE / "bart").glob("*.py") if f.name != "__init__.py"]
+    assert len(loose) <= 5, f"modules directly in bart/ (at most 5, the rest in wings): {loose}"
+    assert {d.name for d in (PACKAGE / "bart").iterdir()
+            if d.is_dir() and (d / "__init__.py").exists()} <= set(BART_WINGS)
+
+
 def test_the_import_graph_has_no_cycle():
     mods = _modules()
     graph = {m: set() for m in mods}
@@ -181,8 +203,8 @@ def test_a_trace_saved_by_the_flat_layout_loads_and_predicts_the_same():
 MAX_PARAMS, MAX_LINES = 15, 800
 PUBLIC_SIGNATURES = {
     ("boosting/estimators.py", "__init__"),      # the scikit-learn estimators' hyperparameters
-    ("bart/distribution.py", "__new__"),         # BARTTree(name, X, Y, m, alpha, ...)
-    ("bart/distribution.py", "dist"),            # BARTTree.dist(X, Y, m, alpha, ...)
+    ("bart/term/distribution.py", "__new__"),         # BARTTree(name, X, Y, m, alpha, ...)
+    ("bart/term/distribution.py", "dist"),            # BARTTree.dist(X, Y, m, alpha, ...)
     ("comparison/run.py", "compare"),            # pmt.compare(data, learners, ...)
 }
 

@@ -61,8 +61,8 @@ def group_a() -> None:
     # more than 255 cutpoints (16-bit bins) with missing values, and the leaf index widened
     # to 16 bits, as tests/bart/test_memory.py takes them (CGM's sweep for these types
     # compiles in about 40 s of one core)
-    from pymc_trees.bart.plan import make_forest_sampler
-    from pymc_trees.bart.tree_prior import TreePrior
+    from pymc_trees.bart.term.plan import make_forest_sampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior
 
     Xw = rng.uniform(size=(600, 4))
     Xw[rng.uniform(size=Xw.shape) < 0.05] = np.nan

@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, softmax
 
-from pymc_trees.bart.trace_io import clip_to_range, read_forests
+from pymc_trees.bart.term.trace_io import clip_to_range, read_forests
 from pymc_trees.core.packed import predict_marginal_ragged, predict_ragged
 from pymc_trees.core.tabular import TableSchema
 from pymc_trees.results.predict import check_new_rows

@@ -7,7 +7,7 @@ import xarray as xr
 
 from pymc_trees.core.packed import predict_draws
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
-from pymc_trees.bart.trace_io import (TermForests, clip_to_range, read_forests,
+from pymc_trees.bart.term.trace_io import (TermForests, clip_to_range, read_forests,
                                       rows_fingerprint)
 
 __all__ = ["predict", "forests", "check_new_rows"]

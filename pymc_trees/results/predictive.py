@@ -17,10 +17,10 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from pymc_trees.bart.distribution import column_names, data_value, term_inputs, tree_terms
-from pymc_trees.bart.ppc_guard import evaluated_at_current_x
+from pymc_trees.bart.term.distribution import column_names, data_value, term_inputs, tree_terms
+from pymc_trees.bart.term.ppc_guard import evaluated_at_current_x
 from pymc_trees.results.predict import check_new_rows, evaluate
-from pymc_trees.bart.trace_io import read_forests
+from pymc_trees.bart.term.trace_io import read_forests
 
 __all__ = ["sample_posterior_predictive", "compute_log_likelihood"]
 

@@ -15,7 +15,7 @@ from scipy.special import gammaln
 import pymc_trees as pmt
 from pymc_trees.bart.kernels.forest import LEAF, FREE, store_mask
 from pymc_trees.bart.kernels.nodes import node_availability
-from pymc_trees.bart.structure import ModelStructureError
+from pymc_trees.bart.likelihood.structure import ModelStructureError
 
 
 def _set_tree(fs, t, rules):

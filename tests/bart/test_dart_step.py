@@ -16,7 +16,7 @@ from scipy.special import gammaln
 import pymc_trees as pmt
 from pymc_trees.bart.kernels.forest import (LEAF, dart_concentration_draw, dart_prior_draw,
                                             split_prior_gibbs)
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 
 def _cdf_on(grid, logd):

@@ -36,10 +36,10 @@ from scipy import integrate, special, stats
 import pymc_trees as pmt
 from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, quadrature_posterior, six_row_prior)
-from pymc_trees.bart.gamma_likelihood import gamma_likelihood
-from pymc_trees.bart.gamma_sampler import GammaForestSampler, leaf_prior_kappa, log_gamma_prior
+from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler, leaf_prior_kappa, log_gamma_prior
 from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 
 ALPHA, BETA = 0.95, 1.0
 LEAF_SD = 1.0
@@ -367,7 +367,7 @@ def test_what_log_gamma_leaves_refuse_names_the_fix():
     a model variable; when the step is built: a likelihood in which the leaves are not
     conjugate (sigma = exp(f): kappa = -2; a Poisson mean with log-inverse-gamma leaves; a
     Normal mean)."""
-    from pymc_trees.bart.plan import TermPlanError
+    from pymc_trees.bart.term.plan import TermPlanError
 
     for kw, words in [({"shape": (2, 6)}, "one output"), ({"response": "linear"}, "response"),
                       ({"leaf_sd": "var"}, "model variable"),
@@ -394,7 +394,7 @@ def test_negative_binomial_n_p_form_reads_as_the_mean_form():
     """``NegativeBinomial(n=a, p=a / (a + exp(f)))`` is the likelihood of
     ``NegativeBinomial(mu=exp(f), alpha=a)``: both the Polya-Gamma augmentation (normal
     leaves) and the Gamma-Poisson mixture (log-gamma leaves) read the same rows from it."""
-    from pymc_trees.bart.structure import tree_likelihood
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     got = {}
     for form in ("mu", "n_p"):
@@ -429,7 +429,7 @@ def test_learned_scale_draw_matches_its_conditional(leaf_prior):
     independently of the sampler's parametrisation (on a grid of v, each leaf's ``(c, d)``
     by :func:`log_gamma_prior` from ``sqrt(v)``, no Jacobian in c).  KS bound at the chain's
     ESS."""
-    from pymc_trees.bart.leaf_scale import LearnedLeafScale
+    from pymc_trees.bart.steps.leaf_scale import LearnedLeafScale
 
     kappa = leaf_prior_kappa(leaf_prior)
     prior = TreePrior(m=15, alpha=ALPHA, beta=BETA, min_leaf=1, leaf_prior=leaf_prior)
@@ -452,8 +452,8 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
     marginal in closed form, ``gamma_log_ml``, itself checked against quadrature above) gives
     the partitions' probabilities, the posterior mean of f and of the leaf sd; the chains of
     ``pm.sample`` must match them."""
-    from pymc_trees.bart.distribution import term_inputs
-    from pymc_trees.bart.learned_scale import learned_scale_prior
+    from pymc_trees.bart.term.distribution import term_inputs
+    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
 
     with pm.Model() as model:
         f = pmt.BARTTree("f", X6, Y_COUNT, m=1, alpha=ALPHA, beta=BETA, min_leaf=1,
@@ -518,7 +518,7 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
              (poisson, {"leaf_prior": "normal"}, "normal", 0.0),
              (poisson, {"sampler": "pg"}, "log-gamma", 1.0),
              (CASES["negative_binomial"][1], {"sampler": "pg"}, "normal", 0.0)]
-    from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
+    from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
     for build, kw, want, kappa in cases:
         with pm.Model() as model:
             f = pmt.BARTTree("f", X6, m=2, leaf_sd=0.5, min_leaf=1, **kw)
@@ -610,7 +610,7 @@ def test_the_settled_leaf_prior_follows_pm_set_data():
     """``leaf_prior="auto"`` settles by the likelihood's form, which a ``pm.Data`` can change
     (``sigma=exp(f * s)``: s = 1 is a log sd, exponent -2; s = 0.5 a log variance, -1): the
     prior draw settles again after ``pm.set_data`` (before, the first answer stayed)."""
-    from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
+    from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
 
     X = np.random.default_rng(0).uniform(size=(50, 2))
     y = np.random.default_rng(1).normal(size=50)

@@ -27,11 +27,11 @@ from scipy import special, stats
 import pymc_trees as pmt
 from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, partition_prior_rows)
-from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
-from pymc_trees.bart.gamma_sampler import GammaForestSampler, log_gamma_prior
-from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler, log_gamma_prior
+from pymc_trees.bart.samplers.output_samplers import OutputSamplers
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.core.binning import bin_data, make_cutpoints
 
 X3 = np.repeat(np.arange(3.0), 2)[:, None]  # 6 rows, 3 distinct x: 4 partitions per tree
@@ -129,7 +129,7 @@ def test_learned_scale_shared_by_normal_and_log_gamma_outputs_matches_its_condit
     ``v ~ InverseGamma(3, 2 sd0^2)`` times every forest's leaves' density at v, computed here
     on a grid of v (each log-gamma forest's ``(c, d)`` by :func:`log_gamma_prior` from
     ``sqrt(v)``, no Jacobian).  KS bound at the chain's ESS."""
-    from pymc_trees.bart.leaf_scale import LearnedLeafScale
+    from pymc_trees.bart.steps.leaf_scale import LearnedLeafScale
 
     priors = [TreePrior(m=10, alpha=ALPHA, beta=BETA, min_leaf=1),
               TreePrior(m=10, alpha=ALPHA, beta=BETA, min_leaf=1,
@@ -221,7 +221,7 @@ def test_prior_predictive_draws_each_outputs_settled_prior():
 def test_named_log_gamma_leaves_on_outputs_point_to_auto():
     """A named log-gamma prior for every output is refused with the fix: the default
     ``"auto"`` gives each output its own."""
-    from pymc_trees.bart.plan import TermPlanError
+    from pymc_trees.bart.term.plan import TermPlanError
 
     with pm.Model():
         with pytest.raises(TermPlanError, match="leaf_prior='auto'"):

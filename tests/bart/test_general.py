@@ -25,8 +25,8 @@ from scipy import special, stats
 import pymc_trees as pmt
 from enumeration import (X6, check_cells, forest_row_partitions, quadrature_posterior,
                          six_row_prior)
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.bart.kernels.bundles import TreeRules
 
 # the general tree step's tests: normal leaves (by default, leaf_prior="auto" gives a
@@ -79,7 +79,7 @@ def _compiled(case):
     """The case's likelihood compiled for the sweep kernel from its PyMC model (the path
     pm.sample takes; tests/bart/test_row_kernel.py shows the Python sweep makes the same
     moves)."""
-    from pymc_trees.bart.structure import general_likelihood
+    from pymc_trees.bart.likelihood.structure import general_likelihood
 
     leaf_sd, _, _, model_given_f = CASES[case]
     with pm.Model() as model:
@@ -155,7 +155,7 @@ def test_general_kernel_matches_enumeration(case):
 def test_model_derivatives_match_the_numpy_likelihood(case):
     """The log-likelihood and derivatives the tree step compiles from the PyMC graph equal
     the hand-written ones the kernel tests use (so those tests cover pm.sample's path)."""
-    from pymc_trees.bart.structure import general_likelihood
+    from pymc_trees.bart.likelihood.structure import general_likelihood
 
     leaf_sd, loglik, _, model_given_f = CASES[case]
     with pm.Model() as model:
@@ -359,9 +359,9 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     draws, general step: z = -4.9; -3.1 at 2,500 draws; augmented: z = -12.2; re-run at
     5,000: caught on all three paths, and with the general step at 2,000 and 1,500 draws of
     5 sweeps: z down to -9.1 and -7.4)."""
-    from pymc_trees.bart import gamma_likelihood as gamma_lik
-    from pymc_trees.bart import steps as tree_steps
-    from pymc_trees.bart.structure import NotAugmentable
+    from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+    from pymc_trees.bart.steps import tree_step as tree_steps
+    from pymc_trees.bart.likelihood.structure import NotAugmentable
 
     if path == "general":
         def refuse(*args, **kwargs):
@@ -468,7 +468,7 @@ def test_backend_choice_does_not_depend_on_the_compile_cache():
     import pytensor
     import pytensor.tensor as pt
 
-    from pymc_trees.bart.rowgraph import numba_object_mode
+    from pymc_trees.bart.likelihood.rowgraph import numba_object_mode
 
     x = pt.dvector("x")
     slow = pytensor.function([x], pt.exp(x) + pt.tri_gamma(x), mode="NUMBA")
@@ -587,7 +587,7 @@ def test_a_row_outside_the_support_leaves_the_other_rows_alone():
     """PyMC turns a parameter check into one -inf for the whole vector; the general step's
     log density applies it row by row, so one leaf's proposal outside the support does not
     reject the other leaves' (the whole-vector form gave -inf at all six rows here)."""
-    from pymc_trees.bart.structure import general_likelihood
+    from pymc_trees.bart.likelihood.structure import general_likelihood
 
     for make in (lambda f: pm.Poisson("y", mu=f, observed=Y_COUNT),
                  lambda f: pm.Normal("y", mu=0.2, sigma=f, observed=Y_REAL)):

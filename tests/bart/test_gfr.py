@@ -14,8 +14,8 @@ from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
 from pymc_trees.bart.kernels.forest import LEAF, forest_values
 from pymc_trees.bart.kernels.gfr import GFR_OK, gfr_tree, new_gfr_scratch, remove_tree
 from pymc_trees.bart.kernels.nodes import log_ml
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 
 def _key(f, t, k=0):
@@ -179,7 +179,7 @@ def test_the_default_warm_start_costs_at_most_a_twentieth_of_the_chain():
     the cost model puts at 5% of the chain's iterations (of a default chain's, up to 0.5 s,
     where that is more); an integer is taken as given.  Issue 52: at a million rows ``pm.sample(draws=5, tune=12)``
     ran six sweeps of 11 s each against 20 s for the whole run without them."""
-    from pymc_trees.bart import plan
+    from pymc_trees.bart.term import plan
 
     assert plan.warm_sweeps(7, 12, 5, _sizes(10**6)) == 6  # an integer: min(it, tune // 2)
     assert plan.warm_sweeps(0, 1000, 1000, _sizes(100)) == 0
@@ -205,7 +205,7 @@ def test_the_default_warm_start_costs_at_most_a_twentieth_of_the_chain():
 
 
 def test_the_step_takes_the_default_warm_start_from_the_cost_model(monkeypatch):
-    from pymc_trees.bart import plan
+    from pymc_trees.bart.term import plan
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(200, 3))

@@ -10,8 +10,8 @@ import pytest
 from pymc_trees.core.binning import bin_data, make_cutpoints
 from pymc_trees.bart.kernels.forest import FREE, forest_values
 from pymc_trees.bart.kernels.nodes import log_ml, node_availability, partition
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 
 def test_cutpoints_few_distinct_values_are_midpoints():
@@ -603,7 +603,7 @@ def test_values_from_the_residual_and_exactly_every_so_often(m, equal, monkeypat
     the trees' sum up to rounding and not summed tree by tree (not always the same bits);
     after EXACT_VALUES_EVERY - 1 such sweeps in a row one sums them exactly.  Unequal
     precisions always sum them exactly."""
-    import pymc_trees.bart.sampler as sampler_module
+    import pymc_trees.bart.samplers.sampler as sampler_module
 
     monkeypatch.setattr(sampler_module, "EXACT_VALUES_EVERY", 4)
     rng = np.random.default_rng(10 + m)
@@ -656,7 +656,7 @@ def test_sweeps_in_one_kernel_call_are_the_sweeps_one_by_one(precisions):
     """``cgm_sweep(..., sweeps=k)`` runs k sweeps in one kernel call: the same random numbers,
     forest, values and move counts as k calls of one sweep (the trees' sum passes between the
     sweeps without the offset, which only the last adds)."""
-    from pymc_trees.bart.plan import make_forest_sampler
+    from pymc_trees.bart.term.plan import make_forest_sampler
 
     rng = np.random.default_rng(5)
     X = rng.uniform(size=(300, 3))
@@ -689,7 +689,7 @@ def test_sweeps_in_one_kernel_call_have_room_for_every_grow():
     room, so k sweeps in one call need room for 2 k new nodes a tree: from stumps in arrays
     of 32 slots, 40 sweeps of mostly grows fill 33 or more (before the fix the count of slots
     in use went past the arrays, a write out of bounds)."""
-    from pymc_trees.bart.plan import make_forest_sampler
+    from pymc_trees.bart.term.plan import make_forest_sampler
 
     rng = np.random.default_rng(5)
     X = rng.uniform(size=(300, 3))

@@ -25,7 +25,7 @@ from scipy import integrate, stats
 
 import pymc_trees as pmt
 from pymc_trees.bart.kernels.forest import LEAF
-from pymc_trees.bart.structure import ModelStructureError
+from pymc_trees.bart.likelihood.structure import ModelStructureError
 
 RNG = np.random.default_rng(40)
 X = RNG.uniform(size=(40, 2))
@@ -143,7 +143,7 @@ def test_leaf_scale_must_belong_to_one_term():
 def test_internal_scale_draw_matches_conjugate_conditional():
     """``learned_scale_draw`` against ``IG(3 + L/2, 2 sd0^2 + S/2)`` on the variance, with
     independent draws (no chain), so the KS bound is the plain one."""
-    from pymc_trees.bart.learned_scale import learned_scale_draw
+    from pymc_trees.bart.samplers.learned_scale import learned_scale_draw
 
     rng = np.random.default_rng(44)
     sd0, L, S = 0.3, 17.0, 2.4
@@ -158,7 +158,7 @@ def test_internal_scale_prior_recovered_through_pm_sample():
     """Uninformative data: the leaf variance recorded in the ``leaf_sd`` stat must follow its
     prior ``IG(3, 2 sd0^2)`` with sd0 the calibration from Y; and a chain must start from
     the calibrated scale whatever ran before it with the same step (a seed reproduces)."""
-    from pymc_trees.bart.calibration import leaf_calibration
+    from pymc_trees.bart.likelihood.calibration import leaf_calibration
 
     _, sd0 = leaf_calibration(Y, m=3)
     with pm.Model() as model:
@@ -191,7 +191,7 @@ def test_internal_scale_needs_Y():
 def test_default_learns_the_scale_and_fixed_turns_it_off():
     """The README's term learns its leaf scale (issue 26); ``leaf_sd="fixed"`` or a number
     keeps it at one value in every draw."""
-    from pymc_trees.bart.calibration import leaf_calibration
+    from pymc_trees.bart.likelihood.calibration import leaf_calibration
 
     def leaf_sds(**kw):
         with pm.Model():
@@ -216,7 +216,7 @@ def test_prior_draws_of_a_learned_scale_mix_over_it():
     of the draws against 0.27% for the fixed scale's Normal.  The count of such draws must
     fall within 4 binomial sds of the t's expectation (a prior that ignored the learned scale
     gives about a quarter of it)."""
-    from pymc_trees.bart.calibration import leaf_calibration
+    from pymc_trees.bart.likelihood.calibration import leaf_calibration
 
     m, n_draws = 3, 4000
     offset, sd0 = leaf_calibration(Y, m=m)
@@ -236,8 +236,8 @@ def test_interweaving_draw_matches_its_conditional_by_quadrature():
     leaves' shape held (``A``, ``B`` fixed) against its density ``tau^-(2a+1) exp(-b/tau^2 -
     A tau^2 / 2 + B tau)`` normalised by quadrature: the mean and sd of tau, and a KS test
     with the chain's N_eff.  Dropping the Jacobian of ``log tau`` fails the mean (z about 16)."""
-    from pymc_trees.bart.leaf_scale import interweaving_draw
-    from pymc_trees.bart.learned_scale import learned_scale_prior
+    from pymc_trees.bart.steps.leaf_scale import interweaving_draw
+    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
 
     rng = np.random.default_rng(47)
     sd0, A, B = 0.3, 40.0, 9.0
@@ -271,8 +271,8 @@ def test_learned_scale_with_interweaving_matches_enumeration_through_pm_sample()
 
     from enumeration import check_cells, forest_row_partitions, incidence_rows, log_marginal
     from enumeration import partition_prior_rows
-    from pymc_trees.bart.calibration import leaf_calibration
-    from pymc_trees.bart.learned_scale import learned_scale_prior
+    from pymc_trees.bart.likelihood.calibration import leaf_calibration
+    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
     from pymc_trees.core.binning import bin_data, make_cutpoints
 
     X1 = np.repeat(np.arange(5.0), 2)[:, None]

@@ -1,4 +1,4 @@
-"""The likelihood registry (pymc_trees.bart.likelihoods): one entry per family, the docs'
+"""The likelihood registry (pymc_trees.bart.likelihood.likelihoods): one entry per family, the docs'
 table and the errors' list generated from it, every family matched in a model's graph by its
 entry, and its pseudo-data drawn by its entry."""
 
@@ -10,10 +10,10 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from pymc_trees.bart.calibration import LINKS, leaf_calibration
-from pymc_trees.bart.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, LikelihoodFamily,
+from pymc_trees.bart.likelihood.calibration import LINKS, leaf_calibration
+from pymc_trees.bart.likelihood.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, LikelihoodFamily,
                                          forms_table, tree_supported)
-from pymc_trees.bart.structure import NotAugmentable, tree_likelihood
+from pymc_trees.bart.likelihood.structure import NotAugmentable, tree_likelihood
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "explanation" / "augmentations.md"
 BEGIN = "<!-- generated from the likelihood registry"
@@ -27,7 +27,7 @@ def test_the_docs_table_of_likelihoods_is_the_registrys():
     table = block[block.index("-->\n") + 4:]
     assert table == forms_table(), (
         "docs/explanation/augmentations.md's likelihood table differs from the registry; paste "
-        "pymc_trees.bart.likelihoods.forms_table() between its markers")
+        "pymc_trees.bart.likelihood.likelihoods.forms_table() between its markers")
     assert len(table.strip().splitlines()) == 2 + len(FAMILIES)
 
 

@@ -287,7 +287,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
     augmentation, and its tree follows its own one-output posterior (quadrature, partitions of
     both chains and mean of f per output).  Reading output 0's pieces for both outputs puts
     output 1 on the 0.25 posterior and fails."""
-    from pymc_trees.bart.steps import CGMTreeStep
+    from pymc_trees.bart.steps.tree_step import CGMTreeStep
 
     leaf_sd, n, b = 1.5, len(X6), 1.4
     qs = np.array([[0.25], [0.75]])
@@ -339,7 +339,7 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
     without zeroing the output itself (its own values counted twice) fail."""
     from enumeration import gaussian_log_marginal, incidence_rows
 
-    from pymc_trees.bart.steps import CGMTreeStep
+    from pymc_trees.bart.steps.tree_step import CGMTreeStep
 
     leaf_sd, sigma, n = 1.0, 0.8, len(X6)
     with pm.Model():
@@ -386,7 +386,7 @@ def test_outputs_are_augmented_one_by_one_where_they_can_be(model):
     location (w[0] + 0.5 w[1], w[1]), output 0 is a location given output 1, output 1 moves
     both rows; a likelihood transposed to (n, k) is not matched to the outputs; pymc-bart's
     heteroscedastic example Normal(w[0], abs(w[1])) has a Normal mean and a scale."""
-    from pymc_trees.bart.steps import CGMTreeStep
+    from pymc_trees.bart.steps.tree_step import CGMTreeStep
 
     n = len(X6)
     with pm.Model():
@@ -435,7 +435,7 @@ FORMS = {
 def test_likelihood_forms_are_read_from_the_graph(form):
     """Each supported spelling gives its family and the affine pieces a, b of its linear
     predictor (including through pm.Deterministic)."""
-    from pymc_trees.bart.structure import tree_likelihood
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     build, family, a, b = FORMS[form]
     with pm.Model() as model:
@@ -454,7 +454,7 @@ def test_pieces_held_at_one_point_are_evaluated_once_and_only_there():
     """Within ``held_at(point)`` the sweeps of one iteration evaluate the compiled pieces once
     at that point; a new point (another noise scale) is evaluated afresh inside the block and
     gives its own precisions, the same as outside it."""
-    from pymc_trees.bart.structure import tree_likelihood
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     with pm.Model() as model:
         f = BARTTree("f", X6, m=1, leaf_sd=1.0, min_leaf=1)
@@ -484,7 +484,7 @@ def test_a_level_shift_is_evaluated_once_a_chain_only_when_nothing_sampled_moves
     """The level shift's slopes and prior are kept from a chain's first iteration when no
     sampled variable enters them, and evaluated at every point when one does (here the
     intercept's prior mean is a model variable)."""
-    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
 
     for hyper in (False, True):
         with pm.Model() as model:
@@ -512,8 +512,8 @@ def test_no_level_shift_for_an_intercept_that_enters_another_parameter(case):
     g)``), or in a zero-inflated Poisson's weight (``psi=sigmoid(a)``, ``mu=exp(a + f)``)
     gets none (before, its posterior was wrong: -3.28 where the data put it at 0.97); the
     plain ``mu=a + f`` keeps it."""
-    from pymc_trees.bart.gamma_likelihood import gamma_likelihood
-    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
+    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
 
     y = np.abs(Y_REAL) + 0.5
     with pm.Model() as model:
@@ -547,7 +547,7 @@ def test_an_intercept_is_shifted_against_a_random_effect_that_enters_as_it_does(
     """``alpha + u[g] + f``: moving alpha by s and every u by -s leaves the likelihood as it
     is, so the level shift also draws s along that line (:class:`EffectShift`); not for
     ``2 * u[g]``, ``exp(u)[g]`` or a u that also enters sigma."""
-    from pymc_trees.bart.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
 
     g = np.array([0, 1, 2, 0, 1, 2])
     with pm.Model() as model:
@@ -567,7 +567,7 @@ def test_the_effect_shift_draws_its_exact_conditional():
     """The draw of s along the line (alpha + s, u - s) against its conditional, computed
     apart by quadrature of ``N(alpha + s; mu0, sd0) prod_g N(u_g - s; mu_u, sd_u_g)``: the
     mean and sd to 4 Monte Carlo SEs, and a KS test of 4,000 draws."""
-    from pymc_trees.bart.structure import EffectShift
+    from pymc_trees.bart.likelihood.structure import EffectShift
 
     u0 = np.array([0.3, -1.1, 0.8, 2.0])
     sd_u = np.array([0.5, 0.7, 0.5, 1.2])

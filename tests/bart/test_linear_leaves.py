@@ -46,8 +46,8 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do_to_the_bit(
     from pymc_trees.bart.kernels.linear import LinearRows
     from pymc_trees.bart.kernels.linear_sweep import linear_pass
     from pymc_trees.bart.kernels.tree_edit import pair_rows, partition_rows
-    from pymc_trees.bart.linear_sampler import LinearForestSampler
-    from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+    from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 
     rng = np.random.default_rng(7)
     n = 500
@@ -462,8 +462,8 @@ def test_a_linear_leaf_predicts_its_line_and_drops_its_column_to_its_mean():
 
 
 def test_leaf_stats_count_coefficients_over_their_prior_variances():
-    from pymc_trees.bart.plan import make_forest_sampler
-    from pymc_trees.bart.tree_prior import TreePrior
+    from pymc_trees.bart.term.plan import make_forest_sampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior
 
     df, y = _table(80, 2)
     schema, _ = pmt.TableSchema.from_training(df)

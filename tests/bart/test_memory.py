@@ -13,8 +13,8 @@ import pytest
 
 import pymc_trees as pmt
 from pymc_trees.bart.kernels.forest import leaf_index_dtype
-from pymc_trees.bart.plan import make_forest_sampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.term.plan import make_forest_sampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 MOVES = np.array([0.25, 0.5, 0.9, 1.0])
 

@@ -29,8 +29,8 @@ from scipy import special, stats
 
 import pymc_trees as pmt
 from enumeration import X6, check_cells, six_row_prior
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 
 # one step between rows 2 and 3: the trees mix well on it (with an isolated middle row, as in
 # tests/bart/test_general.py's data, the chains kept one tree shape for thousands of sweeps)
@@ -214,7 +214,7 @@ def test_mixture_weights_of_unknown_length_are_checked_whole():
     """Weights in ``pm.Data`` have no static length, so the step reads it at the model's
     point: the row log density and its derivative equal PyMC's and numpy's, and weights
     outside their support make every row -inf (PyMC's check, applied whole)."""
-    from pymc_trees.bart.structure import general_likelihood
+    from pymc_trees.bart.likelihood.structure import general_likelihood
 
     with pm.Model() as model:
         f = pmt.BARTTree("f", X6, m=1, leaf_sd=LEAF_SD, min_leaf=1)

@@ -10,7 +10,7 @@ import pytest
 import pymc_trees as pmt
 from pymc.sampling.mcmc import assign_step_methods
 from pymc_trees.comparison.datasets import friedman1
-from pymc_trees.bart.distribution import DEFAULT_SAMPLER
+from pymc_trees.bart.term.distribution import DEFAULT_SAMPLER
 
 
 def _small_model(seed=0, n=60, m=10, with_intercept=False, sampler=None):

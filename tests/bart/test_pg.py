@@ -11,8 +11,8 @@ import pymc_trees as pmt
 from pymc.sampling.mcmc import assign_step_methods
 from pymc_trees.bart.kernels.nodes import log_ml
 from pymc_trees.bart.kernels.pg import split_rows
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 
 def _gauss_logml(r, omega, sd):

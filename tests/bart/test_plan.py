@@ -1,4 +1,4 @@
-"""The term plan (pymc_trees.bart.plan): one place decides which combinations of a tree
+"""The term plan (pymc_trees.bart.term.plan): one place decides which combinations of a tree
 term's arguments, step and likelihood are served, and by which forest sampler; every refusal
 is a TermPlanError (a ValueError) that names the argument and the fix."""
 
@@ -9,13 +9,13 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
-from pymc_trees.bart.linear_sampler import LinearForestSampler
-from pymc_trees.bart.model_graph import ModelStructureError
-from pymc_trees.bart.plan import TermPlan, TermPlanError, check_arguments, term_plan
-from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
+from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+from pymc_trees.bart.likelihood.model_graph import ModelStructureError
+from pymc_trees.bart.term.plan import TermPlan, TermPlanError, check_arguments, term_plan
+from pymc_trees.bart.samplers.output_samplers import OutputSamplers
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
+from pymc_trees.bart.samplers.shared_sampler import SharedOutputSampler
 
 X = np.random.default_rng(0).uniform(size=(20, 2))
 

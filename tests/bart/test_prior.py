@@ -20,8 +20,8 @@ import pytest
 import pymc_trees as pmt
 from enumeration import enumerate_row_trees, forest_row_partitions, total_variation, tv_tolerance
 from pymc_trees.core.binning import bin_data, make_cutpoints
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 
 def test_prior_tree_draws_match_enumerated_prior():

@@ -416,7 +416,7 @@ def test_keep_values_false_leaves_f_out_and_predict_rebuilds_it(monkeypatch):
         ll = pmt.compute_log_likelihood(left, extend_inferencedata=False)
     ref = pm.compute_log_likelihood(kept, model=model, extend_inferencedata=False)
     np.testing.assert_allclose(ll["y"].values, ref["y"].values, rtol=1e-12, atol=1e-12)
-    monkeypatch.setattr("pymc_trees.bart.distribution.KEEP_VALUES_MAX_ROWS", 100)
+    monkeypatch.setattr("pymc_trees.bart.term.distribution.KEEP_VALUES_MAX_ROWS", 100)
     assert "f" not in _keep_values_fit(None)[2].posterior  # 120 rows > 100
     assert "f" in _keep_values_fit(None, n=90)[2].posterior
     assert "f" in _keep_values_fit(False, var_names=["f", "sigma2"])[2].posterior
@@ -513,7 +513,7 @@ def test_default_moves_are_cgm_up_to_50000_rows_and_grow_prune_above():
     # the step pm.sample assigns keeps CGM's four moves up to LARGE_DATA_ROWS training rows
     # and draws grow and prune alone above; given move probabilities are kept at any size
     # (and refused when they cannot change a tree's size, naming the argument)
-    from pymc_trees.bart.steps import LARGE_DATA_ROWS
+    from pymc_trees.bart.steps.tree_step import LARGE_DATA_ROWS
 
     rng = np.random.default_rng(3)
     for n, expect in [(LARGE_DATA_ROWS, {"grow": .25, "prune": .25, "change": .4, "swap": .1}),

@@ -1,5 +1,5 @@
 """A term's graph inputs are read by name in one place (``term_inputs``), and every reach into
-PyMC beyond its public API lives in ``pymc_trees.bart.pymc_compat``, which warns when the
+PyMC beyond its public API lives in ``pymc_trees.bart.term.pymc_compat``, which warns when the
 installed PyMC is newer than the versions it was tested against (issue 49, item 6)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
-from pymc_trees.bart import pymc_compat
-from pymc_trees.bart.distribution import TermInputs, term_inputs
+from pymc_trees.bart.term import pymc_compat
+from pymc_trees.bart.term.distribution import TermInputs, term_inputs
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pymc_trees"
-READER = "pymc_trees/bart/distribution.py"
-COMPAT = "pymc_trees/bart/pymc_compat.py"
+READER = "pymc_trees/bart/term/distribution.py"
+COMPAT = "pymc_trees/bart/term/pymc_compat.py"
 
 
 def test_term_inputs_names_the_inputs_of_a_term():
@@ -49,7 +49,7 @@ def test_a_newer_pymc_is_warned_about_naming_the_module_and_the_versions(monkeyp
     with pytest.warns(pymc_compat.PyMCVersionWarning) as record:
         assert not pymc_compat.check_pymc_version(newer)
     text = str(record[0].message)
-    assert "pymc_trees.bart.pymc_compat" in text
+    assert "pymc_trees.bart.term.pymc_compat" in text
     assert f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}" in text and newer in text
     # at import, with the installed version read from PyMC
     monkeypatch.setattr(pm, "__version__", f"{hi[0] + 1}.0.0rc1")
@@ -191,12 +191,12 @@ def test_only_term_inputs_reads_a_terms_inputs():
     found = {path: term_input_reads(src) for path, src in _sources() if path != READER}
     found = {k: v for k, v in found.items() if v}
     assert not found, ("a tree term's graph inputs read by position outside term_inputs "
-                       f"(call pymc_trees.bart.distribution.term_inputs instead): {found}")
+                       f"(call pymc_trees.bart.term.distribution.term_inputs instead): {found}")
 
 
 def test_only_pymc_compat_patches_pymc():
     found = {path: pymc_patches(src) for path, src in _sources() if path != COMPAT}
     found = {k: v for k, v in found.items() if v}
     assert not found, ("PyMC patched, or the call stack read, outside "
-                       f"pymc_trees/bart/pymc_compat.py (move it there): {found}")
+                       f"pymc_trees/bart/term/pymc_compat.py (move it there): {found}")
     assert pymc_patches(Path(PACKAGE.parent, COMPAT).read_text())  # the scan sees its patches

@@ -1,5 +1,5 @@
 """The general tree step's compiled sweep (issue 25): the row log density compiled from the
-model (pymc_trees.bart.rowgraph) and the whole sweep in one numba kernel
+model (pymc_trees.bart.likelihood.rowgraph) and the whole sweep in one numba kernel
 (pymc_trees.bart.kernels.general.general_sweep).
 
 * The kernel makes the same moves with the same random numbers as the Python sweep that calls
@@ -28,9 +28,9 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
-from pymc_trees.bart import gamma_likelihood as gamma_lik
-from pymc_trees.bart import steps as tree_steps
-from pymc_trees.bart.structure import NotAugmentable
+from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+from pymc_trees.bart.steps import tree_step as tree_steps
+from pymc_trees.bart.likelihood.structure import NotAugmentable
 
 # the general tree step's tests: normal leaves (by default, leaf_prior="auto" gives a
 # Poisson or Gamma mean and a Normal's log variance log-gamma leaves)
@@ -161,7 +161,7 @@ def test_trigamma_in_native_operations_matches_scipy():
     import pytensor.tensor as pt
     from scipy import special
 
-    from pymc_trees.bart.rowgraph import _trigamma
+    from pymc_trees.bart.likelihood.rowgraph import _trigamma
 
     x = np.array([1e-4, 0.01, 0.3, 1.0, 2.5, 7.0, 42.0, 1e3, 1e6])
     xs = pt.dvector("x")

@@ -1,6 +1,6 @@
 """A term whose k outputs share their trees (``BARTTree(..., shape=(k, n),
 separate_trees=False)``): one forest whose leaves hold k values, sampled by the general tree
-step over the joint likelihood of the k outputs (:mod:`pymc_trees.bart.shared_sampler`).
+step over the joint likelihood of the k outputs (:mod:`pymc_trees.bart.samplers.shared_sampler`).
 
 The exact posterior of a small problem is computed on a grid: X takes two values, so a tree
 is one leaf or the split between them (one cut, ``min_leaf = 1``: the root splits with prior
@@ -23,9 +23,9 @@ from scipy import special, stats
 import pymc_trees as pmt
 from enumeration import check_cells
 from test_general import check_outputs_through_the_api
-from pymc_trees.bart.plan import term_plan
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.term.plan import term_plan
+from pymc_trees.bart.samplers.shared_sampler import SharedOutputSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 
 X2 = np.tile([0.0, 1.0], 6)[:, None]  # rows alternate between the two x values
 # heteroscedastic: x = 0 around 1 with sd 0.3, x = 1 around -0.5 with sd 1.5 (drawn so)
@@ -254,7 +254,7 @@ def test_outputs_whose_likelihoods_depend_on_each_other_are_not_conjugate():
     softmax's classes, a mean and a scale, two outputs added in one mean, and an output in
     two likelihoods are refused by it (and sampled by the general step); outputs in one
     (k, n) likelihood or each in a likelihood of its own are taken."""
-    from pymc_trees.bart.structure import NotAugmentable, joint_output_likelihoods
+    from pymc_trees.bart.likelihood.structure import NotAugmentable, joint_output_likelihoods
 
     n = 12
     y = np.linspace(-1, 1, n)
@@ -364,7 +364,7 @@ def test_shared_trees_reproduce_and_restore():
         ll = stats.norm.logpdf(F, 1.0, 1.0).sum(axis=0)
         return (ll, 1.0 - F, np.ones_like(F)) if derivatives else ll
 
-    from pymc_trees.bart.tree_prior import move_cumulative_probs
+    from pymc_trees.bart.samplers.tree_prior import move_cumulative_probs
     cp = move_cumulative_probs({"grow": 0.5, "prune": 0.5})
     for _ in range(20):
         smp.general_sweep(rng, loglik, cp)
@@ -399,7 +399,7 @@ def test_shared_trees_refuse_what_they_do_not_support():
                          sampler="pg")
         with pytest.raises(ValueError, match="separate_trees must be True or False"):
             pmt.BARTTree("d", X, m=2, leaf_sd=1.0, shape=(2, 20), separate_trees="no")
-    # the plan (pymc_trees.bart.plan) refuses a Particle Gibbs step before any sweep runs,
+    # the plan (pymc_trees.bart.term.plan) refuses a Particle Gibbs step before any sweep runs,
     # and gives the term no warm start (both update one value per leaf)
     with pm.Model():
         f = pmt.BARTTree("e", X, m=2, leaf_sd=1.0, shape=(2, 20), separate_trees=False)

@@ -11,9 +11,9 @@ import numpy as np
 import pymc as pm
 
 import pymc_trees as pmt
-from pymc_trees.bart.leaf_scale import LearnedLeafScale
-from pymc_trees.bart.split_prior import DartSplitPrior
-from pymc_trees.bart.steps import TreeStepState
+from pymc_trees.bart.steps.leaf_scale import LearnedLeafScale
+from pymc_trees.bart.steps.split_prior import DartSplitPrior
+from pymc_trees.bart.steps.tree_step import TreeStepState
 
 
 def _run(step, point, n, tune_left):

@@ -131,8 +131,8 @@ def test_level_sets_are_drawn_uniformly_among_the_valid_ones():
     from scipy import stats
 
     from pymc_trees.bart.kernels.forest import LEAF
-    from pymc_trees.bart.sampler import ForestSampler
-    from pymc_trees.bart.tree_prior import TreePrior
+    from pymc_trees.bart.samplers.sampler import ForestSampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior
 
     X = XC[:, :1]
     fs = ForestSampler(X, TreePrior(m=60000, alpha=0.999, beta=0.0, min_leaf=2), 0.0, 1.0,

@@ -22,7 +22,7 @@ import pymc_trees as pmt  # noqa: E402
 from pymc_trees import interpret  # noqa: E402
 from pymc_trees.interpret import sources  # noqa: E402
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest  # noqa: E402
-from pymc_trees.bart.trace_io import encode_forests  # noqa: E402
+from pymc_trees.bart.term.trace_io import encode_forests  # noqa: E402
 
 LEVELS = ("blue", "green", "red")  # codes 0, 1, 2 of the column "colour"
 OFFSET = 0.1

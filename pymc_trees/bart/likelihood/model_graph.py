@@ -1,9 +1,9 @@
 """Reading a PyMC model's graph around a tree term: which variables depend on it, whether an
 expression is affine in it, and the wrappers and scalar operations PyMC writes a link with.
 
-Shared by the likelihood registry (:mod:`pymc_trees.bart.likelihoods`), the augmented
-likelihoods (:mod:`pymc_trees.bart.structure`) and the general step's likelihood
-(:mod:`pymc_trees.bart.general_likelihood`).
+Shared by the likelihood registry (:mod:`pymc_trees.bart.likelihood.likelihoods`), the augmented
+likelihoods (:mod:`pymc_trees.bart.likelihood.structure`) and the general step's likelihood
+(:mod:`pymc_trees.bart.likelihood.general_likelihood`).
 """
 
 from __future__ import annotations

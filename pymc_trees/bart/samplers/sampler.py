@@ -13,7 +13,7 @@ from pymc_trees.bart.kernels.bundles import (SweepData, TreeRules, new_scratch,
                                             read_only_rows)
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
-from pymc_trees.bart.tree_sums import TreeSums
+from pymc_trees.bart.samplers.tree_sums import TreeSums
 from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
                                             dart_prior_draw, forest_values, mask_dtype,
                                             mask_width, new_forest, pack_forest, reweight,
@@ -21,14 +21,14 @@ from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
-from pymc_trees.bart.general_loop import (MOVES, acceptance_rates, check_start,
+from pymc_trees.bart.samplers.general_loop import (MOVES, acceptance_rates, check_start,
                                          general_python_sweep, nanmean)
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
                                         remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
                                         new_particles, pg_tree_update)
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.core.features import FeatureLayout, build_layout
 
 __all__ = ["ForestSampler", "EXACT_VALUES_EVERY"]
@@ -87,7 +87,7 @@ class ForestSampler:
 
     >>> import numpy as np
     >>> from pymc_trees import ForestSampler, TreePrior
-    >>> from pymc_trees.bart.tree_prior import move_cumulative_probs
+    >>> from pymc_trees.bart.samplers.tree_prior import move_cumulative_probs
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(size=(200, 3))
     >>> y = np.sin(6 * X[:, 0]) + 0.5 * rng.normal(size=200)
@@ -306,7 +306,7 @@ class ForestSampler:
 
     def scale_leaves(self, c: float) -> None:
         """Multiply every leaf by ``c`` (a leaf scale's non-centred update,
-        :meth:`pymc_trees.bart.leaf_scale.LearnedLeafScale.interweave`); the kept sums follow
+        :meth:`pymc_trees.bart.steps.leaf_scale.LearnedLeafScale.interweave`); the kept sums follow
         (the next sweep starts from them, and without ``exact_values`` so do the values)."""
         self.current_sums()
         self._scale_leaf_arrays(c)
@@ -318,7 +318,7 @@ class ForestSampler:
 
     def _remember_values(self, out: np.ndarray) -> None:
         """Keep the trees' sum at the training rows, ``out`` minus the offset, for the next
-        sweep (:class:`~pymc_trees.bart.tree_sums.TreeSums`: the step asks for the values
+        sweep (:class:`~pymc_trees.bart.samplers.tree_sums.TreeSums`: the step asks for the values
         after every sweep, so that sweep need not sum m trees over n rows again)."""
         self._tree_sums.keep(out, float(self.offset), self._forest_key())
 
@@ -453,7 +453,7 @@ class ForestSampler:
             training rows (offset included), returns ``(l, g, h)``, each of shape (n,): every
             row's log-likelihood, its first derivative and its negated second derivative in
             the row's own ``f_i``.  For J outputs that share the trees
-            (:class:`~pymc_trees.bart.shared_sampler.SharedOutputSampler`) ``f``, ``g`` and
+            (:class:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler`) ``f``, ``g`` and
             ``h`` have shape (J, n) (the derivatives in each output's own value).
             Non-finite derivatives count as 0 and negative ``h`` as 0
             (they only shape the proposals); a NaN log-likelihood counts as -inf, which
@@ -462,7 +462,7 @@ class ForestSampler:
             Cumulative probabilities of grow, prune, change, swap.
         compiled : tuple, optional
             ``(rows_fn, pre)``, the likelihood compiled for the sweep kernel
-            (:meth:`pymc_trees.bart.structure.GeneralLikelihood.compiled`): the whole sweep
+            (:meth:`pymc_trees.bart.likelihood.structure.GeneralLikelihood.compiled`): the whole sweep
             then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
             moves and random numbers as the Python loop below, which runs otherwise.
         defensive : float

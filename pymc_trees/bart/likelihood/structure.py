@@ -1,13 +1,13 @@
 """What the tree and noise steps read from a PyMC model.
 
 * :func:`tree_likelihood` finds the likelihood of a ``BARTTree`` term (one of the families of
-  the registry, :mod:`pymc_trees.bart.likelihoods`: Normal, Student-t, Bernoulli probit or
+  the registry, :mod:`pymc_trees.bart.likelihood.likelihoods`: Normal, Student-t, Bernoulli probit or
   logit, Binomial logit, negative binomial with a log mean, asymmetric Laplace) and compiles
   the per-row pieces of its linear predictor ``a + b * f`` and parameters (docs/math.md,
   sections 1 and 8); :func:`output_tree_likelihood` and :func:`joint_output_likelihoods` do
   so for the outputs of a term of shape (k, n).
 * The general tree step's likelihood (any other form) is compiled by
-  :mod:`pymc_trees.bart.general_likelihood`.
+  :mod:`pymc_trees.bart.likelihood.general_likelihood`.
 * :func:`noise_likelihood` checks that a variance (InverseGamma) or precision (Gamma) enters
   only the scale of Normal likelihoods, as ``s_i^2 = sigma^2 / w_i`` (or ``1 / (tau w_i)``), and
   compiles what the conjugate update of docs/math.md section 4 needs.
@@ -28,11 +28,11 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import CategoricalRV, GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.variable import TensorConstant
 
-from pymc_trees.bart.general_likelihood import GeneralLikelihood, general_likelihood
-from pymc_trees.bart.likelihoods import FAMILIES, read_form, tree_supported
+from pymc_trees.bart.likelihood.general_likelihood import GeneralLikelihood, general_likelihood
+from pymc_trees.bart.likelihood.likelihoods import FAMILIES, read_form, tree_supported
 from pymc_trees.bart.kernels.augment import as_rows
 from pymc_trees.bart.kernels.bundles import read_only_rows
-from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
+from pymc_trees.bart.likelihood.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
                                          constant_value, dependents, depends_on, unwrap)
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
@@ -110,7 +110,7 @@ class TreeLikelihood:
     """The observed likelihood of a tree term, compiled to per-row arrays.
 
     ``family`` is the name of its entry in the likelihood registry
-    (:data:`pymc_trees.bart.likelihoods.FAMILIES`: ``"normal"``, ``"student_t"``,
+    (:data:`pymc_trees.bart.likelihood.likelihoods.FAMILIES`: ``"normal"``, ``"student_t"``,
     ``"probit"``, ``"logit"`` for Bernoulli or Binomial, ``"negative_binomial"`` and
     ``"asymmetric_laplace"``); ``link`` is the link it implies for the term (``"identity"``,
     ``"probit"``, ``"logit"``, ``"log"``).  ``eta`` is the graph of the linear predictor
@@ -187,7 +187,7 @@ class TreeLikelihood:
 
         A Gaussian family (the Normal): ``r = (y - a)/b - offset``, ``omega = b^2/s^2``
         (docs/math.md section 1).  Otherwise the family's latent variables of docs/math.md section 8
-        (:attr:`pymc_trees.bart.likelihoods.LikelihoodFamily.latents`) are drawn from ``rng``
+        (:attr:`pymc_trees.bart.likelihood.likelihoods.LikelihoodFamily.latents`) are drawn from ``rng``
         given the current values ``f`` of the term, which give ``Normal(z, 1/w)`` in eta, and
         then ``r = (z - a)/b - offset``, ``omega = w b^2``.
         """
@@ -241,7 +241,7 @@ def tree_likelihood(model, f_rv, n: int) -> TreeLikelihood:
     """Find and compile the likelihood of tree term ``f_rv``; raise a clear error otherwise.
 
     Recognised forms: those of the likelihood registry
-    (:data:`pymc_trees.bart.likelihoods.LIKELIHOOD_FORMS`): Normal and Student-t with mean
+    (:data:`pymc_trees.bart.likelihood.likelihoods.LIKELIHOOD_FORMS`): Normal and Student-t with mean
     eta, Bernoulli with a probit or logit link, Binomial with a logit link, negative binomial
     with ``mu = exp(eta)``, asymmetric Laplace with location eta, where ``eta = a + b * f``.
     Anything else raises :class:`ModelStructureError` listing every supported form.
@@ -325,7 +325,7 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
 
     The output enters one observed variable (the term may enter others through its other
     outputs: ``y1 ~ Normal(f[0], s1)``, ``y2 ~ Normal(f[1], s2)``) of a form of
-    the likelihood registry (:data:`pymc_trees.bart.likelihoods.LIKELIHOOD_FORMS`) whose linear
+    the likelihood registry (:data:`pymc_trees.bart.likelihood.likelihoods.LIKELIHOOD_FORMS`) whose linear
     predictor eta, broadcast with the observed values and parameters, has shape (n,) or
     (k, n), and:
 

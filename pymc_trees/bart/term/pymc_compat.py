@@ -7,23 +7,23 @@ PyMC has no hook for four things a tree term needs, so :func:`install` (called o
 
 * ``pymc.backends.arviz.DataTreeConverter.sample_stats_to_xarray`` and
   ``posterior_to_xarray``: the forests move into their own DataTree group
-  (:func:`pymc_trees.bart.trace_io.move_forest_stats`), and a run that recorded no
+  (:func:`pymc_trees.bart.term.trace_io.move_forest_stats`), and a run that recorded no
   variable keeps its chain and draw coordinates
-  (:func:`pymc_trees.bart.trace_io.with_draw_coords`); ``docs/explanation/trace.md``, "Forests kept
+  (:func:`pymc_trees.bart.term.trace_io.with_draw_coords`); ``docs/explanation/trace.md``, "Forests kept
   with the trace".
 * ``pymc.sampling.mcmc.init_traces``: large tree terms' values stay out of the trace by
-  default (:func:`pymc_trees.bart.trace_io.recorded_vars`), each tree step learns whether
-  its values are recorded (:func:`pymc_trees.bart.trace_io.values_as_recorded`), and a trace
+  default (:func:`pymc_trees.bart.term.trace_io.recorded_vars`), each tree step learns whether
+  its values are recorded (:func:`pymc_trees.bart.term.trace_io.values_as_recorded`), and a trace
   that records no variable still counts its draws (:func:`count_draws`, which swaps the
   class of PyMC's ``NDArray`` traces).
 * ``pymc.sampling.forward._maybe_warn_implicit_freeze``: PyMC's posterior predictive refuses
   to reuse a tree term's training-row values after its X changed, or to draw it from the
-  tree prior (:func:`pymc_trees.bart.ppc_guard.refuse_wrong_draws`); ``docs/explanation/trace.md``,
+  tree prior (:func:`pymc_trees.bart.term.ppc_guard.refuse_wrong_draws`); ``docs/explanation/trace.md``,
   "New data through PyMC's API".
 * ``pymc.sample_prior_predictive`` (also as ``pymc.sampling`` and
   ``pymc.sampling.forward`` hold it): it draws within its model's context, where a tree
   term's ``leaf_prior="auto"`` settles by the likelihood it enters
-  (:func:`pymc_trees.bart.gamma_likelihood.settled_leaf_priors`), as the tree step settles it.
+  (:func:`pymc_trees.bart.likelihood.gamma_likelihood.settled_leaf_priors`), as the tree step settles it.
 * :func:`reduce_step`: the steps pickle from their state alone, without the arguments
   PyMC's ``BlockedStep`` keeps in its private ``_BlockedStep__newargs``.
 * :func:`external_nuts_sampler`: which ``nuts_sampler`` the ``pm.sample`` call on the
@@ -55,7 +55,7 @@ PYMC_TESTED = ((6, 3), (6, 4))
 
 
 class PyMCVersionWarning(UserWarning):
-    """The installed PyMC is newer than the versions :mod:`pymc_trees.bart.pymc_compat` was
+    """The installed PyMC is newer than the versions :mod:`pymc_trees.bart.term.pymc_compat` was
     tested against."""
 
 
@@ -77,7 +77,7 @@ def check_pymc_version(version: str | None = None) -> bool:
     tested = f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}"
     if installed > hi:
         warnings.warn(
-            f"pymc_trees.bart.pymc_compat wraps private functions of PyMC "
+            f"pymc_trees.bart.term.pymc_compat wraps private functions of PyMC "
             f"(pymc.sampling.forward._maybe_warn_implicit_freeze, "
             f"pymc.sampling.mcmc.init_traces, DataTreeConverter.sample_stats_to_xarray and "
             f"posterior_to_xarray) and reads pm.sample's frame; it was tested with PyMC "
@@ -189,7 +189,7 @@ def _install_trace_conversion() -> None:
     ``posterior_to_xarray`` (an empty posterior keeps its draws' coordinates), once."""
     from pymc.backends import arviz as pm_arviz
 
-    from pymc_trees.bart.trace_io import move_forest_stats, with_draw_coords
+    from pymc_trees.bart.term.trace_io import move_forest_stats, with_draw_coords
 
     conv = pm_arviz.DataTreeConverter
     original = conv.sample_stats_to_xarray
@@ -211,12 +211,12 @@ def _install_trace_conversion() -> None:
 def _install_trace_vars() -> None:
     """Wrap ``pymc.sampling.mcmc.init_traces`` (called by name from ``pm.sample``), once:
     which variables ``pm.sample`` records, and whether each tree step's are; and a tree term
-    given to one of PyMC's own steps is refused (:func:`~pymc_trees.bart.ppc_guard.
+    given to one of PyMC's own steps is refused (:func:`~pymc_trees.bart.term.ppc_guard.
     refuse_foreign_steps`)."""
     from pymc.sampling import mcmc
 
-    from pymc_trees.bart.ppc_guard import refuse_foreign_steps
-    from pymc_trees.bart.trace_io import recorded_vars, values_as_recorded
+    from pymc_trees.bart.term.ppc_guard import refuse_foreign_steps
+    from pymc_trees.bart.term.trace_io import recorded_vars, values_as_recorded
 
     init = mcmc.init_traces
     if getattr(init, "_pymc_trees", False):
@@ -243,13 +243,13 @@ def _install_refusal() -> None:
     and then calls ``pymc.sampling.forward._maybe_warn_implicit_freeze`` (by module name) with
     that decision: the trace variables, the redrawn ones, and the data values at sampling
     time.  That call is wrapped once: before PyMC's own warning,
-    :func:`pymc_trees.bart.ppc_guard.refuse_wrong_draws` raises where a tree term would be
+    :func:`pymc_trees.bart.term.ppc_guard.refuse_wrong_draws` raises where a tree term would be
     drawn from its prior or reused stale.  No call stack is inspected: PyMC hands the
     decision to the wrapper.
     """
     from pymc.sampling import forward
 
-    from pymc_trees.bart.ppc_guard import refuse_wrong_draws
+    from pymc_trees.bart.term.ppc_guard import refuse_wrong_draws
 
     original = getattr(forward, "_maybe_warn_implicit_freeze", None)
     if original is None or not hasattr(forward, "_data_var_is_volatile"):
@@ -274,7 +274,7 @@ def _install_refusal() -> None:
 def _install_prior_context() -> None:
     """Make ``pm.sample_prior_predictive`` draw within its model's context, once: a tree term
     whose ``leaf_prior="auto"`` settles by the likelihood it enters finds that model there
-    (:func:`pymc_trees.bart.gamma_likelihood.settled_leaf_priors`), also when the model is
+    (:func:`pymc_trees.bart.likelihood.gamma_likelihood.settled_leaf_priors`), also when the model is
     passed as ``model=`` outside its ``with`` block."""
     from pymc import sampling
     from pymc.model import modelcontext

@@ -16,7 +16,7 @@ conditionals: the leaf vectors are then integrated out jointly.
 The forest's ``value`` array is output 0's row of :attr:`SharedOutputSampler.leaf_values`
 (shape (k, m, K)), so that everything that reads one forest (its structure, DART, summaries)
 reads this one.  A stored draw is k packed forests with the same trees and routing coins,
-output after output (:func:`~pymc_trees.bart.output_samplers.concat_packed`), the layout of a term
+output after output (:func:`~pymc_trees.bart.samplers.output_samplers.concat_packed`), the layout of a term
 with separate trees, so prediction, saving and interpretation read it unchanged.
 """
 
@@ -28,8 +28,8 @@ import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF, Forest, forest_values
 from pymc_trees.bart.kernels.row_calls import gaussian_pre, gaussian_rows
-from pymc_trees.bart.output_samplers import concat_packed
-from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.samplers.output_samplers import concat_packed
+from pymc_trees.bart.samplers.sampler import ForestSampler
 from pymc_trees.core.packed import PackedForest
 
 __all__ = ["SharedOutputSampler", "SharedForestState"]
@@ -50,7 +50,7 @@ class SharedOutputSampler(ForestSampler):
     holds k values.  Sampled by :meth:`general_sweep` and, against Gaussian pseudo-data, by
     :meth:`conjugate_sweep`; the one-output conjugate, Particle Gibbs and warm-start sweeps
     and the level shift of :class:`ForestSampler` update one value per leaf, and the term's
-    plan (:mod:`pymc_trees.bart.plan`) never picks them for it (a Particle Gibbs step is
+    plan (:mod:`pymc_trees.bart.term.plan`) never picks them for it (a Particle Gibbs step is
     refused when it is built).
 
     Parameters

@@ -24,8 +24,8 @@ from scipy import special
 from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, read_only_rows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.gamma_leaves import gamma_sweep
-from pymc_trees.bart.general_loop import MOVES, acceptance_rates
-from pymc_trees.bart.sampler import ForestSampler
+from pymc_trees.bart.samplers.general_loop import MOVES, acceptance_rates
+from pymc_trees.bart.samplers.sampler import ForestSampler
 from pymc_trees.core.slice_sampling import slice_sample
 
 __all__ = ["GammaForestSampler", "log_gamma_prior", "LEAF_PRIORS", "leaf_prior_kappa",

@@ -1,7 +1,7 @@
 """The likelihood of a tree term that has no exact augmentation, compiled for the general tree
 step's reversible-jump moves (docs/math.md section 9): the row log densities, their first and
 second derivatives in each row's own value of the term, the row graph the sweep kernel calls
-(:mod:`pymc_trees.bart.rowgraph`), and the link through which the term enters its parameter
+(:mod:`pymc_trees.bart.likelihood.rowgraph`), and the link through which the term enters its parameter
 when that is recognised.
 """
 
@@ -19,9 +19,9 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.kernels.general import call_all, call_rows
-from pymc_trees.bart.model_graph import (ModelStructureError, affine_problem, dependents,
+from pymc_trees.bart.likelihood.model_graph import (ModelStructureError, affine_problem, dependents,
                                          depends_on, scalar_op, unwrap)
-from pymc_trees.bart.rowgraph import RowFunctions, compile_rows, numba_object_mode
+from pymc_trees.bart.likelihood.rowgraph import RowFunctions, compile_rows, numba_object_mode
 
 __all__ = ["GeneralLikelihood", "general_likelihood", "compile_values"]
 
@@ -261,7 +261,7 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None,
     initial point: moving f at half of the rows leaves the other rows' log densities
     unchanged.  Raises :class:`ModelStructureError` otherwise.  ``rows_cache``: a dict kept
     across the outputs of one term, in which their shared row graph is compiled once
-    (:func:`pymc_trees.bart.rowgraph.compile_rows`)."""
+    (:func:`pymc_trees.bart.likelihood.rowgraph.compile_rows`)."""
     deps = dependents(model, f_rv)
     name = f_rv.name
     if not deps or any(d not in model.observed_RVs for d in deps):
@@ -319,7 +319,7 @@ def general_likelihood(model, f_rv, n: int, output: int | None = None,
 
 def _attach_rows(model, lik: GeneralLikelihood, lp, f_value, point: dict, f0, check,
                  rows_cache: dict | None = None) -> None:
-    """Compile the row graph for the sweep kernel (:mod:`pymc_trees.bart.rowgraph`) and check
+    """Compile the row graph for the sweep kernel (:mod:`pymc_trees.bart.likelihood.rowgraph`) and check
     it against the whole-graph function at a perturbed point: at all rows, and at a third of
     the rows (in random order) against all rows.  Any failure leaves ``lik.rows`` None with
     the reason; the Python sweep then runs, with the same moves."""

@@ -18,9 +18,9 @@ from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linea
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
 from pymc_trees.bart.kernels.linear_sweep import linear_sweep
-from pymc_trees.bart.general_loop import MOVES, acceptance_rates, check_start
-from pymc_trees.bart.sampler import EXACT_VALUES_EVERY, ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.general_loop import MOVES, acceptance_rates, check_start
+from pymc_trees.bart.samplers.sampler import EXACT_VALUES_EVERY, ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.core.packed import center_bits
 
 __all__ = ["LinearForestSampler", "RESPONSES"]
@@ -38,7 +38,7 @@ class LinearForestSampler(ForestSampler):
     the standardised scale of its column (``Z``, from the training rows' mean ``center`` and
     sd ``scale``); packed forests carry the slope per unit of the column and the centre.
     Sampled by grow, prune and change moves (:meth:`cgm_sweep`, and :meth:`general_sweep`
-    for other likelihoods, linear trees only); the term's plan (:mod:`pymc_trees.bart.plan`)
+    for other likelihoods, linear trees only); the term's plan (:mod:`pymc_trees.bart.term.plan`)
     refuses Particle Gibbs, whose sweep (:meth:`ForestSampler.pg_sweep`) holds constant
     leaves, before any sweep runs.
     """
@@ -208,7 +208,7 @@ class LinearForestSampler(ForestSampler):
         (:func:`~pymc_trees.bart.kernels.general_linear.general_linear_sweep`: grow and prune
         0.3 each, change at a node whose children are leaves 0.4; ``move_cumprobs`` and
         ``loglik`` are not used) with the likelihood ``compiled = (rows_fn, pre)``
-        (:meth:`pymc_trees.bart.general_likelihood.GeneralLikelihood.compiled`); returns acceptance
+        (:meth:`pymc_trees.bart.likelihood.general_likelihood.GeneralLikelihood.compiled`); returns acceptance
         rates (NaN for swap).  With ``response="mix"`` every tree's kind (linear or constant)
         is then proposed switched, its leaves' coefficients from their Newton proposals.  A
         likelihood whose row graph could not be compiled is refused.  Every leaf proposal is

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_trees.bart.calibration import leaf_calibration
+from pymc_trees.bart.likelihood.calibration import leaf_calibration
 from pymc_trees.core.features import MAX_LEVELS
 from pymc_trees.core.tabular import TableSchema, warn_user
 

@@ -1,5 +1,5 @@
 """The sum-of-trees prior's hyperparameters (:class:`TreePrior`) and the move probabilities of
-the general step (:func:`move_cumulative_probs`): what a :class:`~pymc_trees.bart.sampler.
+the general step (:func:`move_cumulative_probs`): what a :class:`~pymc_trees.bart.samplers.sampler.
 ForestSampler` samples from, kept apart from how it samples (``docs/explanation/prior.md``).
 """
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_trees.bart.general_loop import MOVES
+from pymc_trees.bart.samplers.general_loop import MOVES
 
 __all__ = ["TreePrior", "move_cumulative_probs", "MOVES"]
 
@@ -45,21 +45,21 @@ class TreePrior:
         leaf_sd="learned")``): ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA,
         (LEARNED_SCALE_ALPHA - 1) * sd0**2)``, prior mean ``sd0**2`` where ``sd0`` is the
         term's calibrated leaf sd (its ``leaf_sd`` input), drawn from its conjugate
-        conditional after every sweep (:func:`pymc_trees.bart.learned_scale.learned_scale_draw`).
+        conditional after every sweep (:func:`pymc_trees.bart.samplers.learned_scale.learned_scale_draw`).
     response : {"constant", "linear", "mix"}
         What a leaf holds: a constant, or a straight line in the column of the split above
         it (:mod:`pymc_trees.bart.kernels.linear`;
-        :class:`~pymc_trees.bart.linear_sampler.LinearForestSampler`); ``"mix"``: each tree
+        :class:`~pymc_trees.bart.samplers.linear_sampler.LinearForestSampler`); ``"mix"``: each tree
         is one or the other, with prior 1/2.
     separate_trees : bool
         For a term of k outputs: k independent forests (True), or one forest whose leaves
-        hold k values (False; :class:`~pymc_trees.bart.shared_sampler.SharedOutputSampler`).
+        hold k values (False; :class:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler`).
     response_auto : bool
         Whether ``response="linear"`` is the default's choice rather than the user's
         (``BARTTree(response=None)``): the tree step then samples constant leaves where linear
-        ones are not the measured default (:meth:`pymc_trees.bart.plan.TermPlan.resolve`).
+        ones are not the measured default (:meth:`pymc_trees.bart.term.plan.TermPlan.resolve`).
     leaf_prior : {"normal", "log-gamma", "log-inverse-gamma", "auto"}
-        The leaf values' prior (:mod:`pymc_trees.bart.gamma_sampler`; checked by the plan).
+        The leaf values' prior (:mod:`pymc_trees.bart.samplers.gamma_sampler`; checked by the plan).
     leaf_kappa : float
         The exponent of log-gamma leaves, ``exp(kappa mu) ~ Gamma``, when the likelihood
         set it (+-1 or +-2, ``"auto"`` settled); 0: +-1 by ``leaf_prior``.

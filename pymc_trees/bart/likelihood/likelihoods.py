@@ -7,7 +7,7 @@ An entry says everything the package knows of its family:
   (``distributions``) and ``read``, which finds the linear predictor eta and the other
   parameters in the observed variable's inputs (or None when the graph is not of the form);
 * its link (``link``), which sets the term's calibration (:meth:`LikelihoodFamily.calibration`,
-  :func:`pymc_trees.bart.calibration.leaf_calibration`) and which ``BARTTree(link=...)``
+  :func:`pymc_trees.bart.likelihood.calibration.leaf_calibration`) and which ``BARTTree(link=...)``
   must match;
 * its pseudo-data given the parameters: directly for a Gaussian family (``gaussian``), else
   the latent-variable draw of docs/math.md section 8 (``latents``, the kernels of
@@ -15,8 +15,8 @@ An entry says everything the package knows of its family:
   likelihood of eta is ``prod_i Normal(z_i; eta_i, 1/w_i)``;
 * how it is written in the docs and in the error that lists the supported forms.
 
-:func:`pymc_trees.bart.structure.tree_likelihood` matches an observed variable against the
-entries in order (:func:`read_form`); :meth:`pymc_trees.bart.structure.TreeLikelihood.pseudo_data`
+:func:`pymc_trees.bart.likelihood.structure.tree_likelihood` matches an observed variable against the
+entries in order (:func:`read_form`); :meth:`pymc_trees.bart.likelihood.structure.TreeLikelihood.pseudo_data`
 calls the entry's draw.  The table of ``docs/explanation/augmentations.md`` ("Other likelihoods:
 exact data
 augmentation") is :func:`forms_table` (a test checks that they are equal).  Adding a family is
@@ -34,9 +34,9 @@ import pymc as pm
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 
-from pymc_trees.bart.calibration import LINKS, leaf_calibration
+from pymc_trees.bart.likelihood.calibration import LINKS, leaf_calibration
 from pymc_trees.bart.kernels import augment
-from pymc_trees.bart.model_graph import (constant_value, negative_binomial_logit, scalar_op,
+from pymc_trees.bart.likelihood.model_graph import (constant_value, negative_binomial_logit, scalar_op,
                                          unwrap)
 
 __all__ = ["LikelihoodFamily", "FAMILIES", "register", "read_form", "LIKELIHOOD_FORMS",
@@ -55,7 +55,7 @@ class LikelihoodFamily:
         The distributions it is written with (matched by their ``rv_type``).
     link : str
         The link the family implies for the term, one of
-        :data:`pymc_trees.bart.calibration.LINKS`.
+        :data:`pymc_trees.bart.likelihood.calibration.LINKS`.
     read : callable
         ``read(obs, inputs, f) -> (eta, params) | None``: from the observed variable ``obs``,
         its distribution parameters ``inputs`` (``obs.owner.inputs[2:]``) and the term ``f``,
@@ -113,7 +113,7 @@ class LikelihoodFamily:
 
     def calibration(self, Y=None, **kwargs) -> tuple[float, float]:
         """``(offset, leaf_sd)`` of a term in this family's link:
-        :func:`~pymc_trees.bart.calibration.leaf_calibration` with ``link=self.link``."""
+        :func:`~pymc_trees.bart.likelihood.calibration.leaf_calibration` with ``link=self.link``."""
         return leaf_calibration(Y, link=self.link, **kwargs)
 
 

@@ -2,7 +2,7 @@
 with ``Y``): its InverseGamma prior on the leaf variance, centred on the calibrated sd, and
 the conjugate draws from that prior and from the conditional given the leaves
 (``docs/math.md``, section 12).  Plain numpy; the part of the tree step that holds the scale
-is :class:`pymc_trees.bart.leaf_scale.LearnedLeafScale`."""
+is :class:`pymc_trees.bart.steps.leaf_scale.LearnedLeafScale`."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 
 __all__ = ["OutputSamplers", "concat_packed"]

@@ -15,14 +15,14 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_trees.bart.calibration import leaf_calibration
-from pymc_trees.bart.gamma_likelihood import settled_leaf_priors
-from pymc_trees.bart.learned_scale import learned_scale_prior_draw
-from pymc_trees.bart.tree_prior import TreePrior
-from pymc_trees.bart.term_checks import check_output_scales, check_training_rows, check_Y
-from pymc_trees.bart.numba_draw import register_numba_draw
-from pymc_trees.bart.model_graph import check_float64
-from pymc_trees.bart.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
+from pymc_trees.bart.likelihood.calibration import leaf_calibration
+from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+from pymc_trees.bart.samplers.learned_scale import learned_scale_prior_draw
+from pymc_trees.bart.samplers.tree_prior import TreePrior
+from pymc_trees.bart.likelihood.term_checks import check_output_scales, check_training_rows, check_Y
+from pymc_trees.bart.term.numba_draw import register_numba_draw
+from pymc_trees.bart.likelihood.model_graph import check_float64
+from pymc_trees.bart.term.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
                                   check_arguments, term_plan)
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
@@ -38,7 +38,7 @@ PPC_ADVICE = (
     "redraw it from the tree prior; both are wrong at new rows.")
 
 # SAMPLERS and DEFAULT_SAMPLER (the sampler pm.sample() assigns when BARTTree(sampler=None))
-# live in pymc_trees.bart.plan, which decides what combines with what
+# live in pymc_trees.bart.term.plan, which decides what combines with what
 # the leaf scale of a term with Y (or a probit or logit link) and no leaf_sd (issue 26)
 DEFAULT_LEAF_SD = "learned"
 # split_prior by name: equal weights, or DART's learned ones inside the tree step (issue 26)
@@ -103,7 +103,7 @@ class BARTTreeRV(RandomVariable):
 
     def rng_fn(self, rng, X, offset, leaf_sd, split_weights, size):
         # a draw from the tree prior (pm.sample_prior_predictive, pm.draw); PyMC's posterior
-        # predictive never gets here: pymc_trees.bart.ppc_guard refuses before it would
+        # predictive never gets here: pymc_trees.bart.term.ppc_guard refuses before it would
         n = np.shape(X)[0]
         core = (n,) if self.outputs is None else (self.outputs, n)
         if size is not None and tuple(np.atleast_1d(size)) not in ((), core):
@@ -160,7 +160,7 @@ class BARTTree(Distribution):
         transform, whatever the link).  Only calibrates the prior, for ``link``: with the
         identity link ``offset = (max Y + min Y) / 2`` and
         ``leaf_sd = (max Y - min Y) / (2 k sqrt(m))``; the other links transform it
-        themselves (:func:`pymc_trees.bart.calibration.leaf_calibration`).  It is not the
+        themselves (:func:`pymc_trees.bart.likelihood.calibration.leaf_calibration`).  It is not the
         likelihood.  For a term of shape (k, n), Y may hold each output's response as a
         row: the term's one offset and leaf scale are then calibrated on all its values,
         and outputs whose own calibrations differ more than 10 times are refused with the
@@ -300,7 +300,7 @@ class BARTTree(Distribution):
         leaf the normal prior's mean 0 and sd ``leaf_sd``.  For a term that enters a Poisson
         or negative binomial mean, a Gamma outcome's rate or mean, or a Normal or Student-t
         variance through ``exp`` in the conjugate direction, the leaves then integrate out of
-        the tree moves in closed form (:mod:`pymc_trees.bart.gamma_likelihood` lists the
+        the tree moves in closed form (:mod:`pymc_trees.bart.likelihood.gamma_likelihood` lists the
         forms; any other is refused with them).  One output (``"auto"`` settles each output
         of a (k, n) term), constant leaves, a leaf scale that is a number, ``"fixed"`` or
         ``"learned"`` (not a model variable); the CGM step or Particle Gibbs.
@@ -482,14 +482,14 @@ class BARTTree(Distribution):
             weights = None
         # the default leaves: linear for a term of one output calibrated on Y for the
         # identity, logit or probit link and sampled by the CGM step; the step keeps them
-        # only in a Gaussian or augmented likelihood (pymc_trees.bart.plan.TermPlan.resolve)
+        # only in a Gaussian or augmented likelihood (pymc_trees.bart.term.plan.TermPlan.resolve)
         auto = response is None
         if auto:
             linear = (Y is not None and link in ("identity", "logit", "probit")
                       and outputs is None and sampler in (None, "cgm")
                       and leaf_prior in ("normal", "auto"))
             response = "linear" if linear else "constant"
-        # what combines with what (pymc_trees.bart.plan): refused here with the fix
+        # what combines with what (pymc_trees.bart.term.plan): refused here with the fix
         sampler, separate = check_arguments(
             outputs=outputs, response=response, separate_trees=separate_trees, sampler=sampler,
             learned_split=isinstance(weights, Variable) and not isinstance(weights, Constant),

@@ -2,7 +2,7 @@
 (issue 25): the likelihood of the rows a move changes, with its derivatives in the term, and
 nothing of PyTensor or Python between trees.
 
-The graph of the row log densities ``l_i(f_i)`` (:func:`pymc_trees.bart.general_likelihood._row_log_density`)
+The graph of the row log densities ``l_i(f_i)`` (:func:`pymc_trees.bart.likelihood.general_likelihood._row_log_density`)
 and of their first and negated second derivatives in the term is split in two:
 
 * the **frontier**: every value the rows need that does not depend on the term (the observed

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pymc.model import Model
 
-from pymc_trees.bart.distribution import BARTTreeRV
-from pymc_trees.bart.leaf_scale import leaf_scale_rvs
-from pymc_trees.bart.split_prior import split_concentration_rvs, split_prior_rvs
+from pymc_trees.bart.term.distribution import BARTTreeRV
+from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs
+from pymc_trees.bart.steps.split_prior import split_concentration_rvs, split_prior_rvs
 
 __all__ = ["hyper_rvs", "trees_owning", "group_tree_vars"]
 

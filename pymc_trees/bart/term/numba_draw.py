@@ -31,7 +31,7 @@ def register_numba_draw(rv_class: type) -> None:
     Parameters
     ----------
     rv_class : type
-        :class:`~pymc_trees.bart.distribution.BARTTreeRV` (passed in, so that this module
+        :class:`~pymc_trees.bart.term.distribution.BARTTreeRV` (passed in, so that this module
         does not import the one that calls it).
     """
     global _registered

@@ -1,5 +1,5 @@
 """The conjugate noise update, :class:`NoiseGibbs` (docs/math.md section 4), a PyMC step method
-registered with the tree steps (:mod:`pymc_trees.bart.steps`, from which it is also
+registered with the tree steps (:mod:`pymc_trees.bart.steps.tree_step`, from which it is also
 imported)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_trees.bart.pymc_compat import reduce_step
-from pymc_trees.bart.structure import ModelStructureError, noise_likelihood
+from pymc_trees.bart.term.pymc_compat import reduce_step
+from pymc_trees.bart.likelihood.structure import ModelStructureError, noise_likelihood
 
 __all__ = ["NoiseGibbs", "NoiseGibbsState"]
 

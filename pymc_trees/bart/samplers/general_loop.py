@@ -1,6 +1,6 @@
 """The general tree step's sweep as a Python loop over the trees (docs/math.md section 9).
 
-:meth:`pymc_trees.bart.sampler.ForestSampler.general_sweep` runs this loop when the likelihood
+:meth:`pymc_trees.bart.samplers.sampler.ForestSampler.general_sweep` runs this loop when the likelihood
 has no row graph compiled for the kernel (``compiled=None``; ``CGMTreeStep.python_sweep``
 forces it): the same moves and random numbers as the compiled
 :func:`pymc_trees.bart.kernels.general.general_sweep`, with the likelihood called through
@@ -74,8 +74,8 @@ def check_start(ll: np.ndarray) -> None:
 def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                          defensive: float) -> dict[str, float]:
     """One sweep of the general tree step over ``sampler``'s forest (a
-    :class:`~pymc_trees.bart.sampler.ForestSampler` or a subclass), as
-    :meth:`~pymc_trees.bart.sampler.ForestSampler.general_sweep` documents it (its
+    :class:`~pymc_trees.bart.samplers.sampler.ForestSampler` or a subclass), as
+    :meth:`~pymc_trees.bart.samplers.sampler.ForestSampler.general_sweep` documents it (its
     parameters and return value)."""
     w = float(defensive)
     f = sampler._forest_with_room()

@@ -1,18 +1,18 @@
 """The split prior of a tree term (the probabilities with which a split picks each column),
 one class per mode, composed by the tree step
-(:class:`~pymc_trees.bart.steps.CGMTreeStep`, :class:`~pymc_trees.bart.steps.PGTreeStep`).
+(:class:`~pymc_trees.bart.steps.tree_step.CGMTreeStep`, :class:`~pymc_trees.bart.steps.tree_step.PGTreeStep`).
 
 * :class:`UniformSplitPrior`: fixed weights (``split_prior="uniform"`` or given numbers).
 * :class:`DartSplitPrior`: ``split_prior="dart"``, Linero's (2018) DART inside the tree
   step: ``s ~ Dirichlet(alpha / p, ...)`` with alpha's prior, both drawn from their
-  conditionals after every sweep (:meth:`~pymc_trees.bart.sampler.ForestSampler.dart_update`;
-  the prior draw is the sampler's :meth:`~pymc_trees.bart.sampler.ForestSampler.draw_prior`).
+  conditionals after every sweep (:meth:`~pymc_trees.bart.samplers.sampler.ForestSampler.dart_update`;
+  the prior draw is the sampler's :meth:`~pymc_trees.bart.samplers.sampler.ForestSampler.draw_prior`).
   Their current values are the sampler's (``dart_log_s``, ``dart_x``; in the step's state).
 * :class:`DirichletSplitPrior`: ``split_prior=s`` with ``s`` a ``pm.Dirichlet`` model
   variable, updated exactly given the forest, and its concentration (when one scalar model
   variable that nothing else depends on) slice-sampled.
 
-The interface is the one of :mod:`pymc_trees.bart.leaf_scale` (``load``, ``update``,
+The interface is the one of :mod:`pymc_trees.bart.steps.leaf_scale` (``load``, ``update``,
 ``stats``, ``stats_dtypes_shapes``, ``value_names``), plus ``state``/``restore`` of the
 values the sampler holds.
 """
@@ -28,11 +28,11 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors
 from scipy.special import gammaln, logsumexp
 
-from pymc_trees.bart.distribution import term_inputs
+from pymc_trees.bart.term.distribution import term_inputs
 from pymc_trees.bart.kernels.forest import split_prior_gibbs
-from pymc_trees.bart.leaf_scale import AtValue, check_owned_by_term
+from pymc_trees.bart.steps.leaf_scale import AtValue, check_owned_by_term
 from pymc_trees.core.slice_sampling import slice_sample
-from pymc_trees.bart.trace_io import DART_SUFFIX, DartDraw
+from pymc_trees.bart.term.trace_io import DART_SUFFIX, DartDraw
 
 __all__ = ["UniformSplitPrior", "DartSplitPrior", "DirichletSplitPrior", "make_split_prior",
            "split_prior_rvs", "split_concentration_rvs"]
@@ -97,10 +97,10 @@ class DartSplitPrior(UniformSplitPrior):
     ----------
     var_name : str
         The tree term's name: the stat is ``<var_name>_dart``, a
-        :class:`~pymc_trees.bart.trace_io.DartDraw` (an object stat, the channel PyMC's
+        :class:`~pymc_trees.bart.term.trace_io.DartDraw` (an object stat, the channel PyMC's
         backends keep for arrays), made ``<name>_split_probs`` (chain, draw, column) and
         ``<name>_split_alpha`` (chain, draw) of ``sample_stats`` by
-        :mod:`pymc_trees.bart.trace_io`, with an output dim after draw for shape (k, n).
+        :mod:`pymc_trees.bart.term.trace_io`, with an output dim after draw for shape (k, n).
     shared : bool
         Whether the k outputs share one forest (whose probabilities are every output's).
     """

@@ -3,7 +3,7 @@
 During sampling every draw's forest travels as the object-typed sampler stat
 ``<name>_forest`` (a :class:`~pymc_trees.PackedForest`), the one channel that survives worker
 processes.  When PyMC turns the trace into a DataTree, :func:`move_forest_stats` (wired in by
-:func:`pymc_trees.bart.pymc_compat.install`) moves those stats out of
+:func:`pymc_trees.bart.term.pymc_compat.install`) moves those stats out of
 ``sample_stats`` (and ``warmup_sample_stats``) into the group ``forests`` (``warmup_forests``)
 with this encoding, per tree term ``<name>``:
 
@@ -353,7 +353,7 @@ def move_forest_stats(result: dict, model) -> dict:
     """PyMC's conversion of the sample stats (``result``, group name to dataset), with the
     ``<name>_forest`` object stats moved into the ``forests`` group(s) and the
     ``<name>_dart`` ones made numeric (wired into PyMC by
-    :func:`pymc_trees.bart.pymc_compat.install`)."""
+    :func:`pymc_trees.bart.term.pymc_compat.install`)."""
     for stats_group, forest_group in (("sample_stats", FOREST_GROUP),
                                       ("warmup_sample_stats", "warmup_" + FOREST_GROUP)):
         ds = result.get(stats_group)
@@ -387,7 +387,7 @@ def _term_columns(model, name):
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
         return None, -1, None, None, None
-    from pymc_trees.bart.distribution import term_inputs
+    from pymc_trees.bart.term.distribution import term_inputs
 
     X = term_inputs(rv).X
     p = int(X.shape[1].eval())
@@ -460,7 +460,7 @@ def _term_rows(model, name, missing, linear: bool) -> dict:
     rv = model.named_vars.get(name) if model is not None else None
     if rv is None or rv.owner is None:
         return {}
-    from pymc_trees.bart.distribution import term_inputs
+    from pymc_trees.bart.term.distribution import term_inputs
     from pymc_trees.core.tabular import mark_missing
 
     X = term_inputs(rv).X
@@ -477,9 +477,9 @@ def _term_rows(model, name, missing, linear: bool) -> dict:
 
 def recorded_vars(model, trace_vars):
     """PyMC's default trace variables (``model.unobserved_value_vars``) without the tree
-    terms whose values are not kept (:func:`pymc_trees.bart.distribution.keeps_values`); None
+    terms whose values are not kept (:func:`pymc_trees.bart.term.distribution.keeps_values`); None
     (PyMC's default) when every term keeps them or ``var_names`` chose the variables."""
-    from pymc_trees.bart.distribution import keeps_values, tree_terms
+    from pymc_trees.bart.term.distribution import keeps_values, tree_terms
 
     if trace_vars is not None or model is None:
         return trace_vars
@@ -510,7 +510,7 @@ def values_as_recorded(step, model, trace_vars) -> None:
 
 def with_draw_coords(result: dict, converter) -> dict:
     """PyMC's conversion of the posterior (``result``), where a run that recorded no
-    variable (:func:`pymc_trees.bart.pymc_compat.count_draws`) keeps the chain and draw
+    variable (:func:`pymc_trees.bart.term.pymc_compat.count_draws`) keeps the chain and draw
     coordinates in its empty posterior group, which PyMC's convergence checks and
     ``pmt.predict`` read."""
     for group, trace in (("posterior", getattr(converter, "posterior_trace", None)),

@@ -1,7 +1,7 @@
 """PyMC's own posterior predictive refuses to reuse the training-row values of a tree term
 whose X changed: the one behaviour of PyMC that ``import pymc_trees`` changes besides the
 trace conversion (see ``docs/explanation/trace.md``, "New data through PyMC's API").  This module
-decides; :mod:`pymc_trees.bart.pymc_compat` wires the decision into PyMC."""
+decides; :mod:`pymc_trees.bart.term.pymc_compat` wires the decision into PyMC."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from pytensor.graph.traversal import ancestors
 
-from pymc_trees.bart.distribution import PPC_ADVICE, term_inputs, tree_terms
+from pymc_trees.bart.term.distribution import PPC_ADVICE, term_inputs, tree_terms
 
 __all__ = ["evaluated_at_current_x", "stale_tree_terms", "prior_drawn_tree_terms",
            "refuse_wrong_draws", "refuse_foreign_steps"]
@@ -69,12 +69,12 @@ def prior_drawn_tree_terms(model, volatile_closure, volatile_vars,
 
 def refuse_wrong_draws(model, volatile_closure, volatile_vars, vars_in_trace,
                        is_changed) -> None:
-    """Raise a ``ValueError`` with :data:`~pymc_trees.bart.distribution.PPC_ADVICE` when
+    """Raise a ``ValueError`` with :data:`~pymc_trees.bart.term.distribution.PPC_ADVICE` when
     PyMC's posterior predictive, having decided which trace variables to reuse, would draw a
     tree term from its prior (:func:`prior_drawn_tree_terms`) or reuse its training-row
     values although data upstream of its X changed (:func:`stale_tree_terms`).  Called by
     the wrapper of PyMC's ``_maybe_warn_implicit_freeze``
-    (:func:`pymc_trees.bart.pymc_compat.install`), before PyMC's own warning."""
+    (:func:`pymc_trees.bart.term.pymc_compat.install`), before PyMC's own warning."""
     drawn = prior_drawn_tree_terms(model, volatile_closure, volatile_vars, vars_in_trace)
     if drawn:
         raise ValueError(
@@ -95,7 +95,7 @@ def refuse_foreign_steps(step, model) -> None:
     """Refuse a step of ``pm.sample`` other than the tree steps that was given a tree term
     (``pm.sample(step=pm.Metropolis([f]))``): PyMC's samplers would move the term's values
     as a vector under its flat density, keep no forests and return a wrong posterior with no
-    warning.  Called by :mod:`pymc_trees.bart.pymc_compat` when ``pm.sample`` sets up its
+    warning.  Called by :mod:`pymc_trees.bart.term.pymc_compat` when ``pm.sample`` sets up its
     traces, with the steps it assigned."""
     if step is None:
         return

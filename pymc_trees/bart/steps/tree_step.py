@@ -19,25 +19,25 @@ from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, St
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_trees.bart.pymc_compat import (external_nuts_sampler, reduce_step,
+from pymc_trees.bart.term.pymc_compat import (external_nuts_sampler, reduce_step,
                                          register_step_methods)
-from pymc_trees.bart.distribution import BARTTreeRV, categorical_columns, keeps_values, term_inputs
+from pymc_trees.bart.term.distribution import BARTTreeRV, categorical_columns, keeps_values, term_inputs
 from pymc_trees.core.tabular import mark_missing
-from pymc_trees.bart.leaf_scale import leaf_scale_rvs, make_leaf_scale
-from pymc_trees.bart.likelihood_checks import (check_gamma_start, check_general_link,
+from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs, make_leaf_scale
+from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, check_general_link,
                                                check_general_start, check_link,
                                                stuck_message, warn_output_scales)
-from pymc_trees.bart.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, gamma_likelihood,
+from pymc_trees.bart.likelihood.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, gamma_likelihood,
                                               output_likelihoods)
-from pymc_trees.bart.noise_step import NoiseGibbs
-from pymc_trees.bart.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
+from pymc_trees.bart.steps.noise_step import NoiseGibbs
+from pymc_trees.bart.term.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
                                   default_move_probs, step_count, term_plan, warm_sweeps)
-from pymc_trees.bart.general_loop import nanmean
-from pymc_trees.bart.tree_prior import MOVES, move_cumulative_probs
-from pymc_trees.bart.split_prior import (make_split_prior, split_concentration_rvs,
+from pymc_trees.bart.samplers.general_loop import nanmean
+from pymc_trees.bart.samplers.tree_prior import MOVES, move_cumulative_probs
+from pymc_trees.bart.steps.split_prior import (make_split_prior, split_concentration_rvs,
                                          split_prior_rvs)
-from pymc_trees.bart.step_vars import group_tree_vars, trees_owning
-from pymc_trees.bart.structure import (ModelStructureError, NotAugmentable, general_likelihood,
+from pymc_trees.bart.steps.step_vars import group_tree_vars, trees_owning
+from pymc_trees.bart.likelihood.structure import (ModelStructureError, NotAugmentable, general_likelihood,
                                        joint_output_likelihoods, level_shifts, tree_likelihood,
                                        TreeLikelihood, unobserved_term)
 
@@ -46,7 +46,7 @@ __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "for
 
 def forest_stat_name(var_name: str) -> str:
     """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
-    DataTree, see :mod:`pymc_trees.bart.trace_io`)."""
+    DataTree, see :mod:`pymc_trees.bart.term.trace_io`)."""
     return f"{var_name}_forest"
 
 
@@ -143,10 +143,10 @@ class _TreeStep(BlockedStep):
         # and pm.set_data replaces the shared value rather than writing into it
         X_value = mark_missing(X.get_value(borrow=True) if hasattr(X, "get_value") else X.eval(),
                                getattr(rv.owner.op, "missing", None))
-        # the leaf scale (fixed, learned, or a model variable; pymc_trees.bart.leaf_scale) and
-        # the split prior (uniform, DART, or a Dirichlet variable; pymc_trees.bart.split_prior)
+        # the leaf scale (fixed, learned, or a model variable; pymc_trees.bart.steps.leaf_scale) and
+        # the split prior (uniform, DART, or a Dirichlet variable; pymc_trees.bart.steps.split_prior)
         self.leaf_scale = make_leaf_scale(model, rv, scale, start)
-        # the term's plan (pymc_trees.bart.plan), settled by its likelihood, then its sampler
+        # the term's plan (pymc_trees.bart.term.plan), settled by its likelihood, then its sampler
         self._plan = term_plan(rv.owner.op, rv.name, self.sampler_kind)
         self._plan.check_step()
         self._shared = self._plan.shared
@@ -221,7 +221,7 @@ class _TreeStep(BlockedStep):
         return rv, scale, split, conc
 
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
-        """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.plan`)
+        """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.term.plan`)
         picks it for this step: one ForestSampler, one per output, or one whose leaves hold
         the k outputs' values."""
         self.sampler = self._plan.make_sampler(X_value, self._prior, offset, sd0,
@@ -232,7 +232,7 @@ class _TreeStep(BlockedStep):
         augmented or general (then check its link and its density at the starting point),
         and the level shifts; settle the plan's leaves by it (:meth:`TermPlan.resolve`, in
         ``_plan`` and ``_prior``).  A term that no density depends on
-        (:func:`~pymc_trees.bart.structure.unobserved_term`) has none: its step draws it from
+        (:func:`~pymc_trees.bart.likelihood.structure.unobserved_term`) has none: its step draws it from
         its prior (:meth:`_prior_draw`)."""
         outputs, self._liks, self._joint = rv.owner.op.outputs, None, None
         self._prior_only = unobserved_term(model, rv)
@@ -306,7 +306,7 @@ class _TreeStep(BlockedStep):
 
     @property
     def leaf_sd(self) -> float:
-        """The step state's leaf sd: the sampler's (:mod:`pymc_trees.bart.leaf_scale`)."""
+        """The step state's leaf sd: the sampler's (:mod:`pymc_trees.bart.steps.leaf_scale`)."""
         return self.sampler.leaf_sd
 
     @leaf_sd.setter
@@ -323,7 +323,7 @@ class _TreeStep(BlockedStep):
     @property
     def split_state(self):
         """The step state's split probabilities held by the sampler (DART's; None for the
-        other split priors, :mod:`pymc_trees.bart.split_prior`)."""
+        other split priors, :mod:`pymc_trees.bart.steps.split_prior`)."""
         return self.split_prior.state(self.sampler)
 
     @split_state.setter
@@ -428,7 +428,7 @@ class _TreeStep(BlockedStep):
 
     def _pieces_held(self, point: dict) -> ExitStack:
         """A block in which the conjugate likelihoods evaluate their pieces at ``point`` once
-        (:meth:`~pymc_trees.bart.structure.TreeLikelihood.held_at`): one iteration's sweeps."""
+        (:meth:`~pymc_trees.bart.likelihood.structure.TreeLikelihood.held_at`): one iteration's sweeps."""
         stack = ExitStack()
         for lik in self._joint or self._liks or [self.likelihood]:
             if isinstance(lik, TreeLikelihood):
@@ -502,7 +502,7 @@ class _TreeStep(BlockedStep):
         """The conjugate update of k outputs that share their trees, with a likelihood that
         factorises over them: each output's pseudo-data (its latent variables drawn given the
         current values), then one sweep with the leaf vectors integrated out jointly
-        (:meth:`~pymc_trees.bart.shared_sampler.SharedOutputSampler.conjugate_sweep`)."""
+        (:meth:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler.conjugate_sweep`)."""
         smp = self.sampler
         F = smp.values()
         Z, omega = np.empty_like(F), np.empty_like(F)
@@ -788,5 +788,5 @@ def _only_exact_steps(model) -> bool:
 
 def register_steps() -> None:
     """Append the steps to PyMC's registry once
-    (:func:`pymc_trees.bart.pymc_compat.register_step_methods`)."""
+    (:func:`pymc_trees.bart.term.pymc_compat.register_step_methods`)."""
     register_step_methods((CGMTreeStep, PGTreeStep, NoiseGibbs))

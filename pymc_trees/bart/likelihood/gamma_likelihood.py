@@ -45,12 +45,12 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.subtensor import Subtensor
 
-from pymc_trees.bart.gamma_sampler import leaf_prior_kappa
+from pymc_trees.bart.samplers.gamma_sampler import leaf_prior_kappa
 from pymc_trees.bart.kernels.augment import as_rows
-from pymc_trees.bart.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
+from pymc_trees.bart.likelihood.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
                                          constant_value, dependents, depends_on,
                                          negative_binomial_logit, scalar_op, unwrap)
-from pymc_trees.bart.structure import (entered_by, general_likelihood, output_tree_likelihood,
+from pymc_trees.bart.likelihood.structure import (entered_by, general_likelihood, output_tree_likelihood,
                                        point_function)
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
@@ -258,7 +258,7 @@ class GammaLikelihood:
     def update(self, smp, rng: np.random.Generator, point: dict, sweep: Callable,
                warm: bool = False, sweeps: int = 1) -> dict | None:
         """The tree step's update of the term's sampler ``smp`` (a
-        :class:`~pymc_trees.bart.gamma_sampler.GammaForestSampler`) at ``point``:
+        :class:`~pymc_trees.bart.samplers.gamma_sampler.GammaForestSampler`) at ``point``:
         ``sweep(smp, s, logt, sweeps)`` (the step's exact sweeps: CGM's moves or Particle
         Gibbs) against the rows' shapes and log rates, latent variables drawn first where the
         family has them; with ``warm`` one grow-from-root sweep against the rows' Newton
@@ -405,7 +405,7 @@ def _output_problem(model, f_rv, n: int, output: int, eta, params, b, obs_name: 
     parameters free of ``f[output]`` (None when nothing does), checked at the initial point
     with the term at random values ``W`` and at ``W`` with row ``output`` moved: an affine
     map passes at every point, anything else fails at almost every one (as
-    :func:`~pymc_trees.bart.structure.output_tree_likelihood` checks its forms)."""
+    :func:`~pymc_trees.bart.likelihood.structure.output_tree_likelihood` checks its forms)."""
     f_name = model.rvs_to_values[f_rv].name
     point = dict(model.initial_point())
     rng = np.random.default_rng(0)
@@ -435,7 +435,7 @@ def output_likelihoods(model, f_rv, n: int, auto: bool, step: str = "cgm"
     (``Normal(w[0], pm.math.exp(w[1]))``: output 1) gets log-gamma leaves and its
     :class:`GammaLikelihood`; every other output the normal leaves' conjugate update where it
     is a linear predictor of an augmentable likelihood
-    (:func:`~pymc_trees.bart.structure.output_tree_likelihood`), else the general step.
+    (:func:`~pymc_trees.bart.likelihood.structure.output_tree_likelihood`), else the general step.
     ``step``: the tree step's kind (:func:`auto_leaf_prior`).
     Returns ``(liks, settled)``, ``settled[j] = (leaf_prior, kappa)`` (0 for normal leaves)."""
     liks, settled, rows_cache = [], [], {}
@@ -475,7 +475,7 @@ def settled_leaf_priors(op, X=None) -> tuple[tuple[str, float], ...]:
     (one pair for a term of shape (n,)): ``leaf_prior="auto"`` settles as the tree step
     settles it, by the likelihood the term enters in the model of the current context
     (:func:`auto_leaf_prior`, :func:`output_likelihoods`; ``pm.sample_prior_predictive``
-    enters its model's context, :mod:`pymc_trees.bart.pymc_compat`).  A term drawn outside
+    enters its model's context, :mod:`pymc_trees.bart.term.pymc_compat`).  A term drawn outside
     any model context (``pm.draw(f)`` after the ``with`` block) has no likelihood in sight
     and gets normal leaves (the same mean and sd at every leaf)."""
     k = 1 if op.outputs is None else int(op.outputs)

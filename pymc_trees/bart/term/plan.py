@@ -32,7 +32,7 @@ log-gamma         :class:`GammaForestSampler`        ``gamma_sweep``, ``gamma_pg
 ================  =================================  ==========================================
 
 Every refusal is a :class:`TermPlanError` (a ``ValueError`` and a
-:class:`~pymc_trees.bart.model_graph.ModelStructureError`) that names the argument and the fix.
+:class:`~pymc_trees.bart.likelihood.model_graph.ModelStructureError`) that names the argument and the fix.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pymc_trees.bart.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_prior_kappa
-from pymc_trees.bart.linear_sampler import RESPONSES, LinearForestSampler
-from pymc_trees.bart.model_graph import ModelStructureError
-from pymc_trees.bart.output_samplers import OutputSamplers
-from pymc_trees.bart.sampler import ForestSampler
-from pymc_trees.bart.tree_prior import TreePrior
-from pymc_trees.bart.shared_sampler import SharedOutputSampler
+from pymc_trees.bart.samplers.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_prior_kappa
+from pymc_trees.bart.samplers.linear_sampler import RESPONSES, LinearForestSampler
+from pymc_trees.bart.likelihood.model_graph import ModelStructureError
+from pymc_trees.bart.samplers.output_samplers import OutputSamplers
+from pymc_trees.bart.samplers.sampler import ForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior
+from pymc_trees.bart.samplers.shared_sampler import SharedOutputSampler
 
 __all__ = ["TermPlanError", "TermPlan", "term_plan", "check_arguments", "make_forest_sampler",
            "step_count",
@@ -350,7 +350,7 @@ class TermPlan:
                           ) -> tuple["TermPlan", TreePrior]:
         """The plan and prior with ``leaf_prior="auto"`` settled to ``leaf_prior`` and the
         exponent ``kappa`` (by the likelihood,
-        :func:`pymc_trees.bart.gamma_likelihood.auto_leaf_prior`): log-gamma leaves hold one
+        :func:`pymc_trees.bart.likelihood.gamma_likelihood.auto_leaf_prior`): log-gamma leaves hold one
         value each (constant leaves)."""
         if leaf_prior == "normal":
             return replace(self, leaf_prior="normal"), replace(prior, leaf_prior="normal")
@@ -361,7 +361,7 @@ class TermPlan:
     def settle_leaf_priors(self, prior: TreePrior, settled) -> tuple["TermPlan", TreePrior]:
         """The plan and prior with ``leaf_prior="auto"`` settled by the likelihood, one
         ``(leaf_prior, kappa)`` pair of ``settled`` per output
-        (:func:`pymc_trees.bart.gamma_likelihood.output_likelihoods`): a term of one output
+        (:func:`pymc_trees.bart.likelihood.gamma_likelihood.output_likelihoods`): a term of one output
         as :meth:`settle_leaf_prior`; for k outputs the term's prior is the normal leaves'
         and :attr:`output_leaves` holds each output's (:meth:`output_prior`)."""
         settled = tuple((str(lp), float(kappa)) for lp, kappa in settled)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 
-from pymc_trees.bart.term_checks import OUTPUT_SCALE_RATIO
-from pymc_trees.bart.structure import ModelStructureError, point_function
+from pymc_trees.bart.likelihood.term_checks import OUTPUT_SCALE_RATIO
+from pymc_trees.bart.likelihood.structure import ModelStructureError, point_function
 from pymc_trees.core.tabular import warn_user
 
 __all__ = ["check_link", "check_general_link", "check_general_start", "check_gamma_start",
