@@ -7,8 +7,7 @@ import xarray as xr
 
 from pymc_trees.core.packed import predict_draws
 from pymc_trees.core.tabular import TableSchema, mark_missing, warn_user
-from pymc_trees.bart.term.trace_io import (TermForests, clip_to_range, read_forests,
-                                      rows_fingerprint)
+from pymc_trees.bart.term.trace_io import clip_to_range, read_forests, rows_fingerprint, TermForests
 
 __all__ = ["predict", "forests", "check_new_rows"]
 

@@ -37,7 +37,8 @@ import pymc_trees as pmt
 from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, quadrature_posterior, six_row_prior)
 from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
-from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler, leaf_prior_kappa, log_gamma_prior
+from pymc_trees.bart.samplers.gamma_sampler import (GammaForestSampler, leaf_prior_kappa,
+                                                    log_gamma_prior)
 from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
 from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 

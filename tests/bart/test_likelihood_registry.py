@@ -11,8 +11,8 @@ import pymc as pm
 import pytest
 
 from pymc_trees.bart.likelihood.calibration import LINKS, leaf_calibration
-from pymc_trees.bart.likelihood.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, LikelihoodFamily,
-                                         forms_table, tree_supported)
+from pymc_trees.bart.likelihood.likelihoods import (FAMILIES, LIKELIHOOD_FORMS, forms_table,
+                                                    LikelihoodFamily, tree_supported)
 from pymc_trees.bart.likelihood.structure import NotAugmentable, tree_likelihood
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "explanation" / "augmentations.md"

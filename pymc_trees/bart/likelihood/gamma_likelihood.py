@@ -41,17 +41,20 @@ import pymc as pm
 import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
+from pymc.distributions.distribution import DiracDeltaRV
+from pymc.distributions.mixture import MixtureRV
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.subtensor import Subtensor
 
 from pymc_trees.bart.samplers.gamma_sampler import leaf_prior_kappa
 from pymc_trees.bart.kernels.augment import as_rows
-from pymc_trees.bart.likelihood.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
-                                         constant_value, dependents, depends_on,
-                                         negative_binomial_logit, scalar_op, unwrap)
-from pymc_trees.bart.likelihood.structure import (entered_by, general_likelihood, output_tree_likelihood,
-                                       point_function)
+from pymc_trees.bart.likelihood.model_graph import (affine_problem, constant_value, dependents,
+                                                    depends_on, ModelStructureError,
+                                                    negative_binomial_logit, NotAugmentable,
+                                                    scalar_op, unwrap)
+from pymc_trees.bart.likelihood.structure import (entered_by, general_likelihood,
+                                                  output_tree_likelihood, point_function)
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
            "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_priors", "output_likelihoods"]
@@ -162,10 +165,10 @@ def _student_t_rows(rng, y, eta, params):
 def _is_zip(op, obs) -> bool:
     """A two-component mixture of a point mass at 0 and a Poisson:
     ``pm.ZeroInflatedPoisson``."""
-    if type(op).__name__ != "MixtureRV" or len(obs.owner.inputs) != 4:
+    if not isinstance(op, MixtureRV) or len(obs.owner.inputs) != 4:
         return False
     dirac, comp = obs.owner.inputs[2:]
-    return (type(dirac.owner.op).__name__ == "DiracDeltaRV"
+    return (isinstance(dirac.owner.op, DiracDeltaRV)
             and constant_value(dirac.owner.inputs[-1]) == 0.0
             and isinstance(comp.owner.op, pm.Poisson.rv_type))
 

@@ -36,8 +36,8 @@ import pytensor.tensor as pt
 
 from pymc_trees.bart.likelihood.calibration import LINKS, leaf_calibration
 from pymc_trees.bart.kernels import augment
-from pymc_trees.bart.likelihood.model_graph import (constant_value, negative_binomial_logit, scalar_op,
-                                         unwrap)
+from pymc_trees.bart.likelihood.model_graph import (constant_value, negative_binomial_logit,
+                                                    scalar_op, unwrap)
 
 __all__ = ["LikelihoodFamily", "FAMILIES", "register", "read_form", "LIKELIHOOD_FORMS",
            "TREE_SUPPORTED", "tree_supported", "forms_table", "FORMS_TABLE_HEADER"]

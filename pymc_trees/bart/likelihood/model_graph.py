@@ -12,6 +12,7 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
+from pytensor.compile.ops import DeepCopyOp, ViewOp
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import SpecifyShape
@@ -100,8 +101,7 @@ def affine_problem(var, f) -> str | None:
                 return "a division by a term that depends on f"
             return affine_problem(node.inputs[0], f)
         return f"the elementwise operation {sop} applied to f"
-    if isinstance(op, (DimShuffle, SpecifyShape)) or type(op).__name__ in (
-            "DeepCopyOp", "OutputGuard", "ViewOp"):
+    if isinstance(op, (DimShuffle, SpecifyShape, DeepCopyOp, ViewOp)):  # ViewOp: OutputGuard too
         return affine_problem(node.inputs[0], f)
     return f"the operation {op} applied to f"
 

@@ -26,14 +26,16 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import CategoricalRV, GammaRV, InvGammaRV, NormalRV
+from pytensor.tensor.special import Softmax
 from pytensor.tensor.variable import TensorConstant
 
 from pymc_trees.bart.likelihood.general_likelihood import GeneralLikelihood, general_likelihood
 from pymc_trees.bart.likelihood.likelihoods import FAMILIES, read_form, tree_supported
 from pymc_trees.bart.kernels.augment import as_rows
 from pymc_trees.bart.kernels.bundles import read_only_rows
-from pymc_trees.bart.likelihood.model_graph import (ModelStructureError, NotAugmentable, affine_problem,
-                                         constant_value, dependents, depends_on, unwrap)
+from pymc_trees.bart.likelihood.model_graph import (affine_problem, constant_value, dependents,
+                                                    depends_on, ModelStructureError, NotAugmentable,
+                                                    unwrap)
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",
@@ -447,10 +449,9 @@ def _class_logits(p):
     p = unwrap(p)
     transposed = False
     op = p.owner.op if p.owner is not None else None
-    if op is not None and (type(op).__name__ == "MatrixTranspose" or (
-            isinstance(op, DimShuffle) and tuple(op.new_order) == (1, 0))):
+    if isinstance(op, DimShuffle) and tuple(op.new_order) == (1, 0):  # .T
         p, transposed = unwrap(p.owner.inputs[0]), True
-    if p.owner is None or type(p.owner.op).__name__ != "Softmax" or p.ndim != 2:
+    if p.owner is None or not isinstance(p.owner.op, Softmax) or p.ndim != 2:
         return None
     axis = p.owner.op.axis
     axis = tuple(a % 2 for a in (axis if isinstance(axis, tuple) else (axis,))) \

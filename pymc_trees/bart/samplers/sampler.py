@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_trees.bart.kernels.bundles import (SweepData, TreeRules, new_scratch,
-                                            read_only_rows)
+from pymc_trees.bart.kernels.bundles import new_scratch, read_only_rows, SweepData, TreeRules
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
 from pymc_trees.bart.samplers.tree_sums import TreeSums
@@ -22,9 +21,9 @@ from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.samplers.general_loop import (MOVES, acceptance_rates, check_start,
-                                         general_python_sweep, nanmean)
+                                                   general_python_sweep, nanmean)
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
-                                        remove_tree)
+                                         remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
                                         new_particles, pg_tree_update)
 from pymc_trees.bart.kernels.prior import max_tree_nodes, sample_prior_forest

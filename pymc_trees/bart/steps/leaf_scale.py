@@ -41,10 +41,10 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.term.distribution import term_inputs
 from pymc_trees.bart.samplers.gamma_sampler import (GammaForestSampler, learned_gamma_scale_logpdf,
-                                           log_gamma_prior)
+                                                    log_gamma_prior)
 from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
 from pymc_trees.bart.samplers.learned_scale import (learned_scale_draw, learned_scale_prior,
-                                           learned_scale_prior_draw)
+                                                    learned_scale_prior_draw)
 from pymc_trees.bart.samplers.sampler import ForestSampler
 from pymc_trees.bart.likelihood.structure import ModelStructureError
 from pymc_trees.core.slice_sampling import slice_sample

@@ -20,26 +20,28 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_trees.bart.term.pymc_compat import (external_nuts_sampler, reduce_step,
-                                         register_step_methods)
-from pymc_trees.bart.term.distribution import BARTTreeRV, categorical_columns, keeps_values, term_inputs
+                                              register_step_methods)
+from pymc_trees.bart.term.distribution import (BARTTreeRV, categorical_columns, keeps_values,
+                                               term_inputs)
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, check_general_link,
-                                               check_general_start, check_link,
-                                               stuck_message, warn_output_scales)
-from pymc_trees.bart.likelihood.gamma_likelihood import (GammaLikelihood, auto_leaf_prior, gamma_likelihood,
-                                              output_likelihoods)
+                                                          check_general_start, check_link,
+                                                          stuck_message, warn_output_scales)
+from pymc_trees.bart.likelihood.gamma_likelihood import (auto_leaf_prior, gamma_likelihood,
+                                                         GammaLikelihood, output_likelihoods)
 from pymc_trees.bart.steps.noise_step import NoiseGibbs
-from pymc_trees.bart.term.plan import (DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS,  # noqa: F401
-                                  default_move_probs, step_count, term_plan, warm_sweeps)
+from pymc_trees.bart.term.plan import (  # noqa: F401
+    DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS, default_move_probs, step_count, term_plan,
+    warm_sweeps)
 from pymc_trees.bart.samplers.general_loop import nanmean
 from pymc_trees.bart.samplers.tree_prior import MOVES, move_cumulative_probs
 from pymc_trees.bart.steps.split_prior import (make_split_prior, split_concentration_rvs,
-                                         split_prior_rvs)
+                                               split_prior_rvs)
 from pymc_trees.bart.steps.step_vars import group_tree_vars, trees_owning
-from pymc_trees.bart.likelihood.structure import (ModelStructureError, NotAugmentable, general_likelihood,
-                                       joint_output_likelihoods, level_shifts, tree_likelihood,
-                                       TreeLikelihood, unobserved_term)
+from pymc_trees.bart.likelihood.structure import (general_likelihood, joint_output_likelihoods,
+                                                  level_shifts, ModelStructureError, NotAugmentable,
+                                                  tree_likelihood, TreeLikelihood, unobserved_term)
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
            "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]

@@ -23,7 +23,7 @@ from pymc_trees.bart.likelihood.term_checks import check_output_scales, check_tr
 from pymc_trees.bart.term.numba_draw import register_numba_draw
 from pymc_trees.bart.likelihood.model_graph import check_float64
 from pymc_trees.bart.term.plan import (DEFAULT_SAMPLER, SAMPLERS, auto_leaf_prior_applies,
-                                  check_arguments, term_plan)
+                                       check_arguments, term_plan)
 from pymc_trees.core.tabular import TableSchema, mark_missing
 
 __all__ = ["BARTTree", "BARTTreeRV", "DEFAULT_SAMPLER", "SAMPLERS", "PPC_ADVICE",
