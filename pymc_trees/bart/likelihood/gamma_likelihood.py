@@ -239,6 +239,7 @@ class GammaLikelihood:
     pieces: Callable
     n: int
     link: str = "log"
+    needs_general_step = False  # (protocol.TermLikelihood)
     observed: object = None  # the observed RV and eta's graph, for the level shifts
     eta: object = None
     others: tuple = ()  # the graphs of the other parameters, for the level shifts
@@ -258,24 +259,27 @@ class GammaLikelihood:
     def held_at(self, point: dict):
         yield self
 
-    def update(self, smp, rng: np.random.Generator, point: dict, sweep: Callable,
-               warm: bool = False, sweeps: int = 1) -> dict | None:
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return sampler_kind == "cgm" and not self.draws_latents
+
+    def update(self, ctx, smp, point: dict, warm: bool = False, sweeps: int = 1) -> dict:
         """The tree step's update of the term's sampler ``smp`` (a
         :class:`~pymc_trees.bart.samplers.gamma_sampler.GammaForestSampler`) at ``point``:
-        ``sweep(smp, s, logt, sweeps)`` (the step's exact sweeps: CGM's moves or Particle
-        Gibbs) against the rows' shapes and log rates, latent variables drawn first where the
-        family has them; with ``warm`` one grow-from-root sweep against the rows' Newton
-        pseudo-data (a start only: its leaves are the normal prior's), its leaves then set to
-        0 and drawn by one exact sweep before anything (a learned leaf scale) reads them.
-        Returns the sweep's stats (None for a warm start)."""
+        ``ctx.gamma_sweep(smp, s, logt, sweeps)`` (the step's exact sweeps: CGM's moves or
+        Particle Gibbs) against the rows' shapes and log rates, latent variables drawn first
+        where the family has them; with ``warm`` one grow-from-root sweep against the rows'
+        Newton pseudo-data (a start only: its leaves are the normal prior's), its leaves then
+        set to 0 and drawn by one exact sweep before anything (a learned leaf scale) reads
+        them.  Returns the sweep's stats (a warm start's: ``ctx.warm_stats()``)."""
+        rng = ctx.rng
         f = smp.values()
         s, logt = self.rates(point, smp.offset, f if self.draws_latents else None, rng)
         if warm:
             smp.gfr_sweep(rng, *_warm_rows(s, logt, self.kappa, f - smp.offset))
             smp.zero_leaves()
-            sweep(smp, s, logt, 1)
-            return None
-        return sweep(smp, s, logt, sweeps)
+            ctx.gamma_sweep(smp, s, logt, 1)
+            return ctx.warm_stats()
+        return ctx.gamma_sweep(smp, s, logt, sweeps)
 
     def rates(self, point: dict, offset: float, f: np.ndarray | None = None,
               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:

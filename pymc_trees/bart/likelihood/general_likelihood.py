@@ -19,6 +19,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.kernels.general import call_all, call_rows
+from pymc_trees.bart.kernels.tree_edit import MOVES
 from pymc_trees.bart.likelihood.model_graph import (affine_problem, dependents, depends_on,
                                                     ModelStructureError, scalar_op, unwrap)
 from pymc_trees.bart.likelihood.rowgraph import RowFunctions, compile_rows, numba_object_mode
@@ -50,8 +51,37 @@ class GeneralLikelihood:
     rows: RowFunctions | None = None  # the row graph the sweep kernel calls (rowgraph)
     rows_reason: str | None = None  # why there is none (the Python sweep runs instead)
 
+    needs_general_step = True  # (protocol.TermLikelihood)
+    draws_latents = False
+
     def reset(self) -> None:
         """Nothing is cached between draws (kept for the tree step's chain set-up)."""
+
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return not python_sweep
+
+    def update(self, ctx, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        """The general step's sweeps of ``smp`` at ``point`` (docs/math.md section 9), in the
+        kernel where the row graph compiled; with ``warm`` a grow-from-root sweep against the
+        Newton pseudo-data at the current values, ``z = f + g / h`` with precisions ``h``
+        (rows without curvature carry no weight), undone when it leaves the likelihood's
+        support (the pseudo-data know nothing of it)."""
+        if warm:
+            f = smp.values()
+            _, g, h = self.evaluate(point, f)
+            ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
+            omega = np.where(ok, h, 0.0)
+            z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - smp.offset
+            before = smp.forest.copy()
+            smp.gfr_sweep(ctx.rng, z, omega)
+            if not np.all(np.isfinite(self.evaluate(point, smp.values())[0])):
+                smp.forest = before
+            return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
+        stats = smp.general_sweep(ctx.rng, self.bind(point), ctx.move_cp,
+                                  None if ctx.python_sweep else self.compiled(point),
+                                  sweeps=sweeps)
+        ctx.tuned(stats, sweeps)
+        return stats
 
     def compiled(self, point: dict):
         """``(rows_fn, pre)`` for :func:`pymc_trees.bart.kernels.general.general_sweep`

@@ -99,7 +99,7 @@ def warn_output_scales(rv, liks, start, offset: float) -> None:
     outputs whose data vary ``OUTPUT_SCALE_RATIO`` times as much as another's (the output
     far from the calibration is not fitted, with nothing else to say so)."""
     normal = [(j, lik) for j, lik in enumerate(liks)  # (log-gamma leaves have no pseudo-data)
-              if lik.family != "general" and not lik.draws_latents
+              if not lik.needs_general_step and not lik.draws_latents
               and hasattr(lik, "pseudo_data")]
     if len(normal) < 2:
         return

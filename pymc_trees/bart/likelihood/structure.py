@@ -139,9 +139,28 @@ class TreeLikelihood:
     # the graphs of the likelihood's other parameters (sigma, nu, ...), for the level shifts
     others: tuple = ()
     _held: tuple | None = None
+    needs_general_step = False  # (protocol.TermLikelihood)
 
     def reset(self) -> None:
         self._cached = None
+
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return sampler_kind == "cgm" and not self.draws_latents
+
+    def update(self, ctx, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        """The conjugate tree update of one forest against its (augmented) pseudo-data, the
+        latent variables of docs/math.md section 8 drawn first given the current forest."""
+        if not self.draws_latents:
+            z, omega = self.pseudo_data(point, smp.offset)
+        else:
+            z, omega = self.pseudo_data(point, smp.offset, smp.values(), ctx.rng)
+        if warm:
+            smp.gfr_sweep(ctx.rng, z, omega)
+            return ctx.warm_stats()
+        stats = ctx.sweep(z, omega, smp, sweeps)
+        if smp is ctx.sampler:  # one forest: a learned scale's non-centred update
+            ctx.interweave(ctx.rng, smp, z, omega)
+        return stats
 
     @contextmanager
     def held_at(self, point: dict):

@@ -29,7 +29,8 @@ from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, che
                                                           check_general_start, check_link,
                                                           stuck_message, warn_output_scales)
 from pymc_trees.bart.likelihood.gamma_likelihood import (auto_leaf_prior, gamma_likelihood,
-                                                         GammaLikelihood, output_likelihoods)
+                                                         output_likelihoods)
+from pymc_trees.bart.likelihood.protocol import SweepContext
 from pymc_trees.bart.steps.noise_step import NoiseGibbs
 from pymc_trees.bart.term.plan import (  # noqa: F401
     DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS, default_move_probs, step_count, term_plan,
@@ -275,11 +276,11 @@ class _TreeStep(BlockedStep):
             self._plan.refuse_general(err)  # the general step: CGM only
             self.likelihood = general_likelihood(model, rv, n)
         liks = self._liks or self._joint or [self.likelihood]
-        general = [lik for lik in liks if lik.family == "general"]
+        general = [lik for lik in liks if lik.needs_general_step]
         self._plan, self._prior = self._plan.resolve(prior, liks, self._move_probs_given)
         self._plan.check_likelihoods(liks)
         for lik in liks:
-            if lik.family == "general":
+            if lik.needs_general_step:
                 check_general_link(rv, lik)
             elif self._liks is None and self._joint is None:
                 # outputs carry no link of their own (one calibration)
@@ -446,8 +447,7 @@ class _TreeStep(BlockedStep):
         if self._joint is not None:
             return not any(lk.draws_latents for lk in self._joint)
         liks = self._liks if self._liks is not None else [self.likelihood]
-        return all(not self.python_sweep if lk.family == "general"
-                   else self.sampler_kind == "cgm" and not lk.draws_latents for lk in liks)
+        return all(lk.sweeps_in_kernel(self.sampler_kind, self.python_sweep) for lk in liks)
 
     def _sweep_trees(self, point: dict, warm: bool, sweeps: int = 1) -> dict:
         """One sweep of the trees given the rest of ``point`` (a grow-from-root sweep when
@@ -493,12 +493,20 @@ class _TreeStep(BlockedStep):
         return point, [dict(self.held)]
 
     def _update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
-        if lik.family == "general":
-            return self._general_update(smp, lik, point, warm, sweeps)
-        if isinstance(lik, GammaLikelihood):  # log-gamma leaves, by the step's exact sweep
-            stats = lik.update(smp, self.rng, point, self._gamma_sweep, warm, sweeps)
-            return self._warm_stats() if warm else stats
-        return self._augmented_update(smp, lik, point, warm, sweeps)
+        """The likelihood's update of the forest sampler ``smp`` (one protocol for every
+        likelihood, :mod:`pymc_trees.bart.likelihood.protocol`)."""
+        ctx = SweepContext(self.rng, self._sweep, self._gamma_sweep, self.sampler,
+                           self.leaf_scale.interweave, self._warm_stats,
+                           getattr(self, "_move_cp", None), self.python_sweep, self._tuned)
+        return lik.update(ctx, smp, point, warm, sweeps)
+
+    def _tuned(self, stats: dict, sweeps: int) -> None:
+        """The general step's tuning bookkeeping: its sweeps, and whether any move was
+        accepted (a chain whose trees never moved is warned about, ``stuck_message``)."""
+        if self.tune:
+            self.tune_sweeps += sweeps
+            if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
+                self.tune_moved = True
 
     def _joint_update(self, point: dict, sweeps: int = 1) -> dict:
         """The conjugate update of k outputs that share their trees, with a likelihood that
@@ -514,46 +522,6 @@ class _TreeStep(BlockedStep):
             else:
                 Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
         return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp, sweeps)
-
-    def _augmented_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
-        """The conjugate tree update of one forest against its (augmented) pseudo-data."""
-        if not lik.draws_latents:
-            z, omega = lik.pseudo_data(point, smp.offset)
-        else:
-            # latent variables of docs/math.md section 8, drawn given the current forest
-            z, omega = lik.pseudo_data(point, smp.offset, smp.values(), self.rng)
-        if warm:
-            smp.gfr_sweep(self.rng, z, omega)
-            return self._warm_stats()
-        stats = self._sweep(z, omega, smp, sweeps)
-        if smp is self.sampler:  # one forest: a learned scale's non-centred update
-            self.leaf_scale.interweave(self.rng, smp, z, omega)
-        return stats
-
-    def _general_update(self, smp, lik, point: dict, warm: bool, sweeps: int = 1) -> dict:
-        if warm:
-            # a grow-from-root sweep against the Newton pseudo-data at the current values:
-            # z = f + g / h with precisions h (rows without curvature carry no weight)
-            f = smp.values()
-            _, g, h = lik.evaluate(point, f)
-            ok = np.isfinite(g) & np.isfinite(h) & (h > 0)
-            omega = np.where(ok, h, 0.0)
-            z = np.where(ok, f + g / np.where(ok, h, 1.0), f) - smp.offset
-            before = smp.forest.copy()
-            smp.gfr_sweep(self.rng, z, omega)
-            if not np.all(np.isfinite(lik.evaluate(point, smp.values())[0])):
-                # the Gaussian pseudo-data know nothing of the likelihood's support: a sweep
-                # that leaves it (a scale of zero or below) is undone
-                smp.forest = before
-            return {f"accept_{mv}": np.nan for mv in (*MOVES, "leaf")}
-        stats = smp.general_sweep(self.rng, lik.bind(point), self._move_cp,
-                                  None if self.python_sweep else lik.compiled(point),
-                                  sweeps=sweeps)
-        if self.tune:
-            self.tune_sweeps += sweeps
-            if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
-                self.tune_moved = True
-        return stats
 
     def _finish(self, point, stats, warm):
         new_point = dict(point)

@@ -339,7 +339,7 @@ class TermPlan:
         Gaussian or augmented to it (``liks``, None for a term drawn from its prior) without
         a user's ``move_probs``; otherwise they become constant leaves.  A response the user
         named is kept (and refused by :meth:`check_likelihoods` where no sampler serves it)."""
-        general = liks is not None and any(lik.family == "general" for lik in liks)
+        general = liks is not None and any(lik.needs_general_step for lik in liks)
         if not prior.response_auto or (self.step == "cgm" and not general
                                        and not move_probs_given):
             return self, prior
@@ -392,7 +392,7 @@ class TermPlan:
         """Refuse a likelihood the term's sampler and step cannot sample: linear leaves need
         the CGM step and, with a general likelihood, its compiled row graph; a general
         likelihood needs the CGM step."""
-        general = [lik for lik in liks if lik.family == "general"]
+        general = [lik for lik in liks if lik.needs_general_step]
         name, response = self.name, self.response
         if response != "constant" and self.step != "cgm":
             raise TermPlanError(
@@ -406,7 +406,7 @@ class TermPlan:
                 f"tree step, which runs them in its compiled kernel only; the likelihood's "
                 f"row graph could not be compiled ({why}). Use response='constant'.")
         if general and self.step != "cgm":
-            outs = [j for j, lik in enumerate(liks) if lik.family == "general"]
+            outs = [j for j, lik in enumerate(liks) if lik.needs_general_step]
             raise TermPlanError(
                 f"Output(s) {outs} of {name!r} (shape ({self.outputs}, n)) are not a linear "
                 "predictor of an augmentable likelihood given the other outputs, so they need "
