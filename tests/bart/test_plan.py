@@ -89,8 +89,15 @@ def test_a_likelihood_the_step_cannot_sample_is_refused_by_the_plan():
     with pm.Model():
         f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg", leaf_prior="normal")
         pm.Poisson("y", pm.math.exp(f), observed=y)
-        with pytest.raises(TermPlanError, match="Particle Gibbs integrates the leaf values"):
+        with pytest.raises(TermPlanError,
+                           match="Particle Gibbs integrates the leaf values") as err:
             pmt.PGTreeStep([f])
+    # the families log-gamma leaves take under Particle Gibbs, from the registry: the
+    # zero-inflated Poisson and a Student-t's scale too, not the negative binomial (whose
+    # default under Particle Gibbs is normal leaves)
+    said = str(err.value)
+    assert "a zero-inflated Poisson mean" in said and "a Student-t's scale" in said
+    assert "negative binomial" not in said
     with pm.Model():  # the default's log-gamma leaves: Particle Gibbs samples them
         f = pmt.BARTTree("f", X, m=2, leaf_sd=1.0, sampler="pg")
         pm.Poisson("y", pm.math.exp(f), observed=y)

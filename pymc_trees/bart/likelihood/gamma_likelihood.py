@@ -57,7 +57,8 @@ from pymc_trees.bart.likelihood.structure import (entered_by, general_likelihood
                                                   output_tree_likelihood, point_function)
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
-           "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_priors", "output_likelihoods"]
+           "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_priors", "output_likelihoods",
+           "auto_leaf_families"]
 
 
 def log_of(var, f):
@@ -117,6 +118,7 @@ class GammaFamily:
     # "Particle Gibbs with log-gamma leaves"): not the negative binomial, whose Polya-Gamma
     # normal leaves gave Particle Gibbs 5.8 effective draws of f a second against 1.4
     auto_pg: bool = True
+    label: str = ""  # what exp(eta) is, in a sentence: "a Poisson mean"
 
 
 def _read_poisson(obs, inputs, f):
@@ -191,26 +193,38 @@ def _zip_rows(rng, y, eta, params):
 GAMMA_FAMILIES = {
     "poisson": GammaFamily("poisson", pm.Poisson, 1.0, _read_poisson,
                            lambda rng, y, eta, params: (y, np.ones(y.shape)), False,
-                           "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)"),
+                           "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)",
+                           label="a Poisson mean"),
     "zero_inflated_poisson": GammaFamily(
         "zero_inflated_poisson", pm.Poisson, 1.0, _read_zip, _zip_rows, True,
-        "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip),
+        "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip,
+        label="a zero-inflated Poisson mean"),
     "negative_binomial": GammaFamily(
         "negative_binomial", pm.NegativeBinomial, 1.0, _read_negative_binomial, _nb_rows, True,
         "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))",
-        auto_pg=False),
+        auto_pg=False, label="a negative binomial mean"),
     "gamma": GammaFamily(
         "gamma", pm.Gamma, 1.0, _read_gamma,
         lambda rng, y, eta, params: (as_rows(params[0], y.shape), y), False,
-        "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)"),
+        "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)",
+        label="a Gamma mean"),
     "normal": GammaFamily(
         "normal", pm.Normal, -2.0, _read_normal,
         lambda rng, y, eta, params: (np.full(y.shape, 0.5), (y - params[0]) ** 2 / 2.0),
-        False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))"),
+        False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))",
+        label="a Normal's scale"),
     "student_t": GammaFamily(
         "student_t", pm.StudentT, -2.0, _read_student_t, _student_t_rows, True,
-        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))"),
+        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))", label="a Student-t's scale"),
 }
+
+
+def auto_leaf_families(step: str) -> str:
+    """The likelihoods to which ``leaf_prior="auto"`` gives log-gamma leaves under the step
+    kind ``step``, in a sentence (``"a Poisson mean, ... or a Student-t's scale"``), read from
+    :data:`GAMMA_FAMILIES` so that a message listing them cannot drift from it."""
+    labels = [fam.label for fam in GAMMA_FAMILIES.values() if step != "pg" or fam.auto_pg]
+    return ", ".join(labels[:-1]) + " or " + labels[-1]
 
 GAMMA_FORMS = (
     "A term with log-gamma leaves enters one observed likelihood of one of these forms:\n"

@@ -44,6 +44,7 @@ import numpy as np
 
 from pymc_trees.bart.samplers.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_prior_kappa
 from pymc_trees.bart.samplers.linear_sampler import RESPONSES, LinearForestSampler
+from pymc_trees.bart.likelihood.gamma_likelihood import auto_leaf_families
 from pymc_trees.bart.likelihood.model_graph import ModelStructureError
 from pymc_trees.bart.samplers.output_samplers import OutputSamplers
 from pymc_trees.bart.samplers.sampler import ForestSampler
@@ -383,8 +384,8 @@ class TermPlan:
             raise TermPlanError(
                 f"{err}\nParticle Gibbs integrates the leaf values out, which needs one of "
                 f"the forms above, or log-gamma leaves (leaf_prior='auto', the default, gives "
-                f"them to a Poisson, negative binomial or Gamma mean or a Normal's scale "
-                f"through exp). For any other likelihood use the default tree step: "
+                f"them to {auto_leaf_families('pg')} through exp). For any other likelihood "
+                f"use the default tree step: "
                 f"BARTTree(..., sampler='cgm') (reversible-jump moves with the exact "
                 f"likelihood, docs/math.md section 9).") from None
 
