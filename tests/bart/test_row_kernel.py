@@ -29,6 +29,7 @@ import pytest
 
 import pymc_trees as pmt
 from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+from pymc_trees.bart.steps import likelihood_reader
 from pymc_trees.bart.steps import tree_step as tree_steps
 from pymc_trees.bart.likelihood.structure import NotAugmentable
 
@@ -189,12 +190,12 @@ def test_a_gamma_with_trees_in_mean_and_scale_runs_in_the_kernel():
 def test_negative_binomial_n_p_form_is_augmented_and_compiles_for_the_general_step():
     model, step = _step(negative_binomial)
     assert step.likelihood.family == "negative_binomial"
-    old = tree_steps.tree_likelihood
-    tree_steps.tree_likelihood = _general_only
+    old = likelihood_reader.tree_likelihood
+    likelihood_reader.tree_likelihood = _general_only
     try:
         model, step = _step(negative_binomial)
     finally:
-        tree_steps.tree_likelihood = old
+        likelihood_reader.tree_likelihood = old
     assert step.likelihood.family == "general"
     assert step.likelihood.rows is not None, step.likelihood.rows_reason
 

@@ -13,7 +13,7 @@ import pymc as pm
 import pymc_trees as pmt
 from pymc_trees.bart.steps.leaf_scale import LearnedLeafScale
 from pymc_trees.bart.steps.split_prior import DartSplitPrior
-from pymc_trees.bart.steps.tree_step import TreeStepState
+from pymc_trees.bart.steps.step_state import TreeStepState
 
 
 def _run(step, point, n, tune_left):

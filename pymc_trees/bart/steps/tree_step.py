@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import warnings
 from contextlib import ExitStack
-from dataclasses import field
 
 import numpy as np
-import pymc as pm
 from pymc.model import Model, modelcontext
-from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence, StepMethodState
-from pymc.step_methods.state import dataclass_state
+from pymc.step_methods.compound import BlockedStep, CompoundStep, Competence
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_trees.bart.term.pymc_compat import (external_nuts_sampler, reduce_step,
+from pymc_trees.bart.term.pymc_compat import (EXTERNAL_NUTS, external_nuts_sampler, reduce_step,
                                               register_step_methods)
 from pymc_trees.bart.term.distribution import (BARTTreeRV, categorical_columns, keeps_values,
                                                term_inputs)
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs, make_leaf_scale
-from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, check_general_link,
-                                                          check_general_start, check_link,
-                                                          stuck_message, warn_output_scales)
-from pymc_trees.bart.likelihood.gamma_likelihood import (auto_leaf_prior, gamma_likelihood,
-                                                         output_likelihoods)
+from pymc_trees.bart.likelihood.likelihood_checks import stuck_message
 from pymc_trees.bart.likelihood.protocol import SweepContext
+from pymc_trees.bart.steps.likelihood_reader import read_term_likelihoods
 from pymc_trees.bart.steps.noise_step import NoiseGibbs
 from pymc_trees.bart.term.plan import (  # noqa: F401
     DEFAULT_MOVES, DEFAULT_MOVES_LARGE, LARGE_DATA_ROWS, default_move_probs, step_count, term_plan,
@@ -39,57 +33,13 @@ from pymc_trees.bart.samplers.general_loop import nanmean
 from pymc_trees.bart.samplers.tree_prior import MOVES, move_cumulative_probs
 from pymc_trees.bart.steps.split_prior import (make_split_prior, split_concentration_rvs,
                                                split_prior_rvs)
-from pymc_trees.bart.steps.step_vars import group_tree_vars, trees_owning
-from pymc_trees.bart.likelihood.structure import (general_likelihood, joint_output_likelihoods,
-                                                  level_shifts, ModelStructureError, NotAugmentable,
-                                                  tree_likelihood, TreeLikelihood, unobserved_term)
+from pymc_trees.bart.steps.step_state import DEFAULT_BURN_IN, TreeStepState, forest_stat_name
+from pymc_trees.bart.steps.step_vars import (group_tree_vars, only_exact_steps, select_tree_vars,
+                                             trees_owning)
+from pymc_trees.bart.likelihood.structure import TreeLikelihood
 
 __all__ = ["CGMTreeStep", "PGTreeStep", "NoiseGibbs", "default_move_probs", "forest_stat_name",
            "leaf_scale_rvs", "split_prior_rvs", "split_concentration_rvs"]
-
-def forest_stat_name(var_name: str) -> str:
-    """Name of the sampler stat carrying a term's forest (moved to the ``forests`` group in the
-    DataTree, see :mod:`pymc_trees.bart.term.trace_io`)."""
-    return f"{var_name}_forest"
-
-
-@dataclass_state
-class TreeStepState(StepMethodState):
-    """Everything of a tree step that changes while it samples (PyMC's ``sampling_state``,
-    read and set by name on the step, as for ``MetropolisState``): the forest (without the
-    rows' leaves, :attr:`_TreeStep.forest`), the leaf sd and DART's split probabilities
-    held by the sampler, and the counters of the tuning phase and of the chain."""
-
-    forest: object = field(default=None)
-    tune: bool = True
-    # the sampler's leaf sd (a scale learned inside the step changes it every sweep)
-    leaf_sd: float | None = None
-    # DART inside the step: (log s, log(alpha / p)) per forest; None otherwise
-    split_state: object = None
-    # tuning iterations left of the warm start and of the trees' burn-in (None: no hold)
-    warm_left: int = 0
-    burn_left: int | None = None
-    # the stats of the held iteration, repeated while the trees are held
-    held: dict | None = None
-    # iterations left in the chain (the last lets go of the rows' arrays)
-    steps_left: int | None = None
-    # general-step sweeps of the tuning phase, and whether any proposal was accepted
-    tune_sweeps: int = 0
-    tune_moved: bool = False
-    # the generator of the stored forests' coins (None until the first forest is stored)
-    coins: object = None
-
-
-# tuning iterations that update the trees (warm start included); the rest of the tuning
-# holds them (docs/benchmarks/friedman.md, "Tuning length")
-DEFAULT_BURN_IN = 200
-
-EXTERNAL_NUTS = (
-    "A model with a BARTTree term needs nuts_sampler='pymc' (the default): pm.sample then "
-    "composes the tree steps (CGMTreeStep / PGTreeStep) with PyMC's NUTS for the continuous "
-    "variables in one chain. nutpie, numpyro and blackjax run NUTS alone over every variable; "
-    "a sum of trees has no gradient and no density on f, so they cannot sample it.")
-
 
 class _TreeStep(BlockedStep):
     """Shared machinery of the tree steps: the forest sampler, the likelihood pieces read from
@@ -140,7 +90,9 @@ class _TreeStep(BlockedStep):
         model = modelcontext(model)
         # the starting point, computed only when a part below needs it
         start = (lambda: initial_point) if initial_point is not None else model.initial_point
-        rv, scale, split, conc = self._select_vars(model, vars)
+        rv, scale, split, conc, self.vars = select_tree_vars(model, vars,
+                                                             type(self).__name__)
+        self.var_name = rv.name
         X, offset = term_inputs(rv)[:2]
         # PyMC's own array, not a copy (80 bytes a row at p = 10): nothing here writes to it,
         # and pm.set_data replaces the shared value rather than writing into it
@@ -173,55 +125,10 @@ class _TreeStep(BlockedStep):
         self.rng = get_random_generator(rng)
         self.tune = True
         # the burn-in holds the trees only where no other step adapts during tuning
-        self._hold_ok = self.burn_in is not None and _only_exact_steps(model)
+        self._hold_ok = self.burn_in is not None and only_exact_steps(model)
         # a chain starts from reset() or a saved state, which allocate the rows' arrays
         # again: this copy (the one PyMC pickles to its worker processes) needs none
         self.sampler.release_rows()
-
-    def _select_vars(self, model, vars) -> tuple:
-        """The tree term among ``vars`` and the variables sampled with it (its learned leaf
-        scale, split probabilities and their concentration); sets ``var_name`` and
-        ``vars``."""
-        value_vars = get_value_vars_from_user_vars(vars, model)
-        rvs = [model.values_to_rvs[v] for v in value_vars]
-        trees = [r for r in rvs if isinstance(r.owner.op, BARTTreeRV)]
-        if len(trees) != 1:
-            names = [r.name for r in rvs]
-            raise ValueError(f"{type(self).__name__} takes one BARTTree variable (and its "
-                             f"learned leaf scale); got {names}. Give each tree term its own "
-                             "step.")
-        rv = trees[0]
-        self.var_name = rv.name
-        scale = leaf_scale_rvs(model, rv)
-        if len(scale) > 1:
-            raise ModelStructureError(
-                f"The leaf_sd of {rv.name!r} depends on several free variables "
-                f"({[v.name for v in scale]}); a learned leaf scale must be one variable.")
-        split = split_prior_rvs(model, rv)
-        weights = term_inputs(rv).split_weights
-        if split and not (len(split) == 1 and split[0] is weights
-                          and isinstance(weights.owner.op, pm.Dirichlet.rv_type)):
-            raise ModelStructureError(
-                f"The split_prior of {rv.name!r} depends on {[v.name for v in split]}; learned "
-                "split probabilities must be one pm.Dirichlet variable of length p itself, "
-                "passed as BARTTree(..., split_prior=s) (its concentration may be a model "
-                "variable).")
-        # the concentration is sampled here when it is given (pm.sample gives it)
-        conc = [c for c in split_concentration_rvs(model, rv) if c in rvs]
-        for r in rvs:
-            if r is not rv and r not in scale and r not in split and r not in conc:
-                raise ValueError(f"{r.name!r} is neither the BARTTree variable {rv.name!r} nor "
-                                 "its leaf scale or split probabilities; give it its own step.")
-        for h, role in [(v, "leaf scale") for v in scale] + [(v, "split probabilities")
-                                                            for v in split]:
-            if h not in rvs:
-                raise ValueError(
-                    f"The {role} {h.name!r} of {rv.name!r} is sampled by the tree step "
-                    f"together with the trees; pass both: {type(self).__name__}([{rv.name}, "
-                    f"{h.name}]).")
-        self.vars = ([model.rvs_to_values[rv]] + [model.rvs_to_values[v] for v in scale]
-                     + [model.rvs_to_values[v] for v in split + conc])
-        return rv, scale, split, conc
 
     def _make_sampler(self, rv, X_value, offset: float, sd0: float) -> None:
         """The orchestration of the kernels, as the term's plan (:mod:`pymc_trees.bart.term.plan`)
@@ -231,69 +138,13 @@ class _TreeStep(BlockedStep):
                                                categorical_columns(rv.owner.op))
 
     def _read_likelihood(self, model, rv, start, n: int, offset: float) -> None:
-        """Read the likelihood around the term at its ``n`` training rows: conjugate,
-        augmented or general (then check its link and its density at the starting point),
-        and the level shifts; settle the plan's leaves by it (:meth:`TermPlan.resolve`, in
-        ``_plan`` and ``_prior``).  A term that no density depends on
-        (:func:`~pymc_trees.bart.likelihood.structure.unobserved_term`) has none: its step draws it from
-        its prior (:meth:`_prior_draw`)."""
-        outputs, self._liks, self._joint = rv.owner.op.outputs, None, None
-        self._prior_only = unobserved_term(model, rv)
-        self.likelihood, prior, lp = None, rv.owner.op.prior, self._plan.leaf_prior
-        if lp == "auto" and (outputs is None or self._prior_only):
-            # log-gamma leaves where the likelihood takes them (k outputs: output by output)
-            lp, self.likelihood = (("normal", None) if self._prior_only
-                                   else auto_leaf_prior(model, rv, n, None, self._plan.step))
-            self._plan, prior = self._plan.settle_leaf_prior(
-                prior, lp, getattr(self.likelihood, "kappa", 0.0))
-        if self._prior_only:
-            self.level_shifts = []
-            self._plan, self._prior = self._plan.resolve(prior, None, self._move_probs_given)
-            return
-        try:
-            if outputs is not None and not self._shared:
-                # one output given the others: log-gamma leaves where "auto" finds their form,
-                # else the conjugate update of an augmentable likelihood, else the general step
-                self._liks, settled = output_likelihoods(model, rv, n, lp == "auto",
-                                                         self._plan.step)
-                self._plan, prior = self._plan.settle_leaf_priors(prior, settled)
-                self.likelihood = self._liks[0]
-            elif self._plan.leaf_prior != "normal":  # log-gamma leaves: their conjugate forms
-                self.likelihood = self.likelihood or gamma_likelihood(model, rv, n, lp)
-            elif self._shared:
-                # the k outputs' leaf values move together: integrated out jointly where the
-                # likelihood factorises over the outputs into augmentable ones (Gaussian given
-                # the latent variables), else the general step over the joint likelihood of
-                # the k outputs at each row, for any likelihood
-                try:
-                    self._joint = joint_output_likelihoods(model, rv, n)
-                    self.likelihood = self._joint[0]
-                except NotAugmentable:
-                    self.likelihood = general_likelihood(model, rv, n, joint=True)
-            else:
-                self.likelihood = tree_likelihood(model, rv, n)
-        except NotAugmentable as err:
-            self._plan.refuse_general(err)  # the general step: CGM only
-            self.likelihood = general_likelihood(model, rv, n)
-        liks = self._liks or self._joint or [self.likelihood]
-        general = [lik for lik in liks if lik.needs_general_step]
-        self._plan, self._prior = self._plan.resolve(prior, liks, self._move_probs_given)
-        self._plan.check_likelihoods(liks)
-        for lik in liks:
-            if lik.needs_general_step:
-                check_general_link(rv, lik)
-            elif self._liks is None and self._joint is None:
-                # outputs carry no link of their own (one calibration)
-                check_link(rv, lik)
-        if general:
-            check_general_start(rv, general, start())
-        elif self._plan.leaf_prior != "normal" and self._liks is None:  # log-gamma leaves
-            check_gamma_start(model, rv, self.likelihood, start())
-        if outputs is not None:
-            warn_output_scales(rv, self._liks or self._joint or [], start,
-                                offset)
-        self.level_shifts = ([] if self._liks is not None or self._joint is not None or general
-                             else level_shifts(model, rv, self.likelihood))
+        """The likelihoods around the term, its level shifts and its plan settled by them
+        (:func:`~pymc_trees.bart.steps.likelihood_reader.read_term_likelihoods`)."""
+        got = read_term_likelihoods(model, rv, start, n, offset, self._plan, self._shared,
+                                    self._move_probs_given)
+        self.likelihood, self._liks, self._joint = got.likelihood, got.liks, got.joint
+        self._prior_only, self.level_shifts = got.prior_only, got.level_shifts
+        self._plan, self._prior = got.plan, got.prior
 
     @property
     def forest(self):
@@ -737,23 +588,6 @@ class PGTreeStep(_TreeStep):
 
     def _warm_stats(self):
         return {"tree_changed": np.nan}
-
-
-def _only_exact_steps(model) -> bool:
-    """Whether ``pm.sample``'s own assignment gives every free variable of the model an exact
-    step of this package that adapts nothing: a tree term, a hyperparameter sampled with its
-    trees, a conjugate noise variance (:class:`NoiseGibbs`).  Any other variable goes to
-    NUTS (or another adaptive step), and then the trees' burn-in does not hold the trees:
-    NUTS adapted around held trees mixes worse once they move (docs/explanation/warm-start.md,
-    "Not with NUTS")."""
-    with model:
-        for rv in model.free_RVs:
-            if isinstance(getattr(rv.owner, "op", None), BARTTreeRV) or trees_owning(model, rv):
-                continue
-            if NoiseGibbs.competence(rv, False) == Competence.IDEAL:
-                continue
-            return False
-    return True
 
 
 def register_steps() -> None:

@@ -46,8 +46,8 @@ from types import CodeType, FrameType
 import pymc as pm
 
 __all__ = ["PYMC_TESTED", "PyMCVersionWarning", "check_pymc_version", "pymc_frame",
-           "external_nuts_sampler", "count_draws", "register_step_methods", "reduce_step",
-           "rebuilt", "install"]
+           "external_nuts_sampler", "EXTERNAL_NUTS", "count_draws", "register_step_methods",
+           "reduce_step", "rebuilt", "install"]
 
 # (major, minor) of the oldest and newest PyMC releases the patches below were written and
 # tested against (pyproject: pymc>=6.3,<7; the suite last ran on 6.4.0)
@@ -103,6 +103,14 @@ def pymc_frame(func) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
+
+
+# why a model with a tree term refuses an external NUTS sampler
+EXTERNAL_NUTS = (
+    "A model with a BARTTree term needs nuts_sampler='pymc' (the default): pm.sample then "
+    "composes the tree steps (CGMTreeStep / PGTreeStep) with PyMC's NUTS for the continuous "
+    "variables in one chain. nutpie, numpyro and blackjax run NUTS alone over every variable; "
+    "a sum of trees has no gradient and no density on f, so they cannot sample it.")
 
 
 def external_nuts_sampler() -> str | None:
