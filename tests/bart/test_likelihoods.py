@@ -484,7 +484,8 @@ def test_a_level_shift_is_evaluated_once_a_chain_only_when_nothing_sampled_moves
     """The level shift's slopes and prior are kept from a chain's first iteration when no
     sampled variable enters them, and evaluated at every point when one does (here the
     intercept's prior mean is a model variable)."""
-    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.level_shift import level_shifts
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     for hyper in (False, True):
         with pm.Model() as model:
@@ -513,7 +514,8 @@ def test_no_level_shift_for_an_intercept_that_enters_another_parameter(case):
     gets none (before, its posterior was wrong: -3.28 where the data put it at 0.97); the
     plain ``mu=a + f`` keeps it."""
     from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
-    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.level_shift import level_shifts
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     y = np.abs(Y_REAL) + 0.5
     with pm.Model() as model:
@@ -547,7 +549,8 @@ def test_an_intercept_is_shifted_against_a_random_effect_that_enters_as_it_does(
     """``alpha + u[g] + f``: moving alpha by s and every u by -s leaves the likelihood as it
     is, so the level shift also draws s along that line (:class:`EffectShift`); not for
     ``2 * u[g]``, ``exp(u)[g]`` or a u that also enters sigma."""
-    from pymc_trees.bart.likelihood.structure import level_shifts, tree_likelihood
+    from pymc_trees.bart.likelihood.level_shift import level_shifts
+    from pymc_trees.bart.likelihood.structure import tree_likelihood
 
     g = np.array([0, 1, 2, 0, 1, 2])
     with pm.Model() as model:
@@ -567,7 +570,7 @@ def test_the_effect_shift_draws_its_exact_conditional():
     """The draw of s along the line (alpha + s, u - s) against its conditional, computed
     apart by quadrature of ``N(alpha + s; mu0, sd0) prod_g N(u_g - s; mu_u, sd_u_g)``: the
     mean and sd to 4 Monte Carlo SEs, and a KS test of 4,000 draws."""
-    from pymc_trees.bart.likelihood.structure import EffectShift
+    from pymc_trees.bart.likelihood.level_shift import EffectShift
 
     u0 = np.array([0.3, -1.1, 0.8, 2.0])
     sd_u = np.array([0.5, 0.7, 0.5, 1.2])

@@ -12,9 +12,10 @@ from pymc_trees.bart.likelihood.gamma_likelihood import (auto_leaf_prior, gamma_
 from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, check_general_link,
                                                           check_general_start, check_link,
                                                           warn_output_scales)
+from pymc_trees.bart.likelihood.level_shift import level_shifts
 from pymc_trees.bart.likelihood.structure import (general_likelihood, joint_output_likelihoods,
-                                                  level_shifts, NotAugmentable,
-                                                  tree_likelihood, unobserved_term)
+                                                  NotAugmentable, tree_likelihood,
+                                                  unobserved_term)
 
 __all__ = ["TermLikelihoods", "read_term_likelihoods"]
 
