@@ -17,7 +17,8 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from xarray import DataTree
 
-from pymc_trees.bart.term.distribution import column_names, data_value, term_inputs, tree_terms
+from pymc_trees.bart.term.distribution import term_inputs, tree_terms
+from pymc_trees.bart.term.term_data import column_names, data_value
 from pymc_trees.bart.term.ppc_guard import evaluated_at_current_x
 from pymc_trees.results.predict import check_new_rows, evaluate
 from pymc_trees.bart.term.trace_io import read_forests

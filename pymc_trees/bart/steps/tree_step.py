@@ -18,8 +18,8 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_trees.bart.term.pymc_compat import (EXTERNAL_NUTS, external_nuts_sampler, reduce_step,
                                               register_step_methods)
-from pymc_trees.bart.term.distribution import (BARTTreeRV, categorical_columns, keeps_values,
-                                               term_inputs)
+from pymc_trees.bart.term.distribution import BARTTreeRV, keeps_values, term_inputs
+from pymc_trees.bart.term.term_data import categorical_columns
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood.likelihood_checks import stuck_message
