@@ -190,3 +190,92 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
         accepted[4] += a
         proposed[4] += tot
     return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
+
+
+class GeneralSweeps:
+    """The general step's sweeps of a forest sampler (mixed into
+    :class:`~pymc_trees.bart.samplers.sampler.ForestSampler`, whose forest, rows and prior
+    they read): in the compiled kernel where the likelihood's row graph compiled, else the
+    Python loop above."""
+
+    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
+                      compiled: tuple | None = None,
+                      defensive: float = gk.DEFENSIVE, sweeps: int = 1) -> dict[str, float]:
+        """One backfitting sweep for a likelihood without conjugacy (docs/math.md section 9):
+        for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
+        values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
+        with the
+        exact log-likelihood, then a Metropolis-Hastings update of each of its leaf values.
+
+        Parameters
+        ----------
+        loglik : callable
+            ``loglik(f, derivatives=True)`` with ``f`` of shape (n,), the term's value at the
+            training rows (offset included), returns ``(l, g, h)``, each of shape (n,): every
+            row's log-likelihood, its first derivative and its negated second derivative in
+            the row's own ``f_i``.  For J outputs that share the trees
+            (:class:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler`) ``f``, ``g`` and
+            ``h`` have shape (J, n) (the derivatives in each output's own value).
+            Non-finite derivatives count as 0 and negative ``h`` as 0
+            (they only shape the proposals); a NaN log-likelihood counts as -inf, which
+            rejects the proposal.
+        move_cumprobs : ndarray of shape (4,)
+            Cumulative probabilities of grow, prune, change, swap.
+        compiled : tuple, optional
+            ``(rows_fn, pre)``, the likelihood compiled for the sweep kernel
+            (:meth:`pymc_trees.bart.likelihood.structure.GeneralLikelihood.compiled`): the whole sweep
+            then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
+            moves and random numbers as the Python loop below, which runs otherwise.
+        defensive : float
+            The leaf prior's weight in every leaf proposal (a defensive mixture, so that a
+            Newton step out of the likelihood's support cannot hold the chain at its start;
+            :mod:`pymc_trees.bart.kernels.general`); 0 where the Newton step is exact.
+        sweeps : int, default 1
+            Sweeps in a row against the same likelihood (the rest of the model held), in one
+            kernel call when ``compiled``.
+
+        Returns
+        -------
+        dict
+            Acceptance rate of every move type (NaN when never proposed) and of the leaf
+            updates (``accept_leaf``), over all the sweeps (the mean of the sweeps' rates in
+            the Python loop).
+        """
+        if compiled is not None:
+            return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive, sweeps)
+        runs = [general_python_sweep(self, rng, loglik, move_cumprobs, defensive)
+                for _ in range(int(sweeps))]
+        if len(runs) == 1:
+            return runs[0]
+        return {k: nanmean([r[k] for r in runs]) for k in runs[0]}
+
+    def leaf_values(self) -> np.ndarray:
+        """The leaf values as the general sweep reads them, shape (J, m, K): here J = 1, a
+        view of the forest's values."""
+        return self.forest.value[None]
+
+    def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
+                              move_cumprobs: np.ndarray, defensive: float,
+                              sweeps: int = 1) -> dict[str, float]:
+        rows_fn, pre = compiled
+        f = self._forest_with_room(sweeps)
+        value = self.leaf_values()
+        J, n = value.shape[0], self.n
+        bufs = getattr(self, "_row_bufs", None)
+        if bufs is None or bufs.Ga.shape != (J, f.capacity) or bufs.ll_p.size != n:
+            bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity, J)
+        fv = np.ascontiguousarray(self.values().reshape(J, n), dtype=np.float64)
+        ll, g, h = gk.call_all(rows_fn, fv, pre)
+        gk.clean_rows(ll, g, h)
+        check_start(ll)
+        st = gk.RowState(fv, ll, g, h)
+        pr = self.prior
+        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
+        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
+        proposed = np.zeros(5, np.int64)
+        accepted = np.zeros(5, np.int64)
+        gk.general_sweep(rng, rows_fn, pre, data, rules,
+                         np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
+                         self._scratch, st, bufs, proposed, accepted, float(defensive),
+                         int(sweeps))
+        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))

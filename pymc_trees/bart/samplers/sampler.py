@@ -12,16 +12,14 @@ import numpy as np
 from pymc_trees.bart.kernels.bundles import new_scratch, read_only_rows, SweepData, TreeRules
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_sums import leaf_counts
+from pymc_trees.bart.samplers.split_weights import SplitWeights
 from pymc_trees.bart.samplers.tree_sums import TreeSums
-from pymc_trees.bart.kernels.forest import (LEAF, Forest, dart_gibbs_update,
-                                            dart_prior_draw, forest_values, mask_dtype,
-                                            mask_width, new_forest, pack_forest, reweight,
+from pymc_trees.bart.kernels.forest import (LEAF, dart_prior_draw, Forest, forest_values,
+                                            mask_dtype, mask_width, new_forest, pack_forest,
                                             store_mask)
 from pymc_trees.bart.kernels.nodes import node_availability, route_leaves
 from pymc_trees.core.packed import NODE_DTYPE, PackedForest
-from pymc_trees.bart.kernels import general as gk
-from pymc_trees.bart.samplers.general_loop import (MOVES, acceptance_rates, check_start,
-                                                   general_python_sweep, nanmean)
+from pymc_trees.bart.samplers.general_loop import MOVES, acceptance_rates, GeneralSweeps
 from pymc_trees.bart.kernels.gfr import (GFR_MAX_DEPTH, GFR_OK, gfr_tree, new_gfr_scratch,
                                          remove_tree)
 from pymc_trees.bart.kernels.pg import (OK, POOL_FULL, UIDS_FULL, PGBuffers, new_node_cache,
@@ -38,13 +36,9 @@ __all__ = ["ForestSampler", "EXACT_VALUES_EVERY"]
 # many sweeps (a random walk of about 1e-14 relative at m = 200).
 EXACT_VALUES_EVERY = 100
 
-_TINY = np.finfo(np.float64).tiny
-
-
-
 
 @dataclass
-class ForestSampler:
+class ForestSampler(SplitWeights, GeneralSweeps):
     """A sum of m trees over fixed training rows, updated by Bayesian backfitting.
 
     Parameters
@@ -166,64 +160,6 @@ class ForestSampler:
     @property
     def prec0(self) -> float:
         return 1.0 / self.leaf_sd**2
-
-    def set_split_weights(self, weights: np.ndarray) -> None:
-        """New relative split weights of the columns of X, shape (p,) (DART).  Weights below
-        the smallest normal float (underflowed Dirichlet draws) are raised to it.  Every
-        node's available weight is recomputed from its availability mask."""
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (self._shape[1],) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError(f"split weights must be {self._shape[1]} non-negative finite "
-                             f"numbers; got {weights!r}.")
-        self._apply_weights(w)
-
-    def _apply_weights(self, w: np.ndarray) -> None:
-        """:meth:`set_split_weights` for weights known to be finite and non-negative, of
-        shape (p,)."""
-        # a Dirichlet draw can underflow to 0; the masks assume every feature may be chosen
-        w = np.maximum(w, _TINY)
-        if self._store_weights(w):
-            f = self.forest
-            reweight(f.var, f.n_nodes, f.amask, self.split_prior, f.wavail)
-
-    def _store_weights(self, column_weights: np.ndarray) -> bool:
-        """Keep the columns' split weights and the features' (``split_prior``) and the
-        root's available weight; returns whether the features' weights changed (then every
-        node's available weight must be recomputed)."""
-        self._column_weights = column_weights
-        w = self.layout.feature_weights(column_weights)
-        if np.array_equal(w, self.split_prior):
-            return False
-        self.split_prior = w
-        self._root_wavail = float(w[self._root_avail].sum())
-        return True
-
-    def dart_update(self, rng: np.random.Generator) -> None:
-        """DART inside the tree step (``prior.dart``): the split probabilities of the columns
-        from their conditional given the forest's splits
-        (:func:`~pymc_trees.bart.kernels.forest.split_prior_gibbs`, exact with the
-        availability of every node), then the log concentration ``x = log(alpha / p)`` from
-        its conditional given them under Linero's prior (a slice-sampling transition,
-        :func:`~pymc_trees.bart.kernels.forest.dart_concentration_draw`).  The sampler then
-        splits with weights ``s / max(s)``."""
-        f, lay = self.forest, self.layout
-        a = np.full(self._shape[1], np.exp(self.dart_x))
-        log_s, x = dart_gibbs_update(rng, f.var, f.n_nodes, f.amask, a, self.dart_log_s,
-                                     lay.fmap, lay.share, self.dart_x)
-        self.dart_log_s, self.dart_x = log_s, float(x)
-        # exp of log s minus its maximum: finite, in (0, 1], what set_split_weights checks
-        self._apply_weights(np.exp(log_s - log_s.max()))
-
-    @property
-    def dart_probs(self) -> np.ndarray:
-        """The split probabilities of the columns learned inside the tree step, shape (p,)."""
-        s = np.exp(self.dart_log_s - self.dart_log_s.max())
-        return s / s.sum()
-
-    @property
-    def dart_alpha(self) -> float:
-        """Linero's alpha, the Dirichlet concentration summed over the p columns."""
-        return float(self._shape[1] * np.exp(self.dart_x))
 
     def reset(self) -> None:
         """Every tree back to a single leaf with value 0, and the leaf sd back to the one the
@@ -435,88 +371,6 @@ class ForestSampler:
         counts = np.zeros(f.var.shape)
         leaf_counts(f.leaf_of_row, counts)
         return counts
-
-    def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
-                      compiled: tuple | None = None,
-                      defensive: float = gk.DEFENSIVE, sweeps: int = 1) -> dict[str, float]:
-        """One backfitting sweep for a likelihood without conjugacy (docs/math.md section 9):
-        for every tree in turn a reversible-jump grow, prune, change or swap whose new leaf
-        values come from Newton proposals (:mod:`pymc_trees.bart.kernels.general`), accepted
-        with the
-        exact log-likelihood, then a Metropolis-Hastings update of each of its leaf values.
-
-        Parameters
-        ----------
-        loglik : callable
-            ``loglik(f, derivatives=True)`` with ``f`` of shape (n,), the term's value at the
-            training rows (offset included), returns ``(l, g, h)``, each of shape (n,): every
-            row's log-likelihood, its first derivative and its negated second derivative in
-            the row's own ``f_i``.  For J outputs that share the trees
-            (:class:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler`) ``f``, ``g`` and
-            ``h`` have shape (J, n) (the derivatives in each output's own value).
-            Non-finite derivatives count as 0 and negative ``h`` as 0
-            (they only shape the proposals); a NaN log-likelihood counts as -inf, which
-            rejects the proposal.
-        move_cumprobs : ndarray of shape (4,)
-            Cumulative probabilities of grow, prune, change, swap.
-        compiled : tuple, optional
-            ``(rows_fn, pre)``, the likelihood compiled for the sweep kernel
-            (:meth:`pymc_trees.bart.likelihood.structure.GeneralLikelihood.compiled`): the whole sweep
-            then runs in :func:`pymc_trees.bart.kernels.general.general_sweep`, with the same
-            moves and random numbers as the Python loop below, which runs otherwise.
-        defensive : float
-            The leaf prior's weight in every leaf proposal (a defensive mixture, so that a
-            Newton step out of the likelihood's support cannot hold the chain at its start;
-            :mod:`pymc_trees.bart.kernels.general`); 0 where the Newton step is exact.
-        sweeps : int, default 1
-            Sweeps in a row against the same likelihood (the rest of the model held), in one
-            kernel call when ``compiled``.
-
-        Returns
-        -------
-        dict
-            Acceptance rate of every move type (NaN when never proposed) and of the leaf
-            updates (``accept_leaf``), over all the sweeps (the mean of the sweeps' rates in
-            the Python loop).
-        """
-        if compiled is not None:
-            return self._general_kernel_sweep(rng, compiled, move_cumprobs, defensive, sweeps)
-        runs = [general_python_sweep(self, rng, loglik, move_cumprobs, defensive)
-                for _ in range(int(sweeps))]
-        if len(runs) == 1:
-            return runs[0]
-        return {k: nanmean([r[k] for r in runs]) for k in runs[0]}
-
-    def leaf_values(self) -> np.ndarray:
-        """The leaf values as the general sweep reads them, shape (J, m, K): here J = 1, a
-        view of the forest's values."""
-        return self.forest.value[None]
-
-    def _general_kernel_sweep(self, rng: np.random.Generator, compiled: tuple,
-                              move_cumprobs: np.ndarray, defensive: float,
-                              sweeps: int = 1) -> dict[str, float]:
-        rows_fn, pre = compiled
-        f = self._forest_with_room(sweeps)
-        value = self.leaf_values()
-        J, n = value.shape[0], self.n
-        bufs = getattr(self, "_row_bufs", None)
-        if bufs is None or bufs.Ga.shape != (J, f.capacity) or bufs.ll_p.size != n:
-            bufs = self._row_bufs = gk.new_row_buffers(n, f.capacity, J)
-        fv = np.ascontiguousarray(self.values().reshape(J, n), dtype=np.float64)
-        ll, g, h = gk.call_all(rows_fn, fv, pre)
-        gk.clean_rows(ll, g, h)
-        check_start(ll)
-        st = gk.RowState(fv, ll, g, h)
-        pr = self.prior
-        data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
-        rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
-        proposed = np.zeros(5, np.int64)
-        accepted = np.zeros(5, np.int64)
-        gk.general_sweep(rng, rows_fn, pre, data, rules,
-                         np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
-                         self._scratch, st, bufs, proposed, accepted, float(defensive),
-                         int(sweeps))
-        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
 
     def pg_sweep(self, rng: np.random.Generator, z: np.ndarray, omega: np.ndarray,
                  num_particles: int, leaf: tuple = (0.0, 0.0, 0.0, 0.0)) -> dict[str, float]:
