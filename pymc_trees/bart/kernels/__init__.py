@@ -10,7 +10,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
 - One module per tree update: ``cgm`` (Chipman-George-McCulloch moves, constant leaves,
   conjugate), ``linear`` (linear leaves: their algebra and hooks) and ``linear_sweep``
   (their conjugate sweep), ``general`` (any likelihood: Newton
-  leaf proposals, ``newton``, through a row callback, ``row_calls``), ``general_linear``
+  leaf proposals, ``newton``, through a row callback, ``row_calls``; its change and swap,
+  ``general_restructure``), ``general_linear``
   (linear leaves, any likelihood), ``gamma_leaves`` (log-gamma leaves, conjugate in
   likelihoods through ``exp``), ``pg`` (Particle Gibbs), ``gfr`` (grow-from-root warm
   start); ``augment``: data augmentation.
