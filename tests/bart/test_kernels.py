@@ -392,7 +392,7 @@ def test_sweep_keeps_every_leafs_row_count():
     """With equal precisions the sweep's pass reads each leaf's W from the counts the sweeps
     keep (it sums the residuals only): after sweeps with all four moves, and after a sweep of
     another kind changed the trees, the kept counts are the counts of the rows' leaves."""
-    from pymc_trees.bart.kernels.row_sums import leaf_counts
+    from pymc_trees.bart.kernels.row_passes import leaf_counts
     from pymc_trees.bart.kernels.forest import LEAF
 
     rng = np.random.default_rng(5)
@@ -488,7 +488,7 @@ def test_pass_with_proposal_sums_equals_naive_pass_and_left_sums(t):
     # under a numeric rule): the residual and the leaves' sums of the plain pass, and the rows
     # of the marked nodes that the rule sends left, against numpy; at t = 0 the previous tree
     # (the last one) is not taken out; rows in an uneven number (not a multiple of four)
-    from pymc_trees.bart.kernels.row_sums import pass_left_sums, values_two
+    from pymc_trees.bart.kernels.row_passes import pass_left_sums, values_two
 
     rng = np.random.default_rng(23 + t)
     n, m, K, p = 1003, 4, 9, 3
@@ -526,7 +526,7 @@ def test_plain_passes_equal_a_row_by_row_pass(n, dtype):
     # exactly the residual, lanes of leaf sums and values of the row-by-row pass: row i adds
     # to lane i mod 4, the rows after the last multiple of four to lane 0; n = 1006 and 1011
     # leave rows after the last multiple of eight in both kinds of lane
-    from pymc_trees.bart.kernels.row_sums import pass_one, pass_pair, values_two
+    from pymc_trees.bart.kernels.row_passes import pass_one, pass_pair, values_two
 
     rng = np.random.default_rng(n)
     m, K = 5, 11

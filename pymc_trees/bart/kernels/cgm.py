@@ -26,8 +26,8 @@ from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_su
                                                      merged_score, merged_sums, partitioned_rows,
                                                      prune, restructure, restructure_proposal,
                                                      set_children, set_merged, subtree_score)
-from pymc_trees.bart.kernels.row_sums import (pass_left_sums, pass_one, pass_pair, split_sums,
-                                              subtree_sums, values_two)
+from pymc_trees.bart.kernels.row_passes import pass_left_sums, pass_one, pass_pair, values_two
+from pymc_trees.bart.kernels.row_sums import split_sums, subtree_sums
 from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, SWAP, above_leaves, draw_move,
                                                leaf_rows, partition_rows)
 

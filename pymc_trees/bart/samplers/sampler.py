@@ -11,7 +11,7 @@ import numpy as np
 
 from pymc_trees.bart.kernels.bundles import new_scratch, read_only_rows, SweepData, TreeRules
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
-from pymc_trees.bart.kernels.row_sums import leaf_counts
+from pymc_trees.bart.kernels.row_passes import leaf_counts
 from pymc_trees.bart.samplers.split_weights import SplitWeights
 from pymc_trees.bart.samplers.tree_sums import TreeSums
 from pymc_trees.bart.kernels.forest import (LEAF, dart_prior_draw, Forest, forest_values,
