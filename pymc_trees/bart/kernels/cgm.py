@@ -28,8 +28,8 @@ from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_su
                                                      set_children, set_merged, subtree_score)
 from pymc_trees.bart.kernels.row_passes import pass_left_sums, pass_one, pass_pair, values_two
 from pymc_trees.bart.kernels.row_sums import split_sums, subtree_sums
-from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, SWAP, above_leaves, draw_move,
-                                               leaf_rows, partition_rows)
+from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE, SWAP, draw_move
+from pymc_trees.bart.kernels.tree_edit import above_leaves, leaf_rows, partition_rows
 
 __all__ = ["ConstantLeaves", "cgm_sweep", "forest_summary"]
 

@@ -73,11 +73,10 @@ import math
 from pymc_trees.bart.kernels.forest import load_mask
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit, log_psplit
 from pymc_trees.bart.kernels.tree_edit import (SPLITTABLE_LEAF, accept_move, accept_u,
-                                               children_logr, children_masks,
-                                               collect_subtree_rows, commit_subtree,
-                                               count_nodes, grow_tree_logr, merge_children,
-                                               pick_node, pick_prune, pick_restructure,
-                                               prior_subtree, prunable_after_grow,
+                                               children_logr, children_masks, collect_subtree_rows,
+                                               commit_subtree, count_nodes, grow_tree_logr,
+                                               merge_children, pick_node, pick_prune,
+                                               pick_restructure, prior_subtree, prunable_after_grow,
                                                prune_tree_logr, restore_rules, route_segments,
                                                split_leaf, swap_partner, swap_rules)
 

@@ -43,8 +43,8 @@ from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_su
                                                      set_children, set_merged, subtree_score)
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.nodes import draw_levels, log_psplit
-from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, draw_move, leaf_rows,
-                                               partition_rows, route_segments)
+from pymc_trees.bart.kernels.moves import GROW, PRUNE, SWAP, draw_move
+from pymc_trees.bart.kernels.tree_edit import leaf_rows, partition_rows, route_segments
 
 __all__ = ["GammaLeaves", "gamma_log_ml", "gamma_sweep"]
 

@@ -51,10 +51,10 @@ import math
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (GROW, PRUNE, SWAP, children_logr, children_masks,
-                                               draw_move, grow_tree_logr, merge_children,
-                                               pick_prune, propose_split, prune_tree_logr,
-                                               split_leaf)
+from pymc_trees.bart.kernels.moves import GROW, PRUNE, SWAP, draw_move
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, grow_tree_logr,
+                                               merge_children, pick_prune, propose_split,
+                                               prune_tree_logr, split_leaf)
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.general_restructure import (leaves_below, restructure_commit,
                                                          restructure_propose, restructure_revert,

@@ -32,10 +32,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNE, children_logr, children_masks,
-                                               commit_children, grow_tree_logr, merge_children,
-                                               pair_children_logr, pick_pair_rule, pick_prune,
-                                               propose_split, prune_tree_logr, split_leaf)
+from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
+from pymc_trees.bart.kernels.tree_edit import (children_logr, children_masks, commit_children,
+                                               grow_tree_logr, merge_children, pair_children_logr,
+                                               pick_pair_rule, pick_prune, propose_split,
+                                               prune_tree_logr, split_leaf)
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.general import two_leaf_rows
 from pymc_trees.bart.kernels.newton import DEFENSIVE, log_mixture

@@ -14,7 +14,8 @@ import numpy as np
 from numba.extending import overload
 
 from pymc_trees.bart.kernels.conjugate_moves import leaf_form_is, leaf_score, old_subtree
-from pymc_trees.bart.kernels.tree_edit import (SWAP, collect_subtree_rows, commit_subtree,
+from pymc_trees.bart.kernels.moves import SWAP
+from pymc_trees.bart.kernels.tree_edit import (collect_subtree_rows, commit_subtree,
                                                pick_restructure, prior_subtree, restore_rules,
                                                split_segment, swap_partner, swap_rules)
 from pymc_trees.bart.kernels.forest import load_mask

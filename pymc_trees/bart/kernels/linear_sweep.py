@@ -28,10 +28,10 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             leaf_regressors, linear_log_ml, row_value,
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
-from pymc_trees.bart.kernels.tree_edit import (CHANGE, GROW, PRUNABLE, PRUNE, accept_u,
-                                               children_masks, commit_children, count_nodes,
-                                               pair_children_logr, pair_rows, partition_rows,
-                                               pick_node, pick_prune)
+from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
+from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks, commit_children,
+                                               count_nodes, pair_children_logr, pair_rows,
+                                               partition_rows, pick_node, pick_prune)
 
 __all__ = ["linear_sweep", "linear_pass", "P_GROW", "P_PRUNE"]
 

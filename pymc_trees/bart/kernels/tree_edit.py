@@ -25,8 +25,7 @@ from pymc_trees.bart.kernels.nodes import (alloc_node, availability_below, draw_
                                            free_node, log_1m_psplit, log_psplit,
                                            node_availability, rule_valid, split_node)
 
-__all__ = ["GROW", "PRUNE", "CHANGE", "SWAP", "MOVES", "draw_move", "SPLITTABLE_LEAF", "PRUNABLE",
-           "INTERNAL", "SWAPPABLE", "partition_rows", "accept_move",
+__all__ = ["SPLITTABLE_LEAF", "PRUNABLE", "INTERNAL", "SWAPPABLE", "partition_rows", "accept_move",
            "accept_u", "count_nodes", "pick_node", "propose_split", "pick_split", "leaf_rows",
            "leaf_rule", "prunable_after_grow", "children_masks", "commit_children",
            "split_segment", "route_segments", "prior_subtree", "commit_subtree",
@@ -79,22 +78,6 @@ def accept_u(u, logr):
     by ``B`` is a rejection by ``logr`` (exp is monotone), which lets a move test a cheap upper
     bound of its log ratio before computing the rest."""
     return logr >= 0.0 or u < math.exp(logr)
-
-
-# The moves' codes, the one numbering every sweep and tally uses (a tally's columns, a
-# cumulative-probability vector's entries), and their names in that order.
-GROW, PRUNE, CHANGE, SWAP = 0, 1, 2, 3
-MOVES = ("grow", "prune", "change", "swap")
-
-
-@numba.njit(cache=True, inline="always")
-def draw_move(u, move_cp):
-    """The move whose interval of the cumulative probabilities ``move_cp`` (shape (4,), in the
-    order of ``MOVES``) holds the uniform ``u``."""
-    move = GROW
-    while move < SWAP and u >= move_cp[move]:
-        move += 1
-    return move
 
 
 # node classes used to pick the node a move acts on (bit flags)

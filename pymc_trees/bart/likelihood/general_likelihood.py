@@ -19,7 +19,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.kernels.general import call_all, call_rows
-from pymc_trees.bart.kernels.tree_edit import MOVES
+from pymc_trees.bart.kernels.moves import MOVES
 from pymc_trees.bart.likelihood.model_graph import (affine_problem, dependents, depends_on,
                                                     ModelStructureError, scalar_op, unwrap)
 from pymc_trees.bart.likelihood.rowgraph import RowFunctions, compile_rows, numba_object_mode

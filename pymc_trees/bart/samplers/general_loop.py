@@ -14,7 +14,7 @@ import numpy as np
 
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.bundles import SweepData, TreeRules
-from pymc_trees.bart.kernels.tree_edit import GROW, MOVES, PRUNE, SWAP, draw_move
+from pymc_trees.bart.kernels.moves import GROW, MOVES, PRUNE, SWAP, draw_move
 
 __all__ = ["general_python_sweep", "row_derivatives", "check_start", "acceptance_rates",
            "MOVES"]
