@@ -201,6 +201,9 @@ def test_a_trace_saved_by_the_flat_layout_loads_and_predicts_the_same():
 # estimator's ``__init__`` to list its hyperparameters explicitly (``get_params`` reads them),
 # and ``BARTTree`` / ``compare`` take their options as keywords in the same way.
 MAX_PARAMS, MAX_LINES = 15, 800
+# bart/, in wings, is held to 600 lines a module: a module near that is a sign to move
+# something out
+MAX_LINES_BART = 600
 PUBLIC_SIGNATURES = {
     ("boosting/estimators.py", "__init__"),      # the scikit-learn estimators' hyperparameters
     ("bart/term/distribution.py", "__new__"),         # BARTTree(name, X, Y, m, alpha, ...)
@@ -221,8 +224,9 @@ def _size_violations(package: Path) -> list[str]:
     for f in sorted(package.rglob("*.py")):
         rel = f.relative_to(package).as_posix()
         src = f.read_text()
-        if src.count("\n") > MAX_LINES:
-            bad.append(f"{rel}: {src.count(chr(10))} lines (at most {MAX_LINES})")
+        cap = MAX_LINES_BART if rel.startswith("bart/") else MAX_LINES
+        if src.count("\n") > cap:
+            bad.append(f"{rel}: {src.count(chr(10))} lines (at most {cap})")
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 k = _n_params(node)
@@ -232,7 +236,7 @@ def _size_violations(package: Path) -> list[str]:
     return bad
 
 
-def test_no_function_takes_more_than_15_parameters_and_no_module_is_over_800_lines():
+def test_no_function_takes_more_than_15_parameters_and_no_module_is_too_long():
     assert _size_violations(PACKAGE) == []
 
 
