@@ -31,6 +31,22 @@ def test_the_docs_table_of_likelihoods_is_the_registrys():
     assert len(table.strip().splitlines()) == 2 + len(FAMILIES)
 
 
+def test_the_docs_table_of_log_gamma_forms_is_the_registrys():
+    from pymc_trees.bart.likelihood.gamma_likelihood import GAMMA_FAMILIES, gamma_forms_table
+
+    text = (DESIGN.parent / "log-gamma-leaves.md").read_text()
+    begin = "<!-- generated from the log-gamma registry"
+    assert text.count(begin) == 1
+    block = text[text.index(begin):]
+    block = block[:block.index(END)]
+    table = block[block.index("-->\n") + 4:]
+    assert table == gamma_forms_table(), (
+        "docs/explanation/log-gamma-leaves.md's table of forms differs from the registry; "
+        "paste pymc_trees.bart.likelihood.gamma_likelihood.gamma_forms_table() between its "
+        "markers")
+    assert len(table.strip().splitlines()) == 2 + len(GAMMA_FAMILIES)
+
+
 def test_the_errors_list_every_form_of_every_family():
     text = tree_supported()
     for fam in FAMILIES.values():

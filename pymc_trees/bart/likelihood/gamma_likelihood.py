@@ -58,7 +58,7 @@ from pymc_trees.bart.likelihood.structure import (entered_by, general_likelihood
 
 __all__ = ["GammaFamily", "GAMMA_FAMILIES", "GammaLikelihood", "gamma_likelihood", "log_of",
            "GAMMA_FORMS", "auto_leaf_prior", "settled_leaf_priors", "output_likelihoods",
-           "auto_leaf_families"]
+           "auto_leaf_families", "gamma_forms_table"]
 
 
 def log_of(var, f):
@@ -119,6 +119,9 @@ class GammaFamily:
     # normal leaves gave Particle Gibbs 5.8 effective draws of f a second against 1.4
     auto_pg: bool = True
     label: str = ""  # what exp(eta) is, in a sentence: "a Poisson mean"
+    # the row of docs/explanation/log-gamma-leaves.md's table: the family as written, what
+    # eta is the log of, and the rows' s_i and t_i (gamma_forms_table)
+    doc: tuple = ("", "", "", "")
 
 
 def _read_poisson(obs, inputs, f):
@@ -194,29 +197,54 @@ GAMMA_FAMILIES = {
     "poisson": GammaFamily("poisson", pm.Poisson, 1.0, _read_poisson,
                            lambda rng, y, eta, params: (y, np.ones(y.shape)), False,
                            "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)",
-                           label="a Poisson mean"),
+                           label="a Poisson mean",
+                           doc=("`Poisson(mu=exp(eta))` (an exposure multiplies mu)", "log mu",
+                                "y", "1")),
     "zero_inflated_poisson": GammaFamily(
         "zero_inflated_poisson", pm.Poisson, 1.0, _read_zip, _zip_rows, True,
         "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip,
-        label="a zero-inflated Poisson mean"),
+        label="a zero-inflated Poisson mean",
+        doc=("`ZeroInflatedPoisson(psi, mu=exp(eta))`", "log mu", "y",
+             "1 for a row of the Poisson, 0 for one of the point mass: a zero is the Poisson's "
+             "with probability `psi e^-mu / (1 - psi + psi e^-mu)`, drawn every sweep")),
     "negative_binomial": GammaFamily(
         "negative_binomial", pm.NegativeBinomial, 1.0, _read_negative_binomial, _nb_rows, True,
         "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))",
-        auto_pg=False, label="a negative binomial mean"),
+        auto_pg=False, label="a negative binomial mean",
+        doc=("`NegativeBinomial(mu=exp(eta), alpha)`, or `n=a, p=a / (a + exp(eta))`",
+             "log mu", "y", "g_i, drawn every sweep: `g ~ Gamma(alpha + y, rate alpha + mu)` "
+             "(the Gamma-Poisson mixture)")),
     "gamma": GammaFamily(
         "gamma", pm.Gamma, 1.0, _read_gamma,
         lambda rng, y, eta, params: (as_rows(params[0], y.shape), y), False,
         "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)",
-        label="a Gamma mean"),
+        label="a Gamma mean",
+        doc=("`Gamma(alpha, beta=alpha * exp(-eta))`", "log beta", "alpha", "y")),
     "normal": GammaFamily(
         "normal", pm.Normal, -2.0, _read_normal,
         lambda rng, y, eta, params: (np.full(y.shape, 0.5), (y - params[0]) ** 2 / 2.0),
         False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))",
-        label="a Normal's scale"),
+        label="a Normal's scale",
+        doc=("`Normal(mu, sigma=exp(eta))` (or `tau`)", "log sigma", "1/2",
+             "`(y - mu)^2 / 2`")),
     "student_t": GammaFamily(
         "student_t", pm.StudentT, -2.0, _read_student_t, _student_t_rows, True,
-        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))", label="a Student-t's scale"),
+        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))", label="a Student-t's scale",
+        doc=("`StudentT(nu, mu, sigma=exp(eta))`", "log sigma", "1/2",
+             "`lam (y - mu)^2 / 2`, `lam ~ Gamma((nu + 1)/2, rate (nu + r^2)/2)` drawn every "
+             "sweep")),
 }
+
+
+GAMMA_TABLE_HEADER = "| family, as written | eta | q | s_i | t_i |\n|---|---|---|---|---|\n"
+
+
+def gamma_forms_table() -> str:
+    """The markdown table of ``docs/explanation/log-gamma-leaves.md`` ("The form"): one row
+    per entry of :data:`GAMMA_FAMILIES` (a test checks that the page holds it)."""
+    return GAMMA_TABLE_HEADER + "".join(
+        f"| {fam.doc[0]} | {fam.doc[1]} | {fam.q:g} | {fam.doc[2]} | {fam.doc[3]} |\n"
+        for fam in GAMMA_FAMILIES.values())
 
 
 def auto_leaf_families(step: str) -> str:
