@@ -457,7 +457,7 @@ def log_gamma_leaves_on_grid(grid, x, kappa):
     the sampler's parametrisation in ``log c``."""
     from scipy import special
 
-    from pymc_trees.bart.samplers.gamma_sampler import log_gamma_prior
+    from pymc_trees.bart.samplers.leaf_priors import log_gamma_prior
 
     out = np.empty(len(grid))
     for j, vj in enumerate(grid):

@@ -37,8 +37,8 @@ import pymc_trees as pmt
 from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, quadrature_posterior, six_row_prior)
 from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
-from pymc_trees.bart.samplers.gamma_sampler import (GammaForestSampler, leaf_prior_kappa,
-                                                    log_gamma_prior)
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
+from pymc_trees.bart.samplers.leaf_priors import leaf_prior_kappa, log_gamma_prior
 from pymc_trees.bart.kernels.gamma_leaves import gamma_log_ml
 from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 
@@ -454,7 +454,7 @@ def test_learned_scale_matches_enumeration_through_pm_sample():
     the partitions' probabilities, the posterior mean of f and of the leaf sd; the chains of
     ``pm.sample`` must match them."""
     from pymc_trees.bart.term.distribution import term_inputs
-    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
+    from pymc_trees.bart.samplers.leaf_priors import learned_scale_prior
 
     with pm.Model() as model:
         f = pmt.BARTTree("f", X6, Y_COUNT, m=1, alpha=ALPHA, beta=BETA, min_leaf=1,

@@ -143,7 +143,7 @@ def test_leaf_scale_must_belong_to_one_term():
 def test_internal_scale_draw_matches_conjugate_conditional():
     """``learned_scale_draw`` against ``IG(3 + L/2, 2 sd0^2 + S/2)`` on the variance, with
     independent draws (no chain), so the KS bound is the plain one."""
-    from pymc_trees.bart.samplers.learned_scale import learned_scale_draw
+    from pymc_trees.bart.samplers.leaf_priors import learned_scale_draw
 
     rng = np.random.default_rng(44)
     sd0, L, S = 0.3, 17.0, 2.4
@@ -237,7 +237,7 @@ def test_interweaving_draw_matches_its_conditional_by_quadrature():
     A tau^2 / 2 + B tau)`` normalised by quadrature: the mean and sd of tau, and a KS test
     with the chain's N_eff.  Dropping the Jacobian of ``log tau`` fails the mean (z about 16)."""
     from pymc_trees.bart.steps.leaf_scale import interweaving_draw
-    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
+    from pymc_trees.bart.samplers.leaf_priors import learned_scale_prior
 
     rng = np.random.default_rng(47)
     sd0, A, B = 0.3, 40.0, 9.0
@@ -272,7 +272,7 @@ def test_learned_scale_with_interweaving_matches_enumeration_through_pm_sample()
     from enumeration import check_cells, forest_row_partitions, incidence_rows, log_marginal
     from enumeration import partition_prior_rows
     from pymc_trees.bart.likelihood.calibration import leaf_calibration
-    from pymc_trees.bart.samplers.learned_scale import learned_scale_prior
+    from pymc_trees.bart.samplers.leaf_priors import learned_scale_prior
     from pymc_trees.core.binning import bin_data, make_cutpoints
 
     X1 = np.repeat(np.arange(5.0), 2)[:, None]

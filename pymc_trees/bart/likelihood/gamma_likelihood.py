@@ -47,7 +47,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.subtensor import Subtensor
 
-from pymc_trees.bart.samplers.gamma_sampler import leaf_prior_kappa
+from pymc_trees.bart.samplers.leaf_priors import leaf_prior_kappa
 from pymc_trees.bart.kernels.augment import as_rows
 from pymc_trees.bart.likelihood.model_graph import (affine_problem, constant_value, dependents,
                                                     depends_on, ModelStructureError,

@@ -25,64 +25,11 @@ from pymc_trees.bart.kernels.bundles import SweepData, TreeRules, read_only_rows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.gamma_leaves import gamma_sweep
 from pymc_trees.bart.samplers.general_loop import MOVES, acceptance_rates
+from pymc_trees.bart.samplers.leaf_priors import log_gamma_prior
 from pymc_trees.bart.samplers.sampler import ForestSampler
 from pymc_trees.core.slice_sampling import slice_sample
 
-__all__ = ["GammaForestSampler", "log_gamma_prior", "LEAF_PRIORS", "leaf_prior_kappa",
-           "learned_gamma_scale_logpdf"]
-
-# the leaf priors a term takes: BARTTree(leaf_prior=...)
-LEAF_PRIORS = ("normal", "log-gamma", "log-inverse-gamma")
-
-
-def leaf_prior_kappa(leaf_prior: str) -> float:
-    """The exponent kappa of ``exp(kappa mu) ~ Gamma(c, d)``: 1 for ``"log-gamma"`` (each
-    tree multiplies ``exp(f)`` by a Gamma factor), -1 for ``"log-inverse-gamma"`` (by an
-    inverse-gamma one); 0 for the normal prior."""
-    return {"normal": 0.0, "log-gamma": 1.0, "log-inverse-gamma": -1.0}[leaf_prior]
-
-
-def log_gamma_prior(leaf_sd: float, kappa: float = 1.0) -> tuple[float, float]:
-    """``(c, d)`` with ``exp(kappa mu) ~ Gamma(c, rate d)`` giving the leaf ``mu`` mean 0 and
-    standard deviation ``leaf_sd``: ``trigamma(c) = (kappa leaf_sd)^2`` (solved by Newton's
-    method on ``log c``) and ``d = exp(digamma(c))``."""
-    v = float((kappa * leaf_sd) ** 2)
-    if not (np.isfinite(v) and v > 0):
-        raise ValueError(f"leaf_sd must be positive and finite; got {leaf_sd!r}.")
-    # trigamma(c) ~ 1/c + 1/(2 c^2): start from that, then Newton in x = log c
-    x = np.log(0.5 / v * (1.0 + np.sqrt(1.0 + 2.0 * v)))
-    for _ in range(100):
-        c = np.exp(x)
-        g = special.polygamma(1, c) - v
-        dg = special.polygamma(2, c) * c
-        step = g / dg
-        x -= step
-        if abs(step) < 1e-14:
-            break
-    c = float(np.exp(x))
-    return c, float(np.exp(special.digamma(c)))
-
-
-def learned_gamma_scale_logpdf(u: float, n_leaves: float, s1: float, s2: float, alpha: float,
-                               beta: float, kappa2: float = 1.0) -> float:
-    """The log density, up to a constant, of ``u = log c`` for a learned leaf scale of
-    log-gamma leaves: the leaf variance ``v = trigamma(c) / kappa^2 ~ InverseGamma(alpha,
-    beta)`` (``BARTTree(..., leaf_sd="learned")``'s prior, with the Jacobian ``|dv/du| =
-    -polygamma(2, c) c / kappa^2``; ``kappa2`` is ``kappa^2``) times the density of the
-    forest's L leaves, each ``exp(kappa mu) ~ Gamma(c, rate d = exp(digamma(c)))``:
-    ``L (c log d - lgamma(c)) + c s1 - d s2`` with ``s1 = sum kappa mu`` and
-    ``s2 = sum exp(kappa mu)``."""
-    if not -30.0 < u < 27.0:  # c from 1e-13 to 5e11: beyond, the prior's mass is nil
-        return -np.inf
-    c = math.exp(u)
-    # trigamma(c) = zeta(2, c), polygamma(2, c) = -2 zeta(3, c): scipy's polygamma is
-    # Python around zeta, ten times slower per call on this path (once per sweep)
-    v = float(special.zeta(2.0, c)) / kappa2
-    dig = float(special.digamma(c))
-    return (-(alpha + 1.0) * math.log(v) - beta / v
-            + math.log(2.0 * special.zeta(3.0, c) / kappa2) + u
-            + n_leaves * (c * dig - math.lgamma(c)) + c * s1 - math.exp(dig) * s2)
-
+__all__ = ["GammaForestSampler"]
 
 @dataclass
 class GammaForestSampler(ForestSampler):

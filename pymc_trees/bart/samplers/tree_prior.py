@@ -45,7 +45,7 @@ class TreePrior:
         leaf_sd="learned")``): ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA,
         (LEARNED_SCALE_ALPHA - 1) * sd0**2)``, prior mean ``sd0**2`` where ``sd0`` is the
         term's calibrated leaf sd (its ``leaf_sd`` input), drawn from its conjugate
-        conditional after every sweep (:func:`pymc_trees.bart.samplers.learned_scale.learned_scale_draw`).
+        conditional after every sweep (:func:`pymc_trees.bart.samplers.leaf_priors.learned_scale_draw`).
     response : {"constant", "linear", "mix"}
         What a leaf holds: a constant, or a straight line in the column of the split above
         it (:mod:`pymc_trees.bart.kernels.linear`;

@@ -4,7 +4,7 @@
 * :class:`FixedLeafScale`: ``leaf_sd`` a number (or an expression of no free variable).
 * :class:`LearnedLeafScale`: ``leaf_sd="learned"``, the leaf variance learned inside the
   step, ``leaf_sd**2 ~ InverseGamma(LEARNED_SCALE_ALPHA, ...)`` centred on the calibrated sd
-  (:func:`~pymc_trees.bart.samplers.learned_scale.learned_scale_draw`).
+  (:func:`~pymc_trees.bart.samplers.leaf_priors.learned_scale_draw`).
 * :class:`ModelLeafScale`: ``leaf_sd`` an expression of one free model variable (for example
   ``pm.HalfNormal``), slice-sampled from its full conditional.
 
@@ -40,11 +40,11 @@ from scipy import special
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.term.distribution import term_inputs
-from pymc_trees.bart.samplers.gamma_sampler import (GammaForestSampler, learned_gamma_scale_logpdf,
-                                                    log_gamma_prior)
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
+from pymc_trees.bart.samplers.leaf_priors import (learned_gamma_scale_logpdf, learned_scale_draw,
+                                                  learned_scale_prior, learned_scale_prior_draw,
+                                                  log_gamma_prior)
 from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
-from pymc_trees.bart.samplers.learned_scale import (learned_scale_draw, learned_scale_prior,
-                                                    learned_scale_prior_draw)
 from pymc_trees.bart.samplers.sampler import ForestSampler
 from pymc_trees.bart.likelihood.structure import ModelStructureError
 from pymc_trees.core.slice_sampling import slice_sample
@@ -109,7 +109,7 @@ def interweaving_draw(rng: np.random.Generator, tau: float, A: float, B: float,
     """One slice-sampling transition from ``tau`` of the leaf sd given the leaves up to their
     scale: with the trees' sum at the rows ``tau * g`` and the rows' Gaussian pseudo-data
     ``z`` (precisions ``omega``), ``A = sum(omega g^2)`` and ``B = sum(omega z g)``, and
-    ``tau^2 ~ InverseGamma(a, b)`` (:func:`~pymc_trees.bart.samplers.learned_scale.learned_scale_prior`),
+    ``tau^2 ~ InverseGamma(a, b)`` (:func:`~pymc_trees.bart.samplers.leaf_priors.learned_scale_prior`),
 
         log p(tau | eta, data) = -(2a + 1) log tau - b / tau^2 - A tau^2 / 2 + B tau
 
@@ -165,10 +165,10 @@ class FixedLeafScale:
 class LearnedLeafScale(FixedLeafScale):
     """``leaf_sd="learned"``: the leaf variance learned inside the tree step, its
     InverseGamma prior centred on the calibrated sd ``sd0``
-    (:func:`~pymc_trees.bart.samplers.learned_scale.learned_scale_prior`).  After every sweep the sampler's
+    (:func:`~pymc_trees.bart.samplers.leaf_priors.learned_scale_prior`).  After every sweep the sampler's
     leaf sd is drawn from its conjugate conditional given the forest's leaves
-    (:func:`~pymc_trees.bart.samplers.learned_scale.learned_scale_draw`); a term drawn from its prior draws
-    it from its prior first (:func:`~pymc_trees.bart.samplers.learned_scale.learned_scale_prior_draw`), so
+    (:func:`~pymc_trees.bart.samplers.leaf_priors.learned_scale_draw`); a term drawn from its prior draws
+    it from its prior first (:func:`~pymc_trees.bart.samplers.leaf_priors.learned_scale_prior_draw`), so
     that its draws are independent from iteration to iteration.  Its current value is the
     sampler's ``leaf_sd`` (in the step's state)."""
 

@@ -16,7 +16,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.likelihood.calibration import leaf_calibration
 from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
-from pymc_trees.bart.samplers.learned_scale import learned_scale_prior_draw
+from pymc_trees.bart.samplers.leaf_priors import learned_scale_prior_draw
 from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.bart.likelihood.term_checks import check_output_scales, check_training_rows, check_Y
 from pymc_trees.bart.term.numba_draw import register_numba_draw

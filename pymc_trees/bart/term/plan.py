@@ -42,7 +42,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pymc_trees.bart.samplers.gamma_sampler import LEAF_PRIORS, GammaForestSampler, leaf_prior_kappa
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
+from pymc_trees.bart.samplers.leaf_priors import LEAF_PRIORS, leaf_prior_kappa
 from pymc_trees.bart.samplers.linear_sampler import RESPONSES, LinearForestSampler
 from pymc_trees.bart.likelihood.gamma_likelihood import auto_leaf_families
 from pymc_trees.bart.likelihood.model_graph import ModelStructureError
