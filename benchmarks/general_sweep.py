@@ -21,6 +21,7 @@ import numpy as np
 import pymc as pm
 
 import pymc_trees as pmt
+from pymc_trees.bart.likelihood.protocol import PerOutput, members
 from pymc_trees.bart.steps import tree_step as tree_steps
 from pymc_trees.bart.kernels.general import call_all
 
@@ -82,10 +83,11 @@ def negative_binomial():
 
 def _row_graph_us(step, point) -> float:
     """Microseconds per evaluation of the (first) row graph at all n rows."""
-    lik = (step._liks or [step.likelihood])[0]
+    outputs = isinstance(step.likelihood, PerOutput)
+    lik = members(step.likelihood)[0]
     rows_fn, pre = lik.compiled({**point, lik.f_name: step.sampler.values()}
-                            if step._liks else point)
-    f = np.ascontiguousarray(step.sampler.parts[0].values() if step._liks
+                            if outputs else point)
+    f = np.ascontiguousarray(step.sampler.parts[0].values() if outputs
                              else step.sampler.values())
     call_all(rows_fn, f, pre)
     t = time.perf_counter()

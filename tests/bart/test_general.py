@@ -379,7 +379,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
         # about 15 s to compile for the three outputs)
         step = (tree_steps.PGTreeStep if path == "pg" else tree_steps.CGMTreeStep)(
             [f], sweeps=sweeps)
-        families = {lik.family for lik in step._liks}
+        families = {lik.family for lik in step.likelihood.parts}
         assert families == {"general" if path == "general" else "logit"}
         idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=31,
                           progressbar=False, compute_convergence_checks=False, step=step)
@@ -617,4 +617,4 @@ def test_a_row_graph_that_fails_inside_its_callback_prints_nothing(capfd):
         step = pmt.CGMTreeStep([f])
     err = capfd.readouterr().err
     assert "Exception ignored" not in err and "Traceback" not in err
-    assert "failed at the check" in step.likelihood.rows_reason
+    assert "failed at the check" in step.likelihood.parts[0].rows_reason  # output 0

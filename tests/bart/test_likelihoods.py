@@ -299,7 +299,7 @@ def test_quantiles_of_one_y_are_augmented_output_by_output():
                          shape=(2, n), split_prior="uniform")
         pm.AsymmetricLaplace("y", mu=w, b=b, q=qs, observed=np.broadcast_to(Y_REAL, (2, n)))
         step = CGMTreeStep([w])  # built once: checked here, then sampled with
-        assert [lk.family for lk in step._liks] == ["asymmetric_laplace"] * 2
+        assert [lk.family for lk in step.likelihood.parts] == ["asymmetric_laplace"] * 2
         # the power check needs N_eff 760 (q = 0.25) and 600 (q = 0.75): tolerances 4.22 and
         # 4.11 / sqrt(N_eff) against TV(prior, posterior) 0.46 and 0.50.  With the uniform
         # split prior 13,000 draws give N_eff 1,028 and 884 with this seed (tolerances 0.132
@@ -347,7 +347,7 @@ def test_outputs_in_one_normal_mean_are_augmented_given_each_other():
                          shape=(2, n))
         pm.Normal("y", mu=w[0] + C_ROWS * w[1], sigma=sigma, observed=Y_REAL)
         step = CGMTreeStep([w], sweeps=5)  # built once: checked here, then sampled with
-        assert [lk.family for lk in step._liks] == ["normal", "normal"]
+        assert [lk.family for lk in step.likelihood.parts] == ["normal", "normal"]
         # the outputs explain the same rows, so the Gibbs sweep over them mixes slowly: N_eff
         # per draw (two chains) 0.030 for output 0, 0.048 for output 1.  The tolerance is 4.18
         # and 4.52 / sqrt(N_eff) against TV(prior, posterior) 0.43 and 0.30, so the test has
@@ -403,7 +403,7 @@ def test_outputs_are_augmented_one_by_one_where_they_can_be(model):
             pm.AsymmetricLaplace("y", mu=w.T, b=1.0, q=0.5,
                                  observed=np.broadcast_to(Y_REAL[:, None], (n, 2)))
             expected = ["general", "general"]
-        assert [lk.family for lk in CGMTreeStep([w])._liks] == expected
+        assert [lk.family for lk in CGMTreeStep([w]).likelihood.parts] == expected
 
 
 # --- reading the form from the graph ------------------------------------------------------

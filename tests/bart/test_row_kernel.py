@@ -29,6 +29,7 @@ import pytest
 
 import pymc_trees as pmt
 from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+from pymc_trees.bart.likelihood.protocol import members
 from pymc_trees.bart.steps import likelihood_reader
 from pymc_trees.bart.steps import tree_step as tree_steps
 from pymc_trees.bart.likelihood.structure import NotAugmentable
@@ -118,7 +119,7 @@ def _step(build):
 
 
 def _likelihoods(step):
-    return step._liks or [step.likelihood]
+    return members(step.likelihood)
 
 
 def _run(step, point, seed, sweeps, python):

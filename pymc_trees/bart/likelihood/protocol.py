@@ -12,7 +12,9 @@ from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 
-__all__ = ["SweepContext", "TermLikelihood"]
+from pymc_trees.bart.samplers.general_loop import nanmean
+
+__all__ = ["SweepContext", "TermLikelihood", "PerOutput", "JointOutputs", "members"]
 
 
 class SweepContext(NamedTuple):
@@ -61,3 +63,77 @@ class TermLikelihood(Protocol):
     def update(self, ctx: SweepContext, smp, point: dict, warm: bool, sweeps: int) -> dict:
         """``sweeps`` exact sweeps of the forest sampler ``smp`` at ``point`` (a grow-from-root
         sweep when ``warm``): the stats of their moves."""
+
+
+class PerOutput:
+    """The likelihood of a (k, n) term whose outputs have forests of their own: output j's
+    likelihood given the other outputs' current values (each one a :class:`TermLikelihood`),
+    updated output after output (``sweeps`` sweeps of each in a row where its kernel runs
+    them: a blocked scan)."""
+
+    needs_general_step = False
+
+    def __init__(self, parts: list, var_name: str):
+        self.parts, self.var_name = list(parts), var_name
+
+    @property
+    def draws_latents(self) -> bool:
+        return any(lik.draws_latents for lik in self.parts)
+
+    def reset(self) -> None:
+        for lik in self.parts:
+            lik.reset()
+
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return all(lik.sweeps_in_kernel(sampler_kind, python_sweep) for lik in self.parts)
+
+    def update(self, ctx: SweepContext, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        F = smp.values()
+        per = []
+        for j, (part, lik) in enumerate(zip(smp.parts, self.parts)):
+            per.append(lik.update(ctx, part, {**point, self.var_name: F}, warm, sweeps))
+            F[j] = part.values()
+        return {k: nanmean([s[k] for s in per]) for k in per[0]}
+
+
+class JointOutputs:
+    """The likelihood of a (k, n) term whose outputs share their trees, factorising over the
+    outputs into augmentable ones (``parts``, each a Gaussian given its latent variables):
+    each output's pseudo-data, then one sweep with the leaf vectors integrated out jointly
+    (:meth:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler.conjugate_sweep`).
+    Such a term has no warm start."""
+
+    needs_general_step = False
+
+    def __init__(self, parts: list):
+        self.parts = list(parts)
+
+    @property
+    def draws_latents(self) -> bool:
+        return any(lik.draws_latents for lik in self.parts)
+
+    def reset(self) -> None:
+        for lik in self.parts:
+            lik.reset()
+
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return not self.draws_latents
+
+    def update(self, ctx: SweepContext, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        F = smp.values()
+        Z, omega = np.empty_like(F), np.empty_like(F)
+        for j, lik in enumerate(self.parts):
+            if not lik.draws_latents:
+                Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
+            else:
+                Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], ctx.rng)
+        return smp.conjugate_sweep(ctx.rng, Z, omega, ctx.move_cp, sweeps)
+
+
+def members(lik) -> list:
+    """The single likelihoods a term's likelihood is made of: its outputs' for
+    :class:`PerOutput` and :class:`JointOutputs`, else itself (none for a term drawn from its
+    prior)."""
+    if lik is None:
+        return []
+    return list(getattr(lik, "parts", [lik]))

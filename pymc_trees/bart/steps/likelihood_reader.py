@@ -13,6 +13,7 @@ from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, che
                                                           check_general_start, check_link,
                                                           warn_output_scales)
 from pymc_trees.bart.likelihood.level_shift import level_shifts
+from pymc_trees.bart.likelihood.protocol import JointOutputs, PerOutput
 from pymc_trees.bart.likelihood.structure import (general_likelihood, joint_output_likelihoods,
                                                   NotAugmentable, tree_likelihood,
                                                   unobserved_term)
@@ -25,9 +26,9 @@ class TermLikelihoods:
     """The likelihoods of a tree term as its step holds them (each answers
     :class:`~pymc_trees.bart.likelihood.protocol.TermLikelihood`)."""
 
-    likelihood: object  # the one likelihood (the first output's, with ``liks``), or None
-    liks: list | None  # one per output of a (k, n) term with separate trees
-    joint: list | None  # the outputs' factors, for outputs that share their trees
+    # the term's likelihood: one, or a PerOutput or JointOutputs of a (k, n) term's outputs
+    # (:mod:`pymc_trees.bart.likelihood.protocol`); None for a term drawn from its prior
+    likelihood: object
     prior_only: bool  # no density depends on the term: the step draws it from its prior
     plan: object  # the term's plan, settled by the likelihood
     prior: object  # the tree prior, settled likewise
@@ -51,7 +52,7 @@ def read_term_likelihoods(model, rv, start, n: int, offset: float, plan, shared:
         plan, prior = plan.settle_leaf_prior(prior, lp, getattr(likelihood, "kappa", 0.0))
     if prior_only:
         plan, prior = plan.resolve(prior, None, move_probs_given)
-        return TermLikelihoods(None, None, None, True, plan, prior, [])
+        return TermLikelihoods(None, True, plan, prior, [])
     try:
         if outputs is not None and not shared:
             # one output given the others: log-gamma leaves where "auto" finds their form,
@@ -94,4 +95,8 @@ def read_term_likelihoods(model, rv, start, n: int, offset: float, plan, shared:
         warn_output_scales(rv, liks_out or joint or [], start, offset)
     shifts = ([] if liks_out is not None or joint is not None or general
               else level_shifts(model, rv, likelihood))
-    return TermLikelihoods(likelihood, liks_out, joint, False, plan, prior, shifts)
+    if liks_out is not None:
+        likelihood = PerOutput(liks_out, model.rvs_to_values[rv].name)
+    elif joint is not None:
+        likelihood = JointOutputs(joint)
+    return TermLikelihoods(likelihood, False, plan, prior, shifts)

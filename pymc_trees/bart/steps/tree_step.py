@@ -23,7 +23,7 @@ from pymc_trees.bart.term.term_data import categorical_columns
 from pymc_trees.core.tabular import mark_missing
 from pymc_trees.bart.steps.leaf_scale import leaf_scale_rvs, make_leaf_scale
 from pymc_trees.bart.likelihood.likelihood_checks import stuck_message
-from pymc_trees.bart.likelihood.protocol import SweepContext
+from pymc_trees.bart.likelihood.protocol import SweepContext, members
 from pymc_trees.bart.steps.likelihood_reader import read_term_likelihoods
 from pymc_trees.bart.steps.noise_step import NoiseGibbs
 from pymc_trees.bart.term.plan import (  # noqa: F401
@@ -142,7 +142,7 @@ class _TreeStep(BlockedStep):
         (:func:`~pymc_trees.bart.steps.likelihood_reader.read_term_likelihoods`)."""
         got = read_term_likelihoods(model, rv, start, n, offset, self._plan, self._shared,
                                     self._move_probs_given)
-        self.likelihood, self._liks, self._joint = got.likelihood, got.liks, got.joint
+        self.likelihood = got.likelihood
         self._prior_only, self.level_shifts = got.prior_only, got.level_shifts
         self._plan, self._prior = got.plan, got.prior
 
@@ -208,9 +208,8 @@ class _TreeStep(BlockedStep):
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         super().setup_chain(rng, tune, draws)
         self.sampler.reset()  # the forest and a learned leaf scale back to their start
-        for lik in self._liks or self._joint or [self.likelihood]:
-            if lik is not None:  # None: a term drawn from its prior
-                lik.reset()
+        if self.likelihood is not None:  # None: a term drawn from its prior
+            self.likelihood.reset()
         for shift in self.level_shifts:
             shift.reset()
         self.tune = tune > 0
@@ -236,7 +235,7 @@ class _TreeStep(BlockedStep):
         super().stop_tuning()
         if self.tune_sweeps and not self.tune_moved:
             warnings.warn(stuck_message(self.var_name, self.tune_sweeps,
-                                         self._liks or [self.likelihood]),
+                                        members(self.likelihood)),
                           UserWarning, stacklevel=2)
 
     def step(self, point):
@@ -284,7 +283,7 @@ class _TreeStep(BlockedStep):
         """A block in which the conjugate likelihoods evaluate their pieces at ``point`` once
         (:meth:`~pymc_trees.bart.likelihood.structure.TreeLikelihood.held_at`): one iteration's sweeps."""
         stack = ExitStack()
-        for lik in self._joint or self._liks or [self.likelihood]:
+        for lik in members(self.likelihood):
             if isinstance(lik, TreeLikelihood):
                 stack.enter_context(lik.held_at(point))
         return stack
@@ -295,28 +294,13 @@ class _TreeStep(BlockedStep):
         moves (the likelihood's inputs other than the term are held), for the one forest or
         for every output of a (k, n) term (each output's sweeps then run together, given
         the others' values: a blocked scan)."""
-        if self._joint is not None:
-            return not any(lk.draws_latents for lk in self._joint)
-        liks = self._liks if self._liks is not None else [self.likelihood]
-        return all(lk.sweeps_in_kernel(self.sampler_kind, self.python_sweep) for lk in liks)
+        return self.likelihood.sweeps_in_kernel(self.sampler_kind, self.python_sweep)
 
     def _sweep_trees(self, point: dict, warm: bool, sweeps: int = 1) -> dict:
         """One sweep of the trees given the rest of ``point`` (a grow-from-root sweep when
         ``warm``; ``sweeps`` of them in one kernel call where :meth:`_sweeps_in_kernel`):
         the stats of their moves."""
-        if self._joint is not None:
-            return self._joint_update(point, sweeps)
-        if self._liks is None:
-            return self._update(self.sampler, self.likelihood, point, warm, sweeps)
-        # output after output, each given the others' current values (``sweeps`` sweeps of each
-        # in a row where the kernel runs them: a blocked scan)
-        name = self.vars[0].name
-        F = self.sampler.values()
-        per = []
-        for j, (smp, lik) in enumerate(zip(self.sampler.parts, self._liks)):
-            per.append(self._update(smp, lik, {**point, name: F}, warm, sweeps))
-            F[j] = smp.values()
-        return {k: nanmean([s[k] for s in per]) for k in per[0]}
+        return self._update(self.sampler, self.likelihood, point, warm, sweeps)
 
     def _prior_draw(self) -> dict:
         """The update of a term that no density depends on: its full conditional is its
@@ -358,21 +342,6 @@ class _TreeStep(BlockedStep):
             self.tune_sweeps += sweeps
             if any(v > 0 for k, v in stats.items() if k.startswith("accept_")):
                 self.tune_moved = True
-
-    def _joint_update(self, point: dict, sweeps: int = 1) -> dict:
-        """The conjugate update of k outputs that share their trees, with a likelihood that
-        factorises over them: each output's pseudo-data (its latent variables drawn given the
-        current values), then one sweep with the leaf vectors integrated out jointly
-        (:meth:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler.conjugate_sweep`)."""
-        smp = self.sampler
-        F = smp.values()
-        Z, omega = np.empty_like(F), np.empty_like(F)
-        for j, lik in enumerate(self._joint):
-            if not lik.draws_latents:
-                Z[j], omega[j] = lik.pseudo_data(point, smp.offset)
-            else:
-                Z[j], omega[j] = lik.pseudo_data(point, smp.offset, F[j], self.rng)
-        return smp.conjugate_sweep(self.rng, Z, omega, self._move_cp, sweeps)
 
     def _finish(self, point, stats, warm):
         new_point = dict(point)
