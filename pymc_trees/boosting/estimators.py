@@ -26,8 +26,6 @@ as their codes; integer-coded numeric columns become categorical through
 from __future__ import annotations
 
 import numbers
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, logsumexp
@@ -43,108 +41,12 @@ from pymc_trees.boosting.objectives import (METRICS, OBJECTIVES, POISSON_MAX_DEL
                                             base_margin, grad_hess, metric_value,
                                             weighted_quantile)
 from pymc_trees.core.binning import MAX_NUMCUT, make_cutpoints
-from pymc_trees.core.packed import predict_packed_parallel
-from pymc_trees.core.packed import NODE_DTYPE, PackedForest
+from pymc_trees.core.packed import PackedForest, predict_packed_parallel
 from pymc_trees.core.tabular import TableSchema
+from pymc_trees.boosting.tree_data import (compact_tree, numba_threads, pack_trees, sample_weights,
+                                           sorted_columns)
 
 __all__ = ["BoostedTreesRegressor", "BoostedTreesClassifier", "OBJECTIVES", "METRICS"]
-
-@contextmanager
-def _numba_threads(n_jobs):
-    """Run numba's parallel kernels with ``n_jobs`` threads (None or 0: numba's current
-    setting; -1: all), restoring the setting afterwards; yields the number used."""
-    import numba
-
-    old = numba.get_num_threads()
-    if n_jobs is not None and n_jobs != 0:
-        top = numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(max(1, min(top, n_jobs if n_jobs > 0 else top)))
-    try:
-        yield numba.get_num_threads()
-    finally:
-        numba.set_num_threads(old)
-
-
-# --- the fitted model ----------------------------------------------------------------------
-
-
-@dataclass
-class _Forest:
-    """The trees of one output, in the packed layout shared with BART."""
-
-    start: np.ndarray  # (n_rounds + 1,)
-    nodes: np.ndarray  # NODE_DTYPE
-    gain: np.ndarray  # per node, 0 at leaves
-    cover: np.ndarray  # per node
-
-
-def _weights(sample_weight, X) -> np.ndarray:
-    """Sample weights of shape (n,) (ones when None): non-negative, with a positive sum."""
-    w = _check_sample_weight(sample_weight, X, dtype=np.float64)
-    if np.any(w < 0):
-        raise ValueError("sample_weight must be non-negative.")
-    if not w.sum() > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    return w
-
-
-def _sorted_columns(X, live, is_cat) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The exact method's view of X: X transposed, and per numeric column its present live
-    rows in ascending order (``sorted_idx[v, :n_present[v]]``, ties in row order)."""
-    n, p = X.shape
-    XT = np.ascontiguousarray(X.T)
-    n_present = np.zeros(p, np.int64)
-    sorted_idx = np.zeros((p, n), np.int64)
-    for v in np.flatnonzero(~is_cat):
-        rows = np.flatnonzero(~np.isnan(X[:, v]) & live)
-        n_present[v] = rows.size
-        sorted_idx[v, :rows.size] = rows[np.argsort(X[rows, v], kind="stable")]
-    return XT, sorted_idx, n_present
-
-
-def _pack_trees(trees: list) -> "_Forest":
-    """One output's trees ``(nodes, gains, covers)``, in round order, as one packed forest
-    (child links made absolute)."""
-    sizes = np.array([t[0].size for t in trees], np.int64)
-    start = np.zeros(sizes.size + 1, np.int32)
-    start[1:] = np.cumsum(sizes)
-    nodes = np.concatenate([t[0] for t in trees])
-    nodes["left"] = np.where(nodes["left"] >= 0, nodes["left"] + np.repeat(start[:-1], sizes),
-                             -1)
-    return _Forest(start, nodes, np.concatenate([t[1] for t in trees]),
-                   np.concatenate([t[2] for t in trees]))
-
-def _compact(feature, threshold, missing_left, cats, left, value, gain, cover):
-    """The reachable nodes of a grown tree (pruning may leave unreachable ones) in the packed
-    layout: depth-first, the two children of a node side by side; ``left`` relative to the
-    tree's root; ``cats`` the codes going left at categorical splits (0 elsewhere)."""
-    order = []  # (source node, destination slot)
-    dest_left = {}
-    stack = [(0, 0)]
-    slots = 1
-    while stack:
-        k, dest = stack.pop()
-        order.append((k, dest))
-        if feature[k] >= 0:
-            dest_left[dest] = slots
-            stack.append((int(left[k]) + 1, slots + 1))
-            stack.append((int(left[k]), slots))
-            slots += 2
-    nodes = np.zeros(slots, NODE_DTYPE)
-    gains = np.zeros(slots)
-    covers = np.zeros(slots)
-    for k, dest in order:
-        internal = feature[k] >= 0
-        nd = nodes[dest:dest + 1]
-        nd["feature"] = feature[k]
-        nd["left"] = dest_left.get(dest, -1)
-        nd["threshold"] = threshold[k] if internal and cats[k] == 0 else 0.0
-        nd["value"] = 0.0 if internal else value[k]
-        nd["missing_left"] = missing_left[k]
-        nd["cats"] = cats[k] if internal else 0
-        gains[dest] = gain[k] if internal else 0.0
-        covers[dest] = cover[k]
-    return nodes, gains, covers
 
 
 class _BoostedTrees(BaseEstimator):
@@ -300,7 +202,7 @@ class _BoostedTrees(BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------
 
     def _fit(self, X, y, sample_weight, eval_set, objective, K, alphas, n_classes):
-        with _numba_threads(self.n_jobs) as threads:
+        with numba_threads(self.n_jobs) as threads:
             return self._fit_threads(X, y, sample_weight, eval_set, objective, K, alphas,
                                      n_classes, threads)
 
@@ -308,7 +210,7 @@ class _BoostedTrees(BaseEstimator):
                      threads):
         self._check_params(objective)
         n, p = X.shape
-        w = _weights(sample_weight, X)
+        w = sample_weights(sample_weight, X)
         rng = check_random_state(self.random_state)
         # max_depth=0: no depth limit (XGBoost's hist reading).  A split with positive gain
         # leaves rows on both sides, so a tree has at most n leaves and 2n - 1 nodes, and n - 1
@@ -327,7 +229,7 @@ class _BoostedTrees(BaseEstimator):
         onehot, cat_thr = int(self.max_cat_to_onehot), int(self.max_cat_threshold)
         exact = self.tree_method == "exact"
         if exact:
-            XT, sorted_idx, n_present = _sorted_columns(X, live, is_cat)
+            XT, sorted_idx, n_present = sorted_columns(X, live, is_cat)
             data = boost.SortedData(XT, sorted_idx, n_present, n_cat, feat_missing)
         else:
             cuts, ncuts = self._hist_cuts(X, w, is_cat, n_cat, threads)
@@ -390,7 +292,7 @@ class _BoostedTrees(BaseEstimator):
                 if objective == "reg:quantileerror":
                     self._refresh_quantile_leaves(b, n_nodes, X, y - margin[:, k], w,
                                                   in_bag, alphas[k], eta)
-                nodes, gains, covers = _compact(
+                nodes, gains, covers = compact_tree(
                     b["feature"], b["threshold"], b["missing_left"], b["cats"], b["left"],
                     b["value"], b["loss_chg"], b["cover"])
                 trees[k].append((nodes, gains, covers))
@@ -432,7 +334,7 @@ class _BoostedTrees(BaseEstimator):
                                 else rounds_done - 1)
         self.n_rounds_ = rounds_done
         self._base = base
-        self._forests = [_pack_trees(trees[k]) for k in range(K)]
+        self._forests = [pack_trees(trees[k]) for k in range(K)]
         return self
 
     def _read_evals(self, eval_set, base) -> list:
@@ -492,7 +394,7 @@ class _BoostedTrees(BaseEstimator):
         X = self._encode_X(X)
         stop = self.best_iteration_ + 1 if iteration_range is None else iteration_range[1]
         out = np.empty((X.shape[0], len(self._forests)))
-        with _numba_threads(self.n_jobs):
+        with numba_threads(self.n_jobs):
             for k, fo in enumerate(self._forests):
                 col = np.empty(X.shape[0])
                 predict_packed_parallel(fo.start[:stop + 1], fo.nodes, float(self._base[k]), X,

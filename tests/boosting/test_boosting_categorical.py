@@ -369,10 +369,10 @@ def test_packed_forest_routes_rows_as_the_training_kernels(tree_method):
         raw = np.zeros(n)
         boost.predict_tree_raw(b["feature"], b["threshold"], b["missing_left"], b["cats"],
                                b["left"], b["value"], XT, raw)
-        from pymc_trees.boosting.estimators import _compact
+        from pymc_trees.boosting.tree_data import compact_tree
 
-        nodes, _, _ = _compact(b["feature"], b["threshold"], b["missing_left"], b["cats"],
-                               b["left"], b["value"], b["loss_chg"], b["cover"])
+        nodes, _, _ = compact_tree(b["feature"], b["threshold"], b["missing_left"], b["cats"],
+                                   b["left"], b["value"], b["loss_chg"], b["cover"])
         packed = np.empty(n)
         predict_packed_parallel(np.array([0, nodes.size], np.int32), nodes, 0.0, X, packed)
         np.testing.assert_array_equal(raw, train)
