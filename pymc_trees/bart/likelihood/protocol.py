@@ -65,43 +65,8 @@ class TermLikelihood(Protocol):
         sweep when ``warm``): the stats of their moves."""
 
 
-class PerOutput:
-    """The likelihood of a (k, n) term whose outputs have forests of their own: output j's
-    likelihood given the other outputs' current values (each one a :class:`TermLikelihood`),
-    updated output after output (``sweeps`` sweeps of each in a row where its kernel runs
-    them: a blocked scan)."""
-
-    needs_general_step = False
-
-    def __init__(self, parts: list, var_name: str):
-        self.parts, self.var_name = list(parts), var_name
-
-    @property
-    def draws_latents(self) -> bool:
-        return any(lik.draws_latents for lik in self.parts)
-
-    def reset(self) -> None:
-        for lik in self.parts:
-            lik.reset()
-
-    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
-        return all(lik.sweeps_in_kernel(sampler_kind, python_sweep) for lik in self.parts)
-
-    def update(self, ctx: SweepContext, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
-        F = smp.values()
-        per = []
-        for j, (part, lik) in enumerate(zip(smp.parts, self.parts)):
-            per.append(lik.update(ctx, part, {**point, self.var_name: F}, warm, sweeps))
-            F[j] = part.values()
-        return {k: nanmean([s[k] for s in per]) for k in per[0]}
-
-
-class JointOutputs:
-    """The likelihood of a (k, n) term whose outputs share their trees, factorising over the
-    outputs into augmentable ones (``parts``, each a Gaussian given its latent variables):
-    each output's pseudo-data, then one sweep with the leaf vectors integrated out jointly
-    (:meth:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler.conjugate_sweep`).
-    Such a term has no warm start."""
+class _Outputs:
+    """A (k, n) term's likelihood made of its outputs' (``parts``)."""
 
     needs_general_step = False
 
@@ -115,6 +80,36 @@ class JointOutputs:
     def reset(self) -> None:
         for lik in self.parts:
             lik.reset()
+
+
+class PerOutput(_Outputs):
+    """The likelihood of a (k, n) term whose outputs have forests of their own: output j's
+    likelihood given the other outputs' current values (each one a :class:`TermLikelihood`),
+    updated output after output (``sweeps`` sweeps of each in a row where its kernel runs
+    them: a blocked scan)."""
+
+    def __init__(self, parts: list, var_name: str):
+        super().__init__(parts)
+        self.var_name = var_name
+
+    def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
+        return all(lik.sweeps_in_kernel(sampler_kind, python_sweep) for lik in self.parts)
+
+    def update(self, ctx: SweepContext, smp, point: dict, warm: bool, sweeps: int = 1) -> dict:
+        F = smp.values()
+        per = []
+        for j, (part, lik) in enumerate(zip(smp.parts, self.parts)):
+            per.append(lik.update(ctx, part, {**point, self.var_name: F}, warm, sweeps))
+            F[j] = part.values()
+        return {k: nanmean([s[k] for s in per]) for k in per[0]}
+
+
+class JointOutputs(_Outputs):
+    """The likelihood of a (k, n) term whose outputs share their trees, factorising over the
+    outputs into augmentable ones (``parts``, each a Gaussian given its latent variables):
+    each output's pseudo-data, then one sweep with the leaf vectors integrated out jointly
+    (:meth:`~pymc_trees.bart.samplers.shared_sampler.SharedOutputSampler.conjugate_sweep`).
+    Such a term has no warm start."""
 
     def sweeps_in_kernel(self, sampler_kind: str, python_sweep: bool) -> bool:
         return not self.draws_latents
