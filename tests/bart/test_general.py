@@ -380,7 +380,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
         step = (tree_steps.PGTreeStep if path == "pg" else tree_steps.CGMTreeStep)(
             [f], sweeps=sweeps)
         families = {lik.family for lik in step.likelihood.parts}
-        assert families == {"general" if path == "general" else "logit"}
+        assert families == {"general" if path == "general" else "softmax"}
         idata = pm.sample(draws=draws, tune=300, chains=2, cores=1, random_seed=31,
                           progressbar=False, compute_convergence_checks=False, step=step)
     fr = pmt.forests(idata, "f").values  # (chain, draw, output)

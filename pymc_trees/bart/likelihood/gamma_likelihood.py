@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import pymc as pm
@@ -49,6 +49,7 @@ from pytensor.tensor.subtensor import Subtensor
 
 from pymc_trees.bart.samplers.leaf_priors import leaf_prior_kappa
 from pymc_trees.bart.kernels.augment import as_rows
+from pymc_trees.bart.likelihood import registry
 from pymc_trees.bart.likelihood.model_graph import (affine_problem, constant_value, dependents,
                                                     depends_on, ModelStructureError,
                                                     negative_binomial_logit, NotAugmentable,
@@ -98,12 +99,16 @@ def log_of(var, f):
 
 @dataclass(frozen=True)
 class GammaFamily:
-    """One likelihood in which log-gamma leaves are conjugate (module doc).
+    """One likelihood in which log-gamma leaves are conjugate (module doc), an entry of the
+    likelihood registry (:mod:`pymc_trees.bart.likelihood.registry`, leaf form
+    ``"log-gamma"``).
 
     ``read(obs, inputs, f) -> (eta, params) | None`` finds eta (the log of the parameter,
     affine in f) and the other parameters ``[(label, graph), ...]``; ``rows(rng, y, eta,
     params) -> (s, t)`` the rows' shapes and rates (latent variables drawn from ``rng``
     given ``eta`` when ``latent``)."""
+
+    leaf_form: ClassVar[str] = "log-gamma"  # its key in the registry
 
     name: str
     distribution: type
@@ -112,7 +117,8 @@ class GammaFamily:
     rows: Callable
     latent: bool
     form: str
-    matches: Callable | None = None  # op -> bool, when not an instance of distribution.rv_type
+    # obs -> bool, when an observed variable is not simply one of distribution.rv_type
+    matches: Callable | None = None
     # whether leaf_prior="auto" takes it under Particle Gibbs too
     # (docs/benchmarks/log-gamma-leaves.md,
     # "Particle Gibbs with log-gamma leaves"): not the negative binomial, whose Polya-Gamma
@@ -122,6 +128,16 @@ class GammaFamily:
     # the row of docs/explanation/log-gamma-leaves.md's table: the family as written, what
     # eta is the log of, and the rows' s_i and t_i (gamma_forms_table)
     doc: tuple = ("", "", "", "")
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return (self.form,)
+
+    def accepts(self, obs) -> bool:
+        """Whether the observed variable ``obs`` is of the family's distribution."""
+        if self.matches is not None:
+            return self.matches(obs)
+        return isinstance(obs.owner.op, self.distribution.rv_type)
 
 
 def _read_poisson(obs, inputs, f):
@@ -167,10 +183,10 @@ def _student_t_rows(rng, y, eta, params):
     return np.full(y.shape, 0.5), lam * r2 / 2.0
 
 
-def _is_zip(op, obs) -> bool:
+def _is_zip(obs) -> bool:
     """A two-component mixture of a point mass at 0 and a Poisson:
     ``pm.ZeroInflatedPoisson``."""
-    if not isinstance(op, MixtureRV) or len(obs.owner.inputs) != 4:
+    if not isinstance(obs.owner.op, MixtureRV) or len(obs.owner.inputs) != 4:
         return False
     dirac, comp = obs.owner.inputs[2:]
     return (isinstance(dirac.owner.op, DiracDeltaRV)
@@ -193,47 +209,53 @@ def _zip_rows(rng, y, eta, params):
     return y, poisson.astype(np.float64)
 
 
-GAMMA_FAMILIES = {
-    "poisson": GammaFamily("poisson", pm.Poisson, 1.0, _read_poisson,
-                           lambda rng, y, eta, params: (y, np.ones(y.shape)), False,
-                           "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)",
-                           label="a Poisson mean",
-                           doc=("`Poisson(mu=exp(eta))` (an exposure multiplies mu)", "log mu",
-                                "y", "1")),
-    "zero_inflated_poisson": GammaFamily(
-        "zero_inflated_poisson", pm.Poisson, 1.0, _read_zip, _zip_rows, True,
-        "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip,
-        label="a zero-inflated Poisson mean",
-        doc=("`ZeroInflatedPoisson(psi, mu=exp(eta))`", "log mu", "y",
-             "1 for a row of the Poisson, 0 for one of the point mass: a zero is the Poisson's "
-             "with probability `psi e^-mu / (1 - psi + psi e^-mu)`, drawn every sweep")),
-    "negative_binomial": GammaFamily(
-        "negative_binomial", pm.NegativeBinomial, 1.0, _read_negative_binomial, _nb_rows, True,
-        "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))",
-        auto_pg=False, label="a negative binomial mean",
-        doc=("`NegativeBinomial(mu=exp(eta), alpha)`, or `n=a, p=a / (a + exp(eta))`",
-             "log mu", "y", "g_i, drawn every sweep: `g ~ Gamma(alpha + y, rate alpha + mu)` "
-             "(the Gamma-Poisson mixture)")),
-    "gamma": GammaFamily(
-        "gamma", pm.Gamma, 1.0, _read_gamma,
-        lambda rng, y, eta, params: (as_rows(params[0], y.shape), y), False,
-        "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)",
-        label="a Gamma mean",
-        doc=("`Gamma(alpha, beta=alpha * exp(-eta))`", "log beta", "alpha", "y")),
-    "normal": GammaFamily(
-        "normal", pm.Normal, -2.0, _read_normal,
-        lambda rng, y, eta, params: (np.full(y.shape, 0.5), (y - params[0]) ** 2 / 2.0),
-        False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))",
-        label="a Normal's scale",
-        doc=("`Normal(mu, sigma=exp(eta))` (or `tau`)", "log sigma", "1/2",
-             "`(y - mu)^2 / 2`")),
-    "student_t": GammaFamily(
-        "student_t", pm.StudentT, -2.0, _read_student_t, _student_t_rows, True,
-        "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))", label="a Student-t's scale",
-        doc=("`StudentT(nu, mu, sigma=exp(eta))`", "log sigma", "1/2",
-             "`lam (y - mu)^2 / 2`, `lam ~ Gamma((nu + 1)/2, rate (nu + r^2)/2)` drawn every "
-             "sweep")),
-}
+# the log-gamma leaves' families by name: a live view of the registry
+GAMMA_FAMILIES = registry.families("log-gamma")
+
+registry.register(GammaFamily(
+    "poisson", pm.Poisson, 1.0, _read_poisson,
+    lambda rng, y, eta, params: (y, np.ones(y.shape)), False,
+    "y ~ Poisson(mu=pm.math.exp(eta)) (an exposure multiplies mu)",
+    label="a Poisson mean",
+    doc=("`Poisson(mu=exp(eta))` (an exposure multiplies mu)", "log mu", "y", "1")))
+
+registry.register(GammaFamily(
+    "zero_inflated_poisson", pm.Poisson, 1.0, _read_zip, _zip_rows, True,
+    "y ~ ZeroInflatedPoisson(psi, mu=pm.math.exp(eta))", matches=_is_zip,
+    label="a zero-inflated Poisson mean",
+    doc=("`ZeroInflatedPoisson(psi, mu=exp(eta))`", "log mu", "y",
+         "1 for a row of the Poisson, 0 for one of the point mass: a zero is the Poisson's "
+         "with probability `psi e^-mu / (1 - psi + psi e^-mu)`, drawn every sweep")))
+
+registry.register(GammaFamily(
+    "negative_binomial", pm.NegativeBinomial, 1.0, _read_negative_binomial, _nb_rows, True,
+    "y ~ NegativeBinomial(mu=pm.math.exp(eta), alpha), or n=a, p=a / (a + exp(eta))",
+    auto_pg=False, label="a negative binomial mean",
+    doc=("`NegativeBinomial(mu=exp(eta), alpha)`, or `n=a, p=a / (a + exp(eta))`",
+         "log mu", "y", "g_i, drawn every sweep: `g ~ Gamma(alpha + y, rate alpha + mu)` "
+         "(the Gamma-Poisson mixture)")))
+
+registry.register(GammaFamily(
+    "gamma", pm.Gamma, 1.0, _read_gamma,
+    lambda rng, y, eta, params: (as_rows(params[0], y.shape), y), False,
+    "y ~ Gamma(alpha, beta=alpha * pm.math.exp(-eta)) (mean exp(eta), shape alpha)",
+    label="a Gamma mean",
+    doc=("`Gamma(alpha, beta=alpha * exp(-eta))`", "log beta", "alpha", "y")))
+
+registry.register(GammaFamily(
+    "normal", pm.Normal, -2.0, _read_normal,
+    lambda rng, y, eta, params: (np.full(y.shape, 0.5), (y - params[0]) ** 2 / 2.0),
+    False, "y ~ Normal(mu, sigma=pm.math.exp(eta)) (or tau=pm.math.exp(-2 * eta))",
+    label="a Normal's scale",
+    doc=("`Normal(mu, sigma=exp(eta))` (or `tau`)", "log sigma", "1/2",
+         "`(y - mu)^2 / 2`")))
+
+registry.register(GammaFamily(
+    "student_t", pm.StudentT, -2.0, _read_student_t, _student_t_rows, True,
+    "y ~ StudentT(nu, mu, sigma=pm.math.exp(eta))", label="a Student-t's scale",
+    doc=("`StudentT(nu, mu, sigma=exp(eta))`", "log sigma", "1/2",
+         "`lam (y - mu)^2 / 2`, `lam ~ Gamma((nu + 1)/2, rate (nu + r^2)/2)` drawn every "
+         "sweep")))
 
 
 GAMMA_TABLE_HEADER = "| family, as written | eta | q | s_i | t_i |\n|---|---|---|---|---|\n"
@@ -397,9 +419,7 @@ def gamma_likelihood(model, f_rv, n: int, leaf_prior: str,
                                   f"variables that depend on it: {found}.\n{GAMMA_FORMS}")
     obs = deps[0]
     op = obs.owner.op
-    fam = next((fm for fm in GAMMA_FAMILIES.values()
-                if (fm.matches(op, obs) if fm.matches is not None
-                    else isinstance(op, fm.distribution.rv_type))), None)
+    fam = next(iter(registry.accepting("log-gamma", obs)), None)
     got = None if fam is None else fam.read(obs, obs.owner.inputs[2:], f_rv)
     if got is None or not depends_on(got[0], f_rv):  # f elsewhere (a Normal's mean)
         kind = type(op).__name__.removesuffix("RV")

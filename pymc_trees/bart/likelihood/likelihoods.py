@@ -1,5 +1,6 @@
-"""The likelihood registry: the families in which a tree term has an exact augmentation
-(docs/math.md sections 1 and 8), one :class:`LikelihoodFamily` entry each.
+"""The families in which a tree term of normal leaves has an exact augmentation
+(docs/math.md sections 1 and 8), one :class:`LikelihoodFamily` entry each in the likelihood
+registry (:mod:`pymc_trees.bart.likelihood.registry`, leaf form ``"normal"``).
 
 An entry says everything the package knows of its family:
 
@@ -27,7 +28,7 @@ draw, and a model the new entry recognises.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import pymc as pm
@@ -36,8 +37,11 @@ import pytensor.tensor as pt
 
 from pymc_trees.bart.likelihood.calibration import LINKS, leaf_calibration
 from pymc_trees.bart.kernels import augment
-from pymc_trees.bart.likelihood.model_graph import (constant_value, negative_binomial_logit,
-                                                    scalar_op, unwrap)
+from pymc_trees.bart.likelihood.model_graph import (constant_value, depends_on,
+                                                    negative_binomial_logit, scalar_op, unwrap)
+from pymc_trees.bart.likelihood import registry
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.special import Softmax
 
 __all__ = ["LikelihoodFamily", "FAMILIES", "register", "read_form", "LIKELIHOOD_FORMS",
            "TREE_SUPPORTED", "tree_supported", "forms_table", "FORMS_TABLE_HEADER"]
@@ -78,7 +82,15 @@ class LikelihoodFamily:
     mismatch : callable, optional
         ``mismatch(obs) -> str``: why an observed variable of these distributions is not of
         this form (when no entry reads it), for the error.
+    given_others : callable, optional
+        For a family whose eta is a (k, n) array that a term of shape (k, n) enters output by
+        output (a softmax's logits): ``given_others(y, X, j) -> (y_j, a_j, logp)``, output j's
+        likelihood given the other outputs, a family of ``latents`` in ``eta_j = a_j + b_j
+        f_j`` with observed values ``y_j`` and ``logp(y_j, eta_j)`` its row log densities up
+        to a constant (the check of the form).  Such a family reads no term of shape (n,).
     """
+
+    leaf_form: ClassVar[str] = "normal"  # its key in the registry
 
     name: str
     distributions: tuple
@@ -92,6 +104,7 @@ class LikelihoodFamily:
     gaussian: Callable | None = None
     latents: Callable | None = None
     mismatch: Callable | None = None
+    given_others: Callable | None = None
 
     def __post_init__(self):
         if self.link not in LINKS:
@@ -107,9 +120,9 @@ class LikelihoodFamily:
         """Whether the pseudo-data need a draw of latent variables given the term."""
         return self.latents is not None
 
-    def matches(self, op) -> bool:
-        """Whether the random variable Op ``op`` is one of the family's distributions."""
-        return isinstance(op, tuple(d.rv_type for d in self.distributions))
+    def accepts(self, obs) -> bool:
+        """Whether the observed variable ``obs`` is one of the family's distributions."""
+        return isinstance(obs.owner.op, tuple(d.rv_type for d in self.distributions))
 
     def calibration(self, Y=None, **kwargs) -> tuple[float, float]:
         """``(offset, leaf_sd)`` of a term in this family's link:
@@ -117,35 +130,37 @@ class LikelihoodFamily:
         return leaf_calibration(Y, link=self.link, **kwargs)
 
 
-FAMILIES: dict[str, LikelihoodFamily] = {}
+# the normal leaves' families by name: a live view of the registry
+FAMILIES = registry.families("normal")
 
 
 def register(family: LikelihoodFamily) -> LikelihoodFamily:
-    """Add ``family`` to the registry (after the others: an observed variable is matched
-    against the entries in order)."""
-    if family.name in FAMILIES or family.name == "general":
-        raise ValueError(f"A likelihood family named {family.name!r} is already registered.")
-    FAMILIES[family.name] = family
-    return family
+    """Add ``family`` to the registry (:func:`pymc_trees.bart.likelihood.registry.register`,
+    after the others: an observed variable is matched against the entries in order)."""
+    if not isinstance(family, LikelihoodFamily):
+        raise TypeError(f"register takes a LikelihoodFamily; got {type(family).__name__}.")
+    return registry.register(family)
 
 
-def read_form(obs, f):
+def read_form(obs, f, output: bool = False):
     """``(family, eta, params, problem)`` of an observed RV in which f appears: the first
     entry that reads it (:attr:`LikelihoodFamily.read`), or ``(None, None, None, problem)``
-    with what is not supported."""
-    op = obs.owner.op
+    with what is not supported.  ``output``: f is one output of a (k, n) term, which the
+    families read output by output (:attr:`LikelihoodFamily.given_others`) take too."""
     inputs = obs.owner.inputs[2:]
     problem = None
-    for fam in FAMILIES.values():
-        if not fam.matches(op):
-            continue
+    for fam in registry.accepting("normal", obs):
         got = fam.read(obs, inputs, f)
-        if got is not None:
+        if got is not None and (output or fam.given_others is None):
             eta, params = got
             return fam, eta, params, None
-        if fam.mismatch is not None:
+        if got is not None:
+            problem = (f"{obs.name!r} takes a term of shape (k, n) output by output "
+                       f"({fam.forms[0]}), not one of shape (n,)")
+        elif fam.mismatch is not None:
             problem = fam.mismatch(obs)
     if problem is None:
+        op = obs.owner.op
         kind = type(op).__name__
         problem = (f"{obs.name!r} is a {kind.removesuffix('RV') or kind} likelihood, which has "
                    "no exact augmentation here")
@@ -293,6 +308,57 @@ register(LikelihoodFamily(
                "(`v ~ Gamma(1/2, rate psi/2)` at `y = eta`), `theta = (1/kappa - kappa)/b`, "
                "`tau^2 = 2/b^2`, `psi = theta^2/tau^2 + 2`",
     doc_zw="`y - theta v`, `1/(tau^2 v)`", latents=_asymmetric_laplace_latents))
+
+
+def _class_logits(p):
+    """The logits (k, n) of ``p`` (n, k) = a softmax over the classes, written
+    ``softmax(X, axis=0).T`` or ``softmax(X, axis=-1)``; None for any other form."""
+    p = unwrap(p)
+    transposed = False
+    op = p.owner.op if p.owner is not None else None
+    if isinstance(op, DimShuffle) and tuple(op.new_order) == (1, 0):  # .T
+        p, transposed = unwrap(p.owner.inputs[0]), True
+    if p.owner is None or not isinstance(p.owner.op, Softmax) or p.ndim != 2:
+        return None
+    axis = p.owner.op.axis
+    axis = tuple(a % 2 for a in (axis if isinstance(axis, tuple) else (axis,))) \
+        if axis is not None else None
+    X = p.owner.inputs[0]
+    if transposed and axis == (0,):
+        return X
+    if not transposed and axis == (1,):
+        return X.T
+    return None
+
+
+def _read_softmax(obs, inputs, f):
+    (p,) = inputs
+    X = _class_logits(p)
+    return None if X is None or not depends_on(X, f) else (X, [])
+
+
+def _softmax_given_others(y, X, j: int):
+    """Class j given the other classes' logits: ``p(y_i | f) = exp(x_{y_i i}) / (exp(x_{j
+    i}) + C_i)``, ``C_i = sum_{c != j} exp(x_{c i})``, is as a function of ``x_j`` the
+    Bernoulli likelihood of ``[y_i = j]`` with logit ``x_{j i} - log C_i`` (Holmes and Held
+    2006; Polson, Scott and Windle 2013, section 5): the logit augmentation with one trial."""
+    others = pt.concatenate([X[:j], X[j + 1:]], axis=0)
+    return (pt.cast(pt.eq(y, j), "float64"), X[j] - pt.logsumexp(others, axis=0),
+            lambda yj, eta: yj * eta - np.logaddexp(0.0, eta))
+
+
+register(LikelihoodFamily(
+    name="softmax", distributions=(pm.Categorical,), link="logit", read=_read_softmax,
+    forms=("y ~ Categorical(p=pm.math.softmax(eta, axis=0).T) or softmax(eta.T, axis=-1), "
+           "with f of shape (k, n) in eta, one output per class",),
+    parameters=(),
+    doc_form="`Categorical(p=softmax(eta, axis=0).T)`, f of shape (k, n): each class's "
+             "logits given the others",
+    doc_latent="`w ~ PG(1, eta_j - log sum_(c != j) exp(eta_c))`",
+    doc_zw="`([y = j] - 1/2)/w`, `w`", latents=_logit_latents,
+    given_others=_softmax_given_others,
+    mismatch=lambda obs: (f"the probabilities of {obs.name!r} are not a softmax of logits "
+                          "that hold the term")))
 
 
 # ---- what the docs and the errors list ----------------------------------------------------

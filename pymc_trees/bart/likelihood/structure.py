@@ -24,9 +24,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, graph_inputs
-from pytensor.tensor.elemwise import DimShuffle
-from pytensor.tensor.random.basic import CategoricalRV, GammaRV, InvGammaRV, NormalRV
-from pytensor.tensor.special import Softmax
+from pytensor.tensor.random.basic import GammaRV, InvGammaRV, NormalRV
 from pytensor.tensor.variable import TensorConstant
 
 from pymc_trees.bart.likelihood.general_likelihood import GeneralLikelihood, general_likelihood
@@ -368,11 +366,11 @@ def output_tree_likelihood(model, f_rv, n: int, output: int) -> TreeLikelihood:
     if len(deps) != 1 or deps[0] not in model.observed_RVs:
         raise NotAugmentable(f"{name!r} does not enter exactly one observed likelihood.")
     obs = deps[0]
-    if isinstance(obs.owner.op, CategoricalRV):
-        return _softmax_output(model, obs, f_rv, n, output, name)
-    fam, eta, params, problem = read_form(obs, f_rv)
+    fam, eta, params, problem = read_form(obs, f_rv, output=True)
     if problem is not None:
         raise NotAugmentable(f"{name!r} enters {obs.name!r}, but {problem}.")
+    if fam.given_others is not None:
+        return _given_others_output(model, obs, fam, eta, f_rv, n, output, name)
     zeroed = pt.set_subtensor(f_rv[output], 0.0)
     a = graph_replace(eta, {f_rv: zeroed}, strict=False)
     b = graph_replace(pytensor.grad(pt.sum(eta), f_rv)[output], {f_rv: zeroed}, strict=False)
@@ -461,45 +459,18 @@ def joint_output_likelihoods(model, f_rv, n: int) -> list[TreeLikelihood]:
     return liks
 
 
-def _class_logits(p):
-    """The logits (k, n) of ``p`` (n, k) = a softmax over the classes, written
-    ``softmax(X, axis=0).T`` or ``softmax(X, axis=-1)``; None for any other form."""
-    p = unwrap(p)
-    transposed = False
-    op = p.owner.op if p.owner is not None else None
-    if isinstance(op, DimShuffle) and tuple(op.new_order) == (1, 0):  # .T
-        p, transposed = unwrap(p.owner.inputs[0]), True
-    if p.owner is None or not isinstance(p.owner.op, Softmax) or p.ndim != 2:
-        return None
-    axis = p.owner.op.axis
-    axis = tuple(a % 2 for a in (axis if isinstance(axis, tuple) else (axis,))) \
-        if axis is not None else None
-    X = p.owner.inputs[0]
-    if transposed and axis == (0,):
-        return X
-    if not transposed and axis == (1,):
-        return X.T
-    return None
-
-
-def _softmax_output(model, obs, f_rv, n: int, output: int, name: str) -> TreeLikelihood:
-    """Output ``output`` of a (k, n) term in the logits of a Categorical: given the other
-    classes' logits, ``p(y_i | f) = exp(x_{y_i i}) / (exp(x_{j i}) + C_i)`` with
-    ``C_i = sum_{c != j} exp(x_{c i})`` is, as a function of ``x_j``, the Bernoulli
-    likelihood of ``[y_i = j]`` with logit ``x_{j i} - log C_i`` (Holmes and Held 2006;
-    Polson, Scott and Windle 2013, section 5): the logit augmentation, ``a = x_j(f_j = 0) -
-    log C``.  Checked end to end at a random point: moving ``f[j]`` changes the model's row
-    log densities as that Bernoulli's do."""
-    X = _class_logits(obs.owner.inputs[2])
-    if X is None or not depends_on(X, f_rv):
-        raise NotAugmentable(f"The probabilities of {obs.name!r} are not a softmax of logits "
-                             f"that hold {name!r}.")
+def _given_others_output(model, obs, fam, X, f_rv, n: int, output: int, name: str
+                         ) -> TreeLikelihood:
+    """Output ``output`` of a (k, n) term in the (k, n) logits ``X`` of a family read output
+    by output (:attr:`~pymc_trees.bart.likelihood.likelihoods.LikelihoodFamily.given_others`,
+    a softmax's classes): its likelihood given the other outputs, of the family's latent
+    draw in ``eta_j = a_j + b_j f_j`` with ``a_j`` the given part at ``f_j = 0``.  Checked end
+    to end at a random point: moving ``f[j]`` changes the model's row log densities as the
+    family's ``logp`` says."""
     zeroed = pt.set_subtensor(f_rv[output], 0.0)
     Xz = graph_replace(X, {f_rv: zeroed}, strict=False)
-    others = pt.concatenate([Xz[:output], Xz[output + 1:]], axis=0)
-    a = Xz[output] - pt.logsumexp(others, axis=0)
+    y, a, logp = fam.given_others(model.rvs_to_values[obs], Xz, output)
     b = graph_replace(pytensor.grad(pt.sum(X), f_rv)[output], {f_rv: zeroed}, strict=False)
-    y = pt.cast(pt.eq(model.rvs_to_values[obs], output), "float64")
     fn = point_function(model, [y, a, b, pt.constant(1.0)])
     rows = point_function(model, [model.logp(vars=[obs], sum=False)[0]])
     point = dict(model.initial_point())
@@ -512,15 +483,13 @@ def _softmax_output(model, obs, f_rv, n: int, output: int, name: str) -> TreeLik
     for w in (W, moved):
         at = {**point, f_name: w}
         yb, a0, b0, _ = (np.broadcast_to(np.asarray(x, float), (n,)) for x in fn(at))
-        eta = a0 + b0 * w[output]
-        got.append(yb * eta - np.logaddexp(0.0, eta))
+        got.append(logp(yb, a0 + b0 * w[output]))
         want.append(np.broadcast_to(np.asarray(rows(at)[0], float), (n,)))
     if not np.allclose(got[1] - got[0], want[1] - want[0], rtol=1e-9, atol=1e-9):
-        raise NotAugmentable(f"{name!r} is not one class's logit of {obs.name!r} row by row.")
-    logit = FAMILIES["logit"]  # one class given the others: a Bernoulli with a logit
-    return TreeLikelihood(observed_name=obs.name, observed=obs, family=logit.name, link=logit.link,
+        raise NotAugmentable(f"{name!r} is not one output's {fam.name} likelihood of "
+                             f"{obs.name!r} given the others, row by row.")
+    return TreeLikelihood(observed_name=obs.name, observed=obs, family=fam.name, link=fam.link,
                           eta=X[output], pieces=_OutputPieces(fn, output), n=n)
-
 
 
 NOISE_SUPPORTED = (
