@@ -519,7 +519,7 @@ def test_auto_leaf_prior_settles_by_the_likelihood():
              (poisson, {"leaf_prior": "normal"}, "normal", 0.0),
              (poisson, {"sampler": "pg"}, "log-gamma", 1.0),
              (CASES["negative_binomial"][1], {"sampler": "pg"}, "normal", 0.0)]
-    from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+    from pymc_trees.bart.likelihood.leaf_choice import settled_leaf_priors
     for build, kw, want, kappa in cases:
         with pm.Model() as model:
             f = pmt.BARTTree("f", X6, m=2, leaf_sd=0.5, min_leaf=1, **kw)
@@ -611,7 +611,7 @@ def test_the_settled_leaf_prior_follows_pm_set_data():
     """``leaf_prior="auto"`` settles by the likelihood's form, which a ``pm.Data`` can change
     (``sigma=exp(f * s)``: s = 1 is a log sd, exponent -2; s = 0.5 a log variance, -1): the
     prior draw settles again after ``pm.set_data`` (before, the first answer stayed)."""
-    from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+    from pymc_trees.bart.likelihood.leaf_choice import settled_leaf_priors
 
     X = np.random.default_rng(0).uniform(size=(50, 2))
     y = np.random.default_rng(1).normal(size=50)

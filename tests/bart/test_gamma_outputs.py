@@ -27,7 +27,7 @@ from scipy import special, stats
 import pymc_trees as pmt
 from enumeration import (X6, check_cells, check_draws_on_grid, forest_row_partitions,
                          log_gamma_leaves_on_grid, partition_prior_rows)
-from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+from pymc_trees.bart.likelihood.leaf_choice import settled_leaf_priors
 from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
 from pymc_trees.bart.samplers.leaf_priors import log_gamma_prior
 from pymc_trees.bart.samplers.output_samplers import OutputSamplers

@@ -366,7 +366,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     if path == "general":
         def refuse(*args, **kwargs):
             raise NotAugmentable("off for this test")
-        # the outputs' likelihoods are read by gamma_likelihood.output_likelihoods
+        # the outputs' likelihoods are read by leaf_choice.output_likelihoods
         monkeypatch.setattr(gamma_lik, "output_tree_likelihood", refuse)
     post, prior, f_mean, f_cross = softmax_exact()
     n = len(Y_SOFT)

@@ -28,7 +28,7 @@ import pymc as pm
 import pytest
 
 import pymc_trees as pmt
-from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+from pymc_trees.bart.likelihood import leaf_choice
 from pymc_trees.bart.likelihood.protocol import members
 from pymc_trees.bart.steps import likelihood_reader
 from pymc_trees.bart.steps import tree_step as tree_steps
@@ -109,12 +109,12 @@ def _step(build):
     softmax's classes and abs_scale's mean output are otherwise augmented)."""
     with pm.Model() as model:
         terms = build()
-        old = gamma_lik.output_tree_likelihood  # the outputs' likelihoods are read there
-        gamma_lik.output_tree_likelihood = _general_only
+        old = leaf_choice.output_tree_likelihood  # the outputs' likelihoods are read there
+        leaf_choice.output_tree_likelihood = _general_only
         try:
             step = tree_steps.CGMTreeStep(terms)
         finally:
-            gamma_lik.output_tree_likelihood = old
+            leaf_choice.output_tree_likelihood = old
     return model, step
 
 

@@ -32,8 +32,7 @@ from pymc_trees.bart.likelihood.likelihoods import FAMILIES, read_form, tree_sup
 from pymc_trees.bart.kernels.augment import as_rows
 from pymc_trees.bart.kernels.bundles import read_only_rows
 from pymc_trees.bart.likelihood.model_graph import (affine_problem, constant_value, dependents,
-                                                    depends_on, ModelStructureError, NotAugmentable,
-                                                    unwrap)
+                                                    depends_on, ModelStructureError, NotAugmentable)
 
 __all__ = ["ModelStructureError", "NotAugmentable", "tree_likelihood", "general_likelihood",
            "output_tree_likelihood", "joint_output_likelihoods", "unobserved_term",

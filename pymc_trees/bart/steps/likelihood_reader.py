@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pymc_trees.bart.likelihood.gamma_likelihood import (auto_leaf_prior, gamma_likelihood,
-                                                         output_likelihoods)
+from pymc_trees.bart.likelihood.gamma_likelihood import gamma_likelihood
+from pymc_trees.bart.likelihood.leaf_choice import auto_leaf_prior, output_likelihoods
 from pymc_trees.bart.likelihood.likelihood_checks import (check_gamma_start, check_general_link,
                                                           check_general_start, check_link,
                                                           warn_output_scales)

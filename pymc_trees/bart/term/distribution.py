@@ -15,7 +15,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_trees.bart.likelihood.calibration import leaf_calibration
-from pymc_trees.bart.likelihood.gamma_likelihood import settled_leaf_priors
+from pymc_trees.bart.likelihood.leaf_choice import settled_leaf_priors
 from pymc_trees.bart.samplers.leaf_priors import learned_scale_prior_draw
 from pymc_trees.bart.samplers.tree_prior import TreePrior
 from pymc_trees.bart.likelihood.term_checks import check_output_scales, check_training_rows, check_Y

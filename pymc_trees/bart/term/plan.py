@@ -352,7 +352,7 @@ class TermPlan:
                           ) -> tuple["TermPlan", TreePrior]:
         """The plan and prior with ``leaf_prior="auto"`` settled to ``leaf_prior`` and the
         exponent ``kappa`` (by the likelihood,
-        :func:`pymc_trees.bart.likelihood.gamma_likelihood.auto_leaf_prior`): log-gamma leaves hold one
+        :func:`pymc_trees.bart.likelihood.leaf_choice.auto_leaf_prior`): log-gamma leaves hold one
         value each (constant leaves)."""
         if leaf_prior == "normal":
             return replace(self, leaf_prior="normal"), replace(prior, leaf_prior="normal")
@@ -363,7 +363,7 @@ class TermPlan:
     def settle_leaf_priors(self, prior: TreePrior, settled) -> tuple["TermPlan", TreePrior]:
         """The plan and prior with ``leaf_prior="auto"`` settled by the likelihood, one
         ``(leaf_prior, kappa)`` pair of ``settled`` per output
-        (:func:`pymc_trees.bart.likelihood.gamma_likelihood.output_likelihoods`): a term of one output
+        (:func:`pymc_trees.bart.likelihood.leaf_choice.output_likelihoods`): a term of one output
         as :meth:`settle_leaf_prior`; for k outputs the term's prior is the normal leaves'
         and :attr:`output_leaves` holds each output's (:meth:`output_prior`)."""
         settled = tuple((str(lp), float(kappa)) for lp, kappa in settled)

@@ -23,7 +23,7 @@ PyMC has no hook for four things a tree term needs, so :func:`install` (called o
 * ``pymc.sample_prior_predictive`` (also as ``pymc.sampling`` and
   ``pymc.sampling.forward`` hold it): it draws within its model's context, where a tree
   term's ``leaf_prior="auto"`` settles by the likelihood it enters
-  (:func:`pymc_trees.bart.likelihood.gamma_likelihood.settled_leaf_priors`), as the tree step settles it.
+  (:func:`pymc_trees.bart.likelihood.leaf_choice.settled_leaf_priors`), as the tree step settles it.
 * :func:`reduce_step`: the steps pickle from their state alone, without the arguments
   PyMC's ``BlockedStep`` keeps in its private ``_BlockedStep__newargs``.
 * :func:`external_nuts_sampler`: which ``nuts_sampler`` the ``pm.sample`` call on the
@@ -282,7 +282,7 @@ def _install_refusal() -> None:
 def _install_prior_context() -> None:
     """Make ``pm.sample_prior_predictive`` draw within its model's context, once: a tree term
     whose ``leaf_prior="auto"`` settles by the likelihood it enters finds that model there
-    (:func:`pymc_trees.bart.likelihood.gamma_likelihood.settled_leaf_priors`), also when the model is
+    (:func:`pymc_trees.bart.likelihood.leaf_choice.settled_leaf_priors`), also when the model is
     passed as ``model=`` outside its ``with`` block."""
     from pymc import sampling
     from pymc.model import modelcontext
