@@ -277,7 +277,8 @@ def test_prune_proposal_stays_inside_its_row_buffer():
     buf = np.full(7, -7, np.int64)
     b = gk.new_row_buffers(6, f.capacity, 1)
     rules = TreeRules(1, ALPHA, BETA, 1.0)
-    st = gk.prune_propose(rng, 0, rules, gk.DEFENSIVE, 0.5, 0.5, f.arrays(), f.value[None],
+    st = gk.prune_propose(rng, 0, rules, gk.DEFENSIVE, np.array([0.5, 1.0, 1.0, 1.0]),
+                          f.arrays(), f.value[None],
                           np.zeros((1, 6)), np.ones((1, 6)), buf[:6], b)
     assert st == 1 and b.out_i[1] == 6
     assert buf[6] == -7
@@ -359,7 +360,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
     draws, general step: z = -4.9; -3.1 at 2,500 draws; augmented: z = -12.2; re-run at
     5,000: caught on all three paths, and with the general step at 2,000 and 1,500 draws of
     5 sweeps: z down to -9.1 and -7.4)."""
-    from pymc_trees.bart.likelihood import gamma_likelihood as gamma_lik
+    from pymc_trees.bart.likelihood import leaf_choice
     from pymc_trees.bart.steps import tree_step as tree_steps
     from pymc_trees.bart.likelihood.structure import NotAugmentable
 
@@ -367,7 +368,7 @@ def test_softmax_three_outputs_match_enumeration(path, monkeypatch):
         def refuse(*args, **kwargs):
             raise NotAugmentable("off for this test")
         # the outputs' likelihoods are read by leaf_choice.output_likelihoods
-        monkeypatch.setattr(gamma_lik, "output_tree_likelihood", refuse)
+        monkeypatch.setattr(leaf_choice, "output_tree_likelihood", refuse)
     post, prior, f_mean, f_cross = softmax_exact()
     n = len(Y_SOFT)
     with pm.Model():

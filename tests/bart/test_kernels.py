@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pymc_trees.core.binning import bin_data, make_cutpoints
+from pymc_trees.bart.kernels.bundles import SweepData
 from pymc_trees.bart.kernels.forest import FREE, forest_values
 from pymc_trees.bart.kernels.nodes import log_ml, node_availability, partition
 from pymc_trees.bart.samplers.sampler import ForestSampler
@@ -467,8 +468,8 @@ def test_availability_below_equals_counting_every_bin(min_leaf):
         idx = np.concatenate([np.zeros(3, np.int32), child.astype(np.int32)])  # start 3
         lo = np.zeros(p, np.int32)
         hi = np.zeros(p, np.int32)
-        w = availability_below(XbT, idx, 3, idx.size, ncuts, iscat, min_leaf, split_prior,
-                               plo, phi, hist, lo, hi)
+        data = SweepData(Xb, XbT, ncuts, iscat, split_prior)
+        w = availability_below(data, idx, 3, idx.size, min_leaf, plo, phi, hist, lo, hi)
         elo = np.zeros(p, np.int32)
         ehi = np.zeros(p, np.int32)
         ew = node_availability(Xb, idx, 3, idx.size, ncuts, iscat, min_leaf, split_prior, hist,
@@ -578,7 +579,8 @@ def test_two_level_sums_equal_naive_leaf_sums(shape):
     vL, cL = (1, 3) if shape != "left_leaf" else (0, ALL_LEFT)
     vR, cR = (2, ~0b10110) if shape != "right_leaf" else (0, ALL_LEFT)  # categorical on the right
     out = np.zeros(8)
-    two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, idx.size, r, 0.5, out)
+    splits = tuple(np.int64(x) for x in (v0, c0, vL, cL, vR, cR))
+    two_level_sums(XbT, splits, idx, idx.size, r, 0.5, out)
     b = XbT[:, idx]
     g = b[v0] <= c0
     gl = b[vL] <= cL
@@ -590,7 +592,7 @@ def test_two_level_sums_equal_naive_leaf_sums(shape):
     # the same with the rows' own sum known (a subtree's root): the last leaf by difference
     # and a leaf child's rule not read
     known = np.full(8, np.nan)
-    two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, idx.size, r, 0.5, known,
+    two_level_sums(XbT, splits, idx, idx.size, r, 0.5, known,
                    0.5 * r[idx].sum())
     np.testing.assert_allclose(known, expect, rtol=1e-12, atol=1e-11)
 

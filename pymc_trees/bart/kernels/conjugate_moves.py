@@ -163,9 +163,7 @@ def grow(rng, t, proposal, leaves, data, rules, pg, pp, forest, scratch):
         return 0
     cnt, mid = partitioned_rows(leaves, t, ell, cnt, mid, v, c)
     idx = scratch.idx
-    wL, wR = children_masks(data.XbT, idx, mid, cnt, data.ncuts, data.iscat, rules.min_leaf,
-                            data.split_prior, scratch.hist, scratch.lo, scratch.hi,
-                            scratch.nmask)
+    wL, wR = children_masks(data, idx, mid, cnt, rules.min_leaf, scratch)
     logr += children_logr(d, wL, wR, rules.alpha, rules.beta)
     if not accept_u(u, logr):
         return 0
@@ -303,8 +301,7 @@ def restructure(rng, is_swap, t, proposal, leaves, data, rules, forest, scratch)
             cnt = collect_subtree_rows(t, root, var, left, right, forest.leaf_of_row, stack,
                                        scratch.in_sub, idx)
         if not routed:
-            route_segments(t, root, cnt, data.XbT, var, cut, left, right, idx, scratch.seg_s,
-                           scratch.seg_e, stack, scratch.tmp)
+            route_segments(t, root, cnt, data.XbT, forest, scratch)
         rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest,
                                      scratch)
         accept = valid and accept_u(u, bound + rest)

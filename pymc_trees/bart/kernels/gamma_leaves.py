@@ -239,9 +239,7 @@ def _subtree_score(leaves, t, root, cnt, data, rules, forest, scratch):
         return None
 
     def impl(leaves, t, root, cnt, data, rules, forest, scratch):
-        route_segments(t, root, cnt, data.XbT, forest.var, forest.cut, forest.left,
-                       forest.right, scratch.idx, scratch.seg_s, scratch.seg_e, scratch.stack,
-                       scratch.tmp)
+        route_segments(t, root, cnt, data.XbT, forest, scratch)
         return _new_subtree(t, root, forest, leaves, rules, scratch, scratch.nW,
                             scratch.nS), True
     return impl

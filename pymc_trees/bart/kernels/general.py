@@ -65,12 +65,14 @@ from pymc_trees.bart.kernels.newton import (DEFENSIVE, draw_at, draw_q, group_lo
                                             leaf_gh, log_mixture, log_prior, log_q, prior_at, q_at)
 from pymc_trees.bart.kernels.row_calls import (ROW_SIGNATURE, call_all, call_rows, clean_gh,
                                                clean_ll, clean_rows, decide, gaussian_pre,
-                                               gaussian_rows, new_row_buffers, RowBuffers, RowState)
+                                               gaussian_rows, new_row_buffers, RowBuffers,
+                                               RowLikelihood, RowState)
 
 __all__ = ["DEFENSIVE", "log_mixture", "leaf_gh", "log_prior", "log_q", "group_log_q",
            "reverse_old_leaves", "grow_propose", "grow_commit", "prune_propose", "prune_commit",
            "restructure_propose", "restructure_values", "restructure_commit",
-           "restructure_revert", "leaf_proposals", "leaf_decisions", "tree_values", "RowState",
+           "restructure_revert", "leaf_proposals", "leaf_decisions", "tree_values",
+           "RowLikelihood", "RowState",
            "RowBuffers", "new_row_buffers", "clean_ll", "clean_gh", "clean_rows",
            "general_sweep", "general_one_sweep", "call_rows", "call_all",
            "prior_at", "q_at", "group_sums", "leaves_below", "two_leaf_rows", "decide",
@@ -87,7 +89,7 @@ def tree_values(t, value, leaf_of_row, out):
 
 
 @numba.njit(cache=True)
-def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
+def grow_propose(rng, t, data, rules, w, move_cp, forest, value, g, h, sc, b):
     """Propose to split a leaf of tree t: the leaf uniformly among the splittable ones, the
     rule from the prior, the children's value vectors from their q.
 
@@ -109,12 +111,11 @@ def grow_propose(rng, t, data, rules, w, pg, pp, forest, value, g, h, sc, b):
         return -1
     group_sums(idx, 0, mid, g, h, S, 0)
     group_sums(idx, mid, cnt, g, h, S, 1)
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
+    wL, wR = children_masks(data, idx, mid, cnt, min_leaf, sc)
     d = depth[t, ell]
     draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
     draw_at(rng, S[0], S[1], 1, prec0, w, mu, 1)
-    logr = (grow_tree_logr(d, nb, w_new, pg, pp, alpha, beta)
+    logr = (grow_tree_logr(d, nb, w_new, move_cp[0], move_cp[1] - move_cp[0], alpha, beta)
             + children_logr(d, wL, wR, alpha, beta)
             + prior_at(mu, 0, prec0) + prior_at(mu, 1, prec0) - prior_at(value[:, t], ell, prec0)
             - q_at(mu, 0, S[0], S[1], 0, prec0, w) - q_at(mu, 1, S[0], S[1], 1, prec0, w))
@@ -162,7 +163,7 @@ def two_leaf_rows(t, kl, kr, leaf_of_row, idx):
 
 
 @numba.njit(cache=True)
-def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
+def prune_propose(rng, t, rules, w, move_cp, forest, value, g, h, idx, b):
     """Propose to merge two sibling leaves of tree t (the pair uniformly among the prunable
     ones), the merged leaf's value vector from its q into ``mu[:, 0]``: the reverse of
     :func:`grow_propose`.
@@ -180,7 +181,8 @@ def prune_propose(rng, t, rules, w, pg, pp, forest, value, g, h, idx, b):
     cnt, mid = two_leaf_rows(t, kl, kr, forest.leaf_of_row, idx)
     group_sums(idx, 0, cnt, g, h, S, 0)
     draw_at(rng, S[0], S[1], 0, prec0, w, mu, 0)
-    struct = prune_tree_logr(t, node, kl, kr, n_prunable, b_new, pg, pp, alpha, beta, forest)
+    struct = prune_tree_logr(t, node, kl, kr, n_prunable, b_new, move_cp[0],
+                             move_cp[1] - move_cp[0], alpha, beta, forest)
     vt = value[:, t]
     out_i[0] = node
     out_i[1] = cnt
@@ -206,10 +208,11 @@ def prune_commit(t, forest, value, idx, mu, out_i):
 
 
 @numba.njit(cache=True)
-def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, f_cur, f_prop):
+def leaf_proposals(rng, t, forest, value, G, H, prec0, w, nV, f_cur, f_prop):
     """Draw a value vector from its q (sums ``G``, ``H`` of the current state,
     :func:`leaf_gh`) for every leaf of tree t into ``nV`` and write the term with tree t's
     leaves replaced by them into ``f_prop`` (shape (J, n))."""
+    var, n_nodes, leaf_of_row = forest.var, forest.n_nodes, forest.leaf_of_row
     for k in range(n_nodes[t]):
         if var[t, k] == LEAF:
             draw_at(rng, G, H, k, prec0, w, nV, k)
@@ -222,11 +225,13 @@ def leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV,
 
 
 @numba.njit(cache=True)
-def _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep):
+def _leaf_accept(rng, t, var, nk, value, prec0, w, b):
     """The Metropolis-Hastings decisions of tree t's leaves, in node order: proposal
     ``nV[:, k]`` from ``q`` built with ``G``, ``H`` (the current state), reverse ``q`` with
-    ``Gp``, ``Hp`` (the proposed state), log-likelihood difference ``dll[k]``; an accepted
-    leaf takes its value vector and ``keep[k] = 1``.  Returns (accepted, proposed)."""
+    ``Gp = Ga``, ``Hp = Ha`` (the proposed state), log-likelihood difference ``dll[k]``, all
+    the :class:`RowBuffers` ``b``'s; an accepted leaf takes its value vector and ``keep[k] =
+    1``.  Returns (accepted, proposed)."""
+    G, H, nV, Gp, Hp, dll, keep = b.G, b.H, b.nV, b.Ga, b.Ha, b.dll, b.keep
     acc = 0
     tot = 0
     vt = value[:, t]
@@ -254,7 +259,7 @@ def leaf_decisions(rng, t, forest, value, prec0, w, ll_cur, ll_prop, gc_prop, h_
     sums ``G``, ``H``, proposals ``nV`` and buffers ``Gp = b.Ga``, ``Hp = b.Ha``, ``dll``,
     ``keep`` are the :class:`RowBuffers` ``b``'s."""
     var, n_nodes, leaf_of_row = forest.var, forest.n_nodes, forest.leaf_of_row
-    G, H, nV, Gp, Hp, dll, keep = b.G, b.H, b.nV, b.Ga, b.Ha, b.dll, b.keep
+    Gp, Hp, dll, keep = b.Ga, b.Ha, b.dll, b.keep
     nk = n_nodes[t]
     J = gc_prop.shape[0]
     for k in range(nk):
@@ -270,7 +275,7 @@ def leaf_decisions(rng, t, forest, value, prec0, w, ll_cur, ll_prop, gc_prop, h_
         for j in range(J):
             Gp[j, k] += gc_prop[j, i]
             Hp[j, k] += h_prop[j, i]
-    return _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep)
+    return _leaf_accept(rng, t, var, nk, value, prec0, w, b)
 
 
 @numba.njit(cache=True)
@@ -325,22 +330,18 @@ def _reset_rows(rows, cnt, st, b):
 
 
 @numba.njit(cache=True)
-def general_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b, proposed,
-                  accepted, defensive, sweeps):
+def general_sweep(rng, lik, data, rules, move_cp, forest, value, sc, st, b, tally, sweeps):
     """``sweeps`` backfitting sweeps (:func:`general_one_sweep`) in one call, each from the
     state the last one left in ``st`` (the rows' values, log-likelihoods and derivatives, kept
-    current move by move), against the same ``pre``; ``proposed`` and ``accepted`` count over
-    all of them.  The forest needs room for two new nodes a tree per sweep.  One sweep is the
+    current move by move), against the same ``lik.pre``; ``tally`` counts over all of them.  The forest needs room for two new nodes a tree per sweep.  One sweep is the
     same call with the same random numbers; k sweeps match k calls up to the rounding of the
     rows' values (kept move by move here, summed tree by tree between calls)."""
     for _ in range(sweeps):
-        general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b,
-                          proposed, accepted, defensive)
+        general_one_sweep(rng, lik, data, rules, move_cp, forest, value, sc, st, b, tally)
 
 
 @numba.njit(cache=True)
-def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc, st, b,
-                      proposed, accepted, defensive):
+def general_one_sweep(rng, lik, data, rules, move_cp, forest, value, sc, st, b, tally):
     """One backfitting sweep of the general tree step (docs/math.md section 9) over all trees:
     for tree t a reversible-jump grow, prune, change or swap whose new leaves' values come
     from Newton proposals, accepted with the exact log-likelihood, then a
@@ -353,6 +354,8 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
 
     Parameters
     ----------
+    lik : RowLikelihood
+        ``rows_fn``, ``pre`` and ``defensive``, below.
     rows_fn : C callback ``void(double *f, int64 *rows, int64 r, double *pre, int64 n_pre,
     double *out)``
         Reads ``f`` (J, r) row-major, the term's values at the rows ``rows``, and writes into
@@ -374,19 +377,18 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
         :func:`clean_rows`).
     b : RowBuffers
         Buffers (:func:`new_row_buffers`).
-    proposed, accepted : ndarray of shape (5,), int64
-        Counts per move type and for the leaf updates, incremented.
+    tally : ndarray of shape (2, 5), int64
+        Counts proposed (row 0) and accepted (row 1) per move type and for the leaf updates
+        (column 4), incremented.
     defensive : float
         The leaf prior's weight in every leaf proposal (module doc): :data:`DEFENSIVE`, or 0
         where the Newton step is the exact conditional.
     """
     f = forest
+    rows_fn, pre, w = lik.rows_fn, lik.pre, lik.defensive
     J, n = st.f.shape
     m = value.shape[1]
     prec0 = rules.prec0
-    w = defensive
-    pg = move_cp[0]
-    pp = move_cp[1] - move_cp[0]
     for j in range(J):
         for i in range(n):
             b.f_prop[j, i] = st.f[j, i]
@@ -404,7 +406,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
         cnt = 0
         vt = value[:, t]
         if move == GROW:
-            s = grow_propose(rng, t, data, rules, w, pg, pp, f, value, b.gc, st.h, sc, b)
+            s = grow_propose(rng, t, data, rules, w, move_cp, f, value, b.gc, st.h, sc, b)
             if s == 1:
                 ell, cnt, mid = b.out_i[0], b.out_i[4], b.out_i[5]
                 for q in range(cnt):
@@ -420,7 +422,7 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                     _keep_rows(b.rows, cnt, st, b)
                     grow_commit(t, f, value, sc.idx, sc.nmask, b)
         elif move == PRUNE:
-            s = prune_propose(rng, t, rules, w, pg, pp, f, value, b.gc, st.h, sc.idx, b)
+            s = prune_propose(rng, t, rules, w, move_cp, f, value, b.gc, st.h, sc.idx, b)
             if s == 1:
                 node, cnt, mid = b.out_i[0], b.out_i[1], b.out_i[2]
                 for q in range(cnt):
@@ -444,12 +446,10 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 root, cnt = b.out_i[0], b.out_i[1]
                 for q in range(cnt):
                     b.rows[q] = sc.idx[q]
-                restructure_values(t, root, f.var, f.left, f.right, value, f.leaf_of_row,
-                                   sc.idx, b.nV, sc.seg_s, sc.seg_e, sc.stack, b.leaves, st.f,
-                                   b.f_prop)
+                restructure_values(t, root, f, value, sc, b, st.f, b.f_prop)
                 logr = _evaluate(rows_fn, pre, b.rows, cnt, b.out_f[0], st, b)
-                logr += reverse_old_leaves(t, root, f, value, sc.idx, cnt, b.gc_p, b.h_p, prec0,
-                                           w, b.Ga, b.Ha, sc.stack, b.leaves)
+                logr += reverse_old_leaves(t, root, f, value, sc, cnt, b.gc_p, b.h_p, prec0, w,
+                                           b)
                 ok = decide(rng, logr)
                 if ok:
                     _keep_rows(b.rows, cnt, st, b)
@@ -457,23 +457,24 @@ def general_one_sweep(rng, rows_fn, pre, data, rules, move_cp, forest, value, sc
                 else:
                     restructure_revert(t, f.var, f.cut, f.left, f.right, b.out_i)
         if s >= 0:
-            proposed[move] += 1
-            accepted[move] += ok
+            tally[0, move] += 1
+            tally[1, move] += ok
         if cnt > 0:
             _reset_rows(b.rows, cnt, st, b)
         # the leaves, one Metropolis-Hastings update each, from the current state
-        a, tot = _leaf_update(rng, t, rows_fn, pre, f.var, f.n_nodes, value, f.leaf_of_row,
-                              prec0, w, st, b)
-        accepted[4] += a
-        proposed[4] += tot
+        a, tot = _leaf_update(rng, t, lik, f, value, prec0, st, b)
+        tally[1, 4] += a
+        tally[0, 4] += tot
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, w, st, b):
+def _leaf_update(rng, t, lik, forest, value, prec0, st, b):
     """The leaf updates of tree t in :func:`general_one_sweep`: :func:`leaf_gh`,
     :func:`leaf_proposals`, the likelihood at all rows and :func:`leaf_decisions` with their
     row passes fused (the same sums in the same order, the same random numbers).  Returns
     (accepted, proposed)."""
+    rows_fn, pre, w = lik.rows_fn, lik.pre, lik.defensive
+    var, n_nodes, leaf_of_row = forest.var, forest.n_nodes, forest.leaf_of_row
     J, n = st.f.shape
     nk = n_nodes[t]
     G, H, nV = b.G, b.H, b.nV
@@ -488,7 +489,7 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
             k = lr[i]
             Gj[k] += sg[i] + sh[i] * vj[k]
             Hj[k] += sh[i]
-    leaf_proposals(rng, t, var, n_nodes, value, leaf_of_row, G, H, prec0, w, nV, st.f, b.f_prop)
+    leaf_proposals(rng, t, forest, value, G, H, prec0, w, nV, st.f, b.f_prop)
     rows_fn(b.f_prop.ctypes, b.all_rows.ctypes, n, pre.ctypes, pre.shape[0], b.out.ctypes)
     Gp, Hp, keep, dll = b.Ga, b.Ha, b.keep, b.dll
     for k in range(nk):
@@ -513,7 +514,7 @@ def _leaf_update(rng, t, rows_fn, pre, var, n_nodes, value, leaf_of_row, prec0, 
             k = lr[i]
             Gj[k] += gi + hi * (fp[i] - fm[i])
             Hj[k] += hi
-    acc, tot = _leaf_accept(rng, t, var, nk, value, G, H, prec0, w, nV, Gp, Hp, dll, keep)
+    acc, tot = _leaf_accept(rng, t, var, nk, value, prec0, w, b)
     for i in range(n):
         if keep[lr[i]] == 1:
             st.ll[i] = b.ll_p[i]

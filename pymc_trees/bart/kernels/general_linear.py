@@ -195,8 +195,7 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
     prec0 = rules.prec0
     WL, WzL, WzzL, SL, SzL = _sums(idx, 0, mid, j, Z, b.gc, st.h)
     WR, WzR, WzzR, SR, SzR = _sums(idx, mid, cnt, j, Z, b.gc, st.h)
-    wL, wR = children_masks(data.XbT, idx, mid, cnt, data.ncuts, data.iscat, rules.min_leaf,
-                            data.split_prior, sc.hist, sc.lo, sc.hi, sc.nmask)
+    wL, wR = children_masks(data, idx, mid, cnt, rules.min_leaf, sc)
     l0, l1 = draw_linear_q(rng, WL, WzL, WzzL, SL, SzL, j >= 0, prec0)
     r0, r1 = draw_linear_q(rng, WR, WzR, WzzR, SR, SzR, j >= 0, prec0)
     kid[0], kid[1], kid[2], kid[3] = l0, l1, r0, r1
@@ -211,8 +210,10 @@ def _children(rng, idx, mid, cnt, j, Z, data, rules, sc, st, b, kid):
 
 
 @numba.njit(cache=True)
-def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _grow(rng, t, lt, data, rules, lrows, f, slope, sc, st, b, lik):
     """Returns -1 when no leaf can split, else 1/0 for accepted/rejected."""
+    regcol, Z = lrows
+    rows_fn, pre, reg = lik.rows_fn, lik.pre, b.reg
     prec0 = rules.prec0
     idx = sc.idx
     ell, nb, w_new, cnt, v, c, nc, mid = propose_split(
@@ -242,8 +243,10 @@ def _grow(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
 
 
 @numba.njit(cache=True)
-def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _prune(rng, t, lt, rules, lrows, f, slope, sc, st, b, lik):
     """Returns -1 when no node is prunable, else 1/0."""
+    regcol, Z = lrows
+    rows_fn, pre, reg = lik.rows_fn, lik.pre, b.reg
     prec0 = rules.prec0
     eta, kl, kr, w, b_new = pick_prune(rng, t, f)
     if eta < 0:
@@ -281,10 +284,12 @@ def _prune(rng, t, lt, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
 
 
 @numba.njit(cache=True)
-def _change(rng, t, lt, data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre):
+def _change(rng, t, lt, data, rules, lrows, f, slope, sc, st, b, lik):
     """A new rule from the prior at a node whose children are both leaves (uniformly among
     them; the move keeps them so), the children's coefficients from their q.  The rule's
     probability cancels between prior and proposal.  Returns -1 when impossible, else 1/0."""
+    regcol, Z = lrows
+    rows_fn, pre, reg = lik.rows_fn, lik.pre, b.reg
     prec0 = rules.prec0
     idx = sc.idx
     # the rows in increasing order (the rule's draw reads them; the old children's split
@@ -374,9 +379,10 @@ def _evaluate_tree(t, f, regp, reg, Z, st, b, rows_fn, pre, Sm):
 
 
 @numba.njit(cache=True)
-def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
+def _leaf_update(rng, t, f, slope, Z, prec0, st, b, lik):
     """One Metropolis-Hastings update of every leaf of tree t (all leaves proposed from the
     current state, the likelihood at all rows once).  Returns (accepted, proposed)."""
+    rows_fn, pre, reg = lik.rows_fn, lik.pre, b.reg
     n = st.f.shape[0]
     nk = f.n_nodes[t]
     Sm = b.sums  # (2, 5, K): the current and the proposed state's per-leaf sums
@@ -420,12 +426,14 @@ def _leaf_update(rng, t, f, slope, reg, Z, prec0, st, b, rows_fn, pre):
 
 
 @numba.njit(cache=True)
-def _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, prec0, st, b, rows_fn, pre):
+def _switch_kind(rng, t, lrows, lin, f, slope, prec0, st, b, lik):
     """``response="mix"``: propose tree t of the other kind (linear for constant, constant for
     linear; prior 1/2 each, which cancels) with the same structure, every leaf's coefficients
     drawn from its Newton proposal under the new regressors from the current state, and
     accept with the exact log-likelihood; the reverse proposal of the current coefficients
     is built under the current regressors from the proposed state.  Returns 1/0."""
+    regcol, Z = lrows
+    rows_fn, pre, reg = lik.rows_fn, lik.pre, b.reg
     n = st.f.shape[0]
     nk = f.n_nodes[t]
     regn = b.reg2
@@ -510,24 +518,26 @@ def new_linear_buffers(n: int, capacity: int) -> LinearBuffers:
 
 
 @numba.njit(cache=True)
-def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest, slope, sc, st,
-                         b, proposed, accepted):
+def general_linear_sweep(rng, lik, data, rules, lrows, kinds, forest, slope, sc, st, b, tally):
     """One sweep of the general tree step over all trees with linear leaves: per tree a grow
     (probability 0.3), prune (0.3) or change at a node whose children are leaves (0.4), its
     new leaves' coefficients from their Newton proposals and the move accepted with the exact
     log-likelihood, then a Metropolis-Hastings update of every leaf (module doc).
 
-    ``rows_fn``, ``pre``, ``data``, ``rules``, ``sc``: as
+    ``lik`` (a :class:`~pymc_trees.bart.kernels.row_calls.RowLikelihood`: its ``rows_fn``
+    and ``pre``; linear leaves' proposals have no defensive mixture, so its ``defensive`` is
+    not read), ``data``, ``rules``, ``sc``: as
     :func:`pymc_trees.bart.kernels.general.general_sweep` (one output); ``forest`` the
     :class:`ForestArrays` (``value`` holds every leaf's ``b0``), ``slope`` (m, K) the ``b1``;
     ``lrows`` the :class:`~pymc_trees.bart.kernels.linear.LinearRows`: ``regcol`` (q,) the
     regressor column of a split on each feature (-1: categorical), ``Z`` (p, n) the
     standardised columns; ``st`` a :class:`RowState` of 1-D arrays (n,),
-    cleaned; ``b`` :func:`new_linear_buffers`; ``proposed``, ``accepted`` (5,) counts per
-    move (grow, prune, change, swap, leaf), incremented; ``lin`` (m,) uint8 whether each tree
-    is linear (1) or constant (0); with ``mix`` (``response="mix"``) a tree's kind is
-    updated after its move by :func:`_switch_kind`."""
+    cleaned; ``b`` :func:`new_linear_buffers`; ``tally`` (2, 5) counts proposed (row 0) and
+    accepted (row 1) per move (grow, prune, change, swap, leaf), incremented; ``kinds = (lin,
+    mix)``: ``lin`` (m,) uint8 whether each tree is linear (1) or constant (0); with ``mix``
+    (``response="mix"``) a tree's kind is updated after its move by :func:`_switch_kind`."""
     f = forest
+    lin, mix = kinds
     regcol, Z = lrows
     n = st.f.shape[0]
     m = f.value.shape[0]
@@ -544,19 +554,16 @@ def general_linear_sweep(rng, rows_fn, pre, data, rules, lrows, lin, mix, forest
         u = rng.random()
         move = GROW if u < 0.3 else (PRUNE if u < 0.6 else CHANGE)
         if move == GROW:
-            s = _grow(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn,
-                      pre)
+            s = _grow(rng, t, lin[t], data, rules, lrows, f, slope, sc, st, b, lik)
         elif move == PRUNE:
-            s = _prune(rng, t, lin[t], rules, regcol, Z, f, slope, reg, sc, st, b, rows_fn, pre)
+            s = _prune(rng, t, lin[t], rules, lrows, f, slope, sc, st, b, lik)
         else:
-            s = _change(rng, t, lin[t], data, rules, regcol, Z, f, slope, reg, sc, st, b,
-                        rows_fn, pre)
+            s = _change(rng, t, lin[t], data, rules, lrows, f, slope, sc, st, b, lik)
         if s >= 0:
-            proposed[move] += 1
-            accepted[move] += s
+            tally[0, move] += 1
+            tally[1, move] += s
         if mix:
-            _switch_kind(rng, t, regcol, lin, Z, f, slope, reg, rules.prec0, st, b, rows_fn,
-                         pre)
-        a, tot = _leaf_update(rng, t, f, slope, reg, Z, rules.prec0, st, b, rows_fn, pre)
-        accepted[4] += a
-        proposed[4] += tot
+            _switch_kind(rng, t, lrows, lin, f, slope, rules.prec0, st, b, lik)
+        a, tot = _leaf_update(rng, t, f, slope, Z, rules.prec0, st, b, lik)
+        tally[1, 4] += a
+        tally[0, 4] += tot

@@ -46,11 +46,12 @@ def _leaf_score(leaves, k):
 
 
 @numba.njit(cache=True)
-def _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, nV, S):
+def _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, b):
     """Route the rows ``sc.idx[:cnt]`` of a subtree through its (new) rules, filling the node
     segments, and draw every leaf's value vector from its q into ``nV[:, leaf]``.  Returns
     ``log p_split`` of every internal node plus, per leaf, its log prior minus its log
-    proposal density."""
+    proposal density (``nV`` and the sums ``S`` are the :class:`RowBuffers` ``b``'s)."""
+    nV, S = b.nV, b.S
     _, alpha, beta, prec0 = rules
     var, cut, left, right, depth = (forest.var, forest.cut, forest.left, forest.right,
                                     forest.depth)
@@ -68,8 +69,7 @@ def _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, nV, S):
         v = var[t, k]
         if v >= 0:
             total += log_psplit(depth[t, k], alpha, beta)
-            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
-                                top, tmp)
+            top = split_segment(t, k, XbT, forest, sc, top)
         else:
             group_sums(idx, s, e, g, h, S, 0)
             for j in range(g.shape[0]):
@@ -130,7 +130,7 @@ def restructure_propose(rng, is_swap, t, data, rules, w, forest, value, g, h, sc
                                          min_leaf)
         var[t, root] = v_new
         cut[t, root] = c_new
-    new = _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, nV, S)
+    new = _route_subtree(rng, t, root, cnt, XbT, rules, w, forest, g, h, sc, b)
     rest, valid = prior_subtree(t, root, not is_swap, root_wsum, data, rules, forest, sc)
     if not valid:
         restructure_revert(t, var, cut, left, right, out_i)
@@ -160,10 +160,13 @@ def leaves_below(t, root, var, left, right, stack, leaves):
 
 
 @numba.njit(cache=True)
-def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, seg_s, seg_e,
-                       stack, leaves, f_cur, f_prop):
+def restructure_values(t, root, forest, value, sc, b, f_cur, f_prop):
     """``f_prop[j, i]`` for the rows of the proposed subtree: the current term value with tree
-    t's current leaf value replaced by the proposed one, for every output j."""
+    t's current leaf value replaced by the proposed one (``b.nV``), for every output j; the
+    rows are the scratch ``sc``'s segments."""
+    var, left, right, leaf_of_row = forest.var, forest.left, forest.right, forest.leaf_of_row
+    idx, seg_s, seg_e, stack = sc.idx, sc.seg_s, sc.seg_e, sc.stack
+    nV, leaves = b.nV, b.leaves
     nl = leaves_below(t, root, var, left, right, stack, leaves)
     for j in range(value.shape[0]):
         vj, nj, fc, fp = value[j, t], nV[j], f_cur[j], f_prop[j]
@@ -175,11 +178,12 @@ def restructure_values(t, root, var, left, right, value, leaf_of_row, idx, nV, s
 
 
 @numba.njit(cache=True)
-def reverse_old_leaves(t, root, forest, value, idx, cnt, gc, h, prec0, w, Ga, Ha, stack,
-                       leaves):
+def reverse_old_leaves(t, root, forest, value, sc, cnt, gc, h, prec0, w, b):
     """Sum over the current leaves below ``root`` of ``log q(value)``, each q built from the
-    leaf's rows ``idx[:cnt]`` with ``gc``, ``h`` of the proposed state: the reverse proposal
-    densities of a change or swap.  ``Ga``, ``Ha`` are scratch (shape (J, K))."""
+    leaf's rows ``idx[:cnt]`` (the scratch ``sc``'s) with ``gc``, ``h`` of the proposed
+    state: the reverse proposal densities of a change or swap.  The :class:`RowBuffers`
+    ``b``'s ``Ga``, ``Ha`` (shape (J, K)) and ``leaves`` are scratch."""
+    idx, stack, Ga, Ha, leaves = sc.idx, sc.stack, b.Ga, b.Ha, b.leaves
     var, left, right, leaf_of_row = forest.var, forest.left, forest.right, forest.leaf_of_row
     J = gc.shape[0]
     nl = leaves_below(t, root, var, left, right, stack, leaves)

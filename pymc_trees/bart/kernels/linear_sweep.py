@@ -106,8 +106,7 @@ def _change(rng, t, proposal, data, rules, active, lrows, omega, forest, scratch
             return 0
         cnt = pair_rows(t, kl, kr, forest.leaf_of_row, idx)
         mid = partition_rows(XbT, idx, 0, cnt, v, c, scratch.tmp)
-    wL, wR = children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo,
-                            hi, nmask)
+    wL, wR = children_masks(data, idx, mid, cnt, min_leaf, scratch)
     logr = ml + pair_children_logr(t, eta, kl, kr, wL, wR, alpha, beta, forest)
     if not accept_u(u, logr):
         return 0

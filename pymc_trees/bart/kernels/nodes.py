@@ -164,8 +164,7 @@ def _range_from_hist(h, cnt, nc, iscat_v, min_leaf, lo, hi, v):
 
 
 @numba.njit(cache=True)
-def availability_below(XbT, idx, start, end, ncuts, iscat, min_leaf, split_prior, plo, phi,
-                       hist, lo, hi):
+def availability_below(data, idx, start, end, min_leaf, plo, phi, hist, lo, hi):
     """:func:`node_availability` of a node whose rows ``idx[start:end]`` are some of its
     parent's, given the parent's available ranges ``plo``, ``phi``; the same result, mostly
     without counting every row's bins.
@@ -176,8 +175,10 @@ def availability_below(XbT, idx, start, end, ncuts, iscat, min_leaf, split_prior
     rows lie in bins ``<= plo[v]``; likewise the highest, with rows in bins ``> phi[v]``.  The
     rows are read until both counts reach ``min_leaf`` (in a large node, after a few hundred
     rows at most); a feature where they do not (the one just split on, typically), a
-    categorical one, or one the parent lacked, has its bins counted in full.  ``XbT`` is the
-    binned data feature-major, (p, n)."""
+    categorical one, or one the parent lacked, has its bins counted in full.  ``data`` is the
+    :class:`~pymc_trees.bart.kernels.bundles.SweepData` (its ``XbT``, the binned data
+    feature-major (p, n), ``ncuts``, ``iscat`` and ``split_prior``)."""
+    XbT, ncuts, iscat, split_prior = data.XbT, data.ncuts, data.iscat, data.split_prior
     p = XbT.shape[0]
     cnt = end - start
     wsum = 0.0

@@ -81,11 +81,12 @@ def new_node_cache(n_nodes: int, p: int) -> tuple:
 
 
 @numba.njit(cache=True)
-def _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo, uhi, uw):
-    """Availability of the node with identity u (rows pool[s:e]), computed once per identity."""
+def _availability(u, data, pool, s, e, min_leaf, hist, ulo, uhi, uw):
+    """Availability of the node with identity u (rows pool[s:e]), computed once per identity
+    (``data`` the :class:`~pymc_trees.bart.kernels.bundles.SweepData`)."""
     if uw[u] < 0.0:
-        uw[u] = node_availability(Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo[u],
-                                  uhi[u])
+        uw[u] = node_availability(data.Xb, pool, s, e, data.ncuts, data.iscat, min_leaf,
+                                  data.split_prior, hist, ulo[u], uhi[u])
     return uw[u]
 
 
@@ -176,7 +177,7 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch, le
     ``p_split(depth) * 1[rule available]`` either way.  ``changed`` is 1 when the returned
     tree differs from the old one.
     """
-    Xb, ncuts, iscat, split_prior = data.Xb, data.ncuts, data.iscat, data.split_prior
+    Xb, split_prior = data.Xb, data.split_prior
     min_leaf, alpha, beta, prec0 = rules
     (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
      leaf_of_row) = forest
@@ -246,14 +247,12 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch, le
                 ok = old_bfs[k]
                 if var[t, ok] >= 0:
                     split = True
-                    _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist, ulo,
-                                  uhi, uw)
+                    _availability(u, data, pool, s, e, min_leaf, hist, ulo, uhi, uw)
                     v = var[t, ok]
                     kc = cut[t, ok]
                     nc = uhi[u, v] - ulo[u, v] + 1
             elif rng.random() < alpha * (1.0 + d) ** (-beta):
-                wsum = _availability(u, Xb, pool, s, e, ncuts, iscat, min_leaf, split_prior, hist,
-                                     ulo, uhi, uw)
+                wsum = _availability(u, data, pool, s, e, min_leaf, hist, ulo, uhi, uw)
                 if wsum > 0.0:
                     split = True
                     v, kc, nc = draw_node_rule(rng, ulo[u], uhi[u], split_prior, wsum, Xb,
@@ -334,8 +333,8 @@ def pg_tree_update(rng, t, data, rules, z, omega, fsum, forest, buf, scratch, le
         depth[t, k] = PI[ch, DEPTH, k]
         # the forest caches every node's availability (the CGM moves need it)
         u = PI[ch, UID, k]
-        wavail[t, k] = _availability(u, Xb, pool, PI[ch, SEG_S, k], PI[ch, SEG_E, k], ncuts, iscat,
-                                     min_leaf, split_prior, hist, ulo, uhi, uw)
+        wavail[t, k] = _availability(u, data, pool, PI[ch, SEG_S, k], PI[ch, SEG_E, k],
+                                     min_leaf, hist, ulo, uhi, uw)
         store_mask(amask, t, k, ulo[u], uhi[u])
         if var[t, k] >= 0:
             cut[t, k] = PI[ch, CUT, k]

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-__all__ = ["ROW_SIGNATURE", "RowState", "RowBuffers", "new_row_buffers", "clean_ll", "clean_gh",
+__all__ = ["ROW_SIGNATURE", "RowLikelihood", "RowState", "RowBuffers", "new_row_buffers", "clean_ll", "clean_gh",
            "clean_rows", "decide", "call_rows", "call_all", "gaussian_rows", "gaussian_pre"]
 
 
@@ -24,6 +24,18 @@ ROW_SIGNATURE = numba.types.void(
     numba.types.CPointer(numba.types.float64), numba.types.CPointer(numba.types.int64),
     numba.types.int64, numba.types.CPointer(numba.types.float64), numba.types.int64,
     numba.types.CPointer(numba.types.float64))
+
+
+class RowLikelihood(NamedTuple):
+    """A likelihood as the general sweep kernel calls it: the row callback ``rows_fn`` (of
+    :data:`ROW_SIGNATURE`), the inputs ``pre`` (float64, shape (n_pre,)) it reads besides
+    the term, computed once per sweep, and ``defensive``, the leaf prior's weight in every
+    leaf proposal (``DEFENSIVE``, or 0 where the callback's Newton step is the exact
+    conditional, as for Gaussian pseudo-data)."""
+
+    rows_fn: object
+    pre: np.ndarray
+    defensive: float
 
 
 class RowState(NamedTuple):

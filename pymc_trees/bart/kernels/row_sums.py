@@ -140,13 +140,14 @@ ALL_LEFT = 1 << 30  # a numeric rule every bin satisfies: a leaf in the place of
 
 
 @numba.njit(cache=True)
-def _two_level_known(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot):
+def _two_level_known(XbT, splits, idx, cnt, r, omega_const, out, s_tot):
     """:func:`two_level_sums` when the rows' sum ``s_tot`` (times ``omega_const``) is known:
     with ``g`` the root's rule, ``l`` and ``h`` its children's, the rows add their residual
     to ``A = sum g l r``, ``B = sum g r`` and ``C = sum (1 - g) h r`` only (their counts
     likewise), and the leaves are ``A``, ``B - A``, ``C`` and ``s_tot - B - C``; a leaf child
     (``ALL_LEFT``) has no rule to read and its one sum is ``B`` or the rest.  Three sums a row
     instead of four, two with a leaf child, and fewer operations each."""
+    v0, c0, vL, cL, vR, cR = splits
     q2 = cnt - (cnt & 1)
     a0 = a1 = b0 = b1 = c_0 = c_1 = 0.0
     na = ng = nc = 0.0
@@ -221,10 +222,11 @@ def _two_level_known(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out,
 
 
 @numba.njit(cache=True)
-def two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot=np.nan):
+def two_level_sums(XbT, splits, idx, cnt, r, omega_const, out, s_tot=np.nan):
     """With equal precisions ``omega_const``: the leaf statistics of a node with rule ``(v0,
     c0)`` whose children split by ``(vL, cL)`` and ``(vR, cR)`` into two leaves each (a child
-    that is a leaf passes ``ALL_LEFT``), for the rows ``idx[:cnt]``, without moving them:
+    that is a leaf passes ``ALL_LEFT``; ``splits = (v0, c0, vL, cL, vR, cR)``, int64), for
+    the rows ``idx[:cnt]``, without moving them:
     ``out = (W, S)`` of the leaves left-left, left-right, right-left, right-right.  Each row
     adds its residual times 1 to its leaf and times 0 to the others, in two interleaved
     partial sums held in registers (rows ``q mod 2``).  When the rows' own ``S`` is known
@@ -232,8 +234,9 @@ def two_level_sums(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s
     leaf's sums are taken as differences and a leaf child's rule is not read
     (:func:`_two_level_known`)."""
     if s_tot == s_tot:
-        _two_level_known(XbT, v0, c0, vL, cL, vR, cR, idx, cnt, r, omega_const, out, s_tot)
+        _two_level_known(XbT, splits, idx, cnt, r, omega_const, out, s_tot)
         return
+    v0, c0, vL, cL, vR, cR = splits
     a0 = b0 = c_0 = d0 = 0.0  # S of the four leaves, lane 0
     a1 = b1 = c_1 = d1 = 0.0  # lane 1
     na = nb = nc = 0.0
@@ -312,11 +315,12 @@ def segment_sums(idx, s, e, r, omega, omega_const):
 
 
 @numba.njit(cache=True)
-def _two_level(t, k, s, e, XbT, rules, forest, r, omega_const, idx, nW, nS, out,
-               s_tot=np.nan):
+def _two_level(t, k, s, e, XbT, rules, forest, scratch, omega_const, out, s_tot=np.nan):
     """:func:`two_level_sums` at node k (rows ``idx[s:e]``), whose children are leaves or
-    nodes above two leaves: fills the leaves' ``(nW, nS)``; returns the children's
-    ``log p_split`` plus the leaves' log marginal likelihoods."""
+    nodes above two leaves: fills the leaves' ``(nW, nS)`` (the scratch's, as its ``r`` and
+    ``idx``); returns the children's ``log p_split`` plus the leaves' log marginal
+    likelihoods."""
+    r, idx, nW, nS = scratch.r, scratch.idx, scratch.nW, scratch.nS
     _, alpha, beta, prec0 = rules
     var, cut, left, right, depth = (forest.var, forest.cut, forest.left, forest.right,
                                     forest.depth)
@@ -332,8 +336,9 @@ def _two_level(t, k, s, e, XbT, rules, forest, r, omega_const, idx, nW, nS, out,
         else:
             rules[2 * j] = var[t, k]
             rules[2 * j + 1] = ALL_LEFT
-    two_level_sums(XbT, var[t, k], cut[t, k], rules[0], rules[1], rules[2], rules[3], idx[s:e],
-                   e - s, r, omega_const, out, s_tot)
+    splits = (np.int64(var[t, k]), np.int64(cut[t, k]), rules[0], rules[1], rules[2],
+              rules[3])
+    two_level_sums(XbT, splits, idx[s:e], e - s, r, omega_const, out, s_tot)
     for j in range(2):
         c = kids[j]
         for h in range(2):
@@ -405,11 +410,10 @@ def subtree_sums(t, root, cnt, data, rules, forest, scratch, omega, omega_const,
                             s_tot += S[c]
                         else:
                             s_tot += S[left[t, c]] + S[right[t, c]]
-                total += _two_level(t, k, s, e, XbT, rules, forest, r, omega_const, idx, nW,
-                                    nS, sums2, s_tot)
+                total += _two_level(t, k, s, e, XbT, rules, forest, scratch, omega_const,
+                                    sums2, s_tot)
             else:
-                top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
-                                    top, tmp)
+                top = split_segment(t, k, XbT, forest, scratch, top)
         else:
             w, sr = segment_sums(idx, s, e, r, omega, omega_const)
             nW[k] = w

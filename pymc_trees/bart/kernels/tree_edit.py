@@ -206,19 +206,18 @@ def above_leaves(t, k, var, left, right):
 
 
 @numba.njit(cache=True, inline="always")
-def children_masks(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, hist, lo, hi,
-                   nmask):
+def children_masks(data, idx, mid, cnt, min_leaf, scratch):
     """The available rules of the two children of a split, ``idx[:mid]`` and
-    ``idx[mid:cnt]``, given their parent's in ``lo``, ``hi`` (:func:`availability_below`):
-    kept in the last two rows of ``nmask``; returns their available weights ``(wL, wR)``."""
+    ``idx[mid:cnt]``, given their parent's in the scratch's ``lo``, ``hi``
+    (:func:`availability_below`): kept in the last two rows of its ``nmask``; returns their
+    available weights ``(wL, wR)``."""
+    hist, lo, hi, nmask = scratch.hist, scratch.lo, scratch.hi, scratch.nmask
     K2 = nmask.shape[1] - 2
     plo = lo.copy()
     phi = hi.copy()
-    wL = availability_below(XbT, idx, 0, mid, ncuts, iscat, min_leaf, split_prior, plo, phi,
-                            hist, lo, hi)
+    wL = availability_below(data, idx, 0, mid, min_leaf, plo, phi, hist, lo, hi)
     store_mask(nmask, 0, K2, lo, hi)
-    wR = availability_below(XbT, idx, mid, cnt, ncuts, iscat, min_leaf, split_prior, plo, phi,
-                            hist, lo, hi)
+    wR = availability_below(data, idx, mid, cnt, min_leaf, plo, phi, hist, lo, hi)
     store_mask(nmask, 0, K2 + 1, lo, hi)
     return wL, wR
 
@@ -255,10 +254,14 @@ def _mark_subtree(t, root, var, left, right, stack, in_sub, flag):
 
 
 @numba.njit(cache=True)
-def split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack, top, tmp):
-    """Partition internal node k's segment ``idx[seg_s[k]:seg_e[k]]`` by its rule into its
-    children's segments and push both children on ``stack``; returns the new top.  Shared
-    by the subtree routing of the conjugate (here) and the general moves."""
+def split_segment(t, k, XbT, forest, scratch, top):
+    """Partition internal node k's segment ``idx[seg_s[k]:seg_e[k]]`` (the scratch's) by
+    its rule into its children's segments and push both children on the scratch's
+    ``stack``; returns the new top.  Shared by the subtree routing of the conjugate (here)
+    and the general moves."""
+    var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
+    idx, seg_s, seg_e, stack, tmp = (scratch.idx, scratch.seg_s, scratch.seg_e, scratch.stack,
+                                     scratch.tmp)
     s = seg_s[k]
     e = seg_e[k]
     mid = partition_rows(XbT, idx, s, e, var[t, k], cut[t, k], tmp)
@@ -274,10 +277,12 @@ def split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack, to
 
 
 @numba.njit(cache=True)
-def route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, stack, tmp):
-    """Partition the rows ``idx[:cnt]`` of a subtree by its rules into its nodes' segments
-    ``idx[seg_s[k]:seg_e[k]]`` (a segment already partitioned by its rule, by
-    :func:`subtree_sums`, is partitioned again to the same order: the partition is stable)."""
+def route_segments(t, root, cnt, XbT, forest, scratch):
+    """Partition the rows ``idx[:cnt]`` (the scratch's) of a subtree by its rules into its
+    nodes' segments ``idx[seg_s[k]:seg_e[k]]`` (a segment already partitioned by its rule,
+    by :func:`subtree_sums`, is partitioned again to the same order: the partition is
+    stable)."""
+    var, seg_s, seg_e, stack = forest.var, scratch.seg_s, scratch.seg_e, scratch.stack
     seg_s[root] = 0
     seg_e[root] = cnt
     stack[0] = root
@@ -286,8 +291,7 @@ def route_segments(t, root, cnt, XbT, var, cut, left, right, idx, seg_s, seg_e, 
         top -= 1
         k = stack[top]
         if var[t, k] >= 0:
-            top = split_segment(t, k, XbT, idx, var, cut, left, right, seg_s, seg_e, stack,
-                                top, tmp)
+            top = split_segment(t, k, XbT, forest, scratch, top)
 
 
 @numba.njit(cache=True)
@@ -321,8 +325,8 @@ def prior_subtree(t, root, skip_root_rule, root_wsum, data, rules, forest, scrat
         elif k != root:
             # the parent's ranges were kept just before (the walk goes down from the root)
             load_mask(nmask, 0, parent[t, k], plo, phi)
-            wsum = availability_below(XbT, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf,
-                                      split_prior, plo, phi, hist, lo, hi)
+            wsum = availability_below(data, idx, seg_s[k], seg_e[k], min_leaf, plo, phi, hist,
+                                      lo, hi)
         else:
             wsum = node_availability(Xb, idx, seg_s[k], seg_e[k], ncuts, iscat, min_leaf,
                                      split_prior, hist, lo, hi)

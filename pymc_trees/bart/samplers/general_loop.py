@@ -84,12 +84,11 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
     n, m = sampler.n, f.m
     b = gk.new_row_buffers(n, f.capacity, J)
     sc = sampler._scratch
-    idx, nmask, seg_s, seg_e, stack = sc.idx, sc.nmask, sc.seg_s, sc.seg_e, sc.stack
+    idx, nmask = sc.idx, sc.nmask
     S, mu, out_i, out_f = b.S, b.mu, b.out_i, b.out_f
     prec0 = sampler.prec0
     pr = sampler.prior
     cp = np.asarray(move_cumprobs, dtype=np.float64)
-    pg, pp = float(cp[0]), float(cp[1] - cp[0])
     f_cur = sampler.values().reshape(J, n)
     ll_cur, g_cur, h_cur = row_derivatives(loglik, f_cur)
     check_start(ll_cur)
@@ -127,7 +126,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
         u = rng.random()
         move = draw_move(u, cp)
         if move == GROW:
-            st = gk.grow_propose(rng, t, data, rules, w, pg, pp, fa, value, gc, h_cur, sc, b)
+            st = gk.grow_propose(rng, t, data, rules, w, cp, fa, value, gc, h_cur, sc, b)
             if st == 1:
                 ell, cnt, mid = int(out_i[0]), int(out_i[4]), int(out_i[5])
                 rows = idx[:cnt].astype(np.int64)
@@ -139,7 +138,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
                     gk.grow_commit(t, fa, value, idx, nmask, b)
                 f_prop[:, rows] = f_cur[:, rows]
         elif move == PRUNE:
-            st = gk.prune_propose(rng, t, rules, w, pg, pp, fa, value, gc, h_cur, idx, b)
+            st = gk.prune_propose(rng, t, rules, w, cp, fa, value, gc, h_cur, idx, b)
             if st == 1:
                 node, cnt, mid = int(out_i[0]), int(out_i[1]), int(out_i[2])
                 rows = idx[:cnt].astype(np.int64)
@@ -157,12 +156,9 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
             if st == 1:
                 root, cnt = int(out_i[0]), int(out_i[1])
                 rows = idx[:cnt].astype(np.int64)
-                gk.restructure_values(t, root, f.var, f.left, f.right, value,
-                                      f.leaf_of_row, idx, b.nV, seg_s, seg_e, stack,
-                                      b.leaves, f_cur, f_prop)
+                gk.restructure_values(t, root, fa, value, sc, b, f_cur, f_prop)
                 ok = evaluate(rows, out_f[0], lambda gcp, hp: gk.reverse_old_leaves(
-                    t, root, fa, value, idx, cnt, gcp, hp, prec0, w, b.Ga, b.Ha, stack,
-                    b.leaves))
+                    t, root, fa, value, sc, cnt, gcp, hp, prec0, w, b))
                 if ok:
                     gk.restructure_commit(t, root, fa, sc, value, b)
                 else:
@@ -176,8 +172,7 @@ def general_python_sweep(sampler, rng: np.random.Generator, loglik, move_cumprob
         np.multiply(h_cur, tv, out=gc)
         gc += g_cur
         gk.leaf_gh(t, f.leaf_of_row, f.n_nodes, gc, h_cur, b.G, b.H)
-        gk.leaf_proposals(rng, t, f.var, f.n_nodes, value, f.leaf_of_row, b.G, b.H, prec0, w,
-                          b.nV, f_cur, f_prop)
+        gk.leaf_proposals(rng, t, fa, value, b.G, b.H, prec0, w, b.nV, f_cur, f_prop)
         ll, g, h = row_derivatives(loglik, f_prop)
         gcp = g + h * (f_prop - f_minus)
         a, tot = gk.leaf_decisions(rng, t, fa, value, prec0, w, ll_cur, ll, gcp, h, b)
@@ -272,10 +267,8 @@ class GeneralSweeps:
         pr = self.prior
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
-        proposed = np.zeros(5, np.int64)
-        accepted = np.zeros(5, np.int64)
-        gk.general_sweep(rng, rows_fn, pre, data, rules,
+        tally = np.zeros((2, 5), np.int64)
+        gk.general_sweep(rng, gk.RowLikelihood(rows_fn, pre, float(defensive)), data, rules,
                          np.asarray(move_cumprobs, dtype=np.float64), f.arrays(), value,
-                         self._scratch, st, bufs, proposed, accepted, float(defensive),
-                         int(sweeps))
-        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
+                         self._scratch, st, bufs, tally, int(sweeps))
+        return acceptance_rates(tally[1], tally[0], (*MOVES, "leaf"))

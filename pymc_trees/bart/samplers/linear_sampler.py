@@ -222,8 +222,7 @@ class LinearForestSampler(ForestSampler):
                              "compiled kernel, and its row graph could not be compiled (the "
                              "likelihood's rows_reason says why); use response='constant'.")
         rows_fn, pre = compiled
-        proposed = np.zeros(5, np.int64)
-        accepted = np.zeros(5, np.int64)
+        tally = np.zeros((2, 5), np.int64)
         n, pr = self.n, self.prior
         data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), float(self.prec0))
@@ -237,11 +236,11 @@ class LinearForestSampler(ForestSampler):
             ll, g, h = gk.call_all(rows_fn, fv, pre)
             gk.clean_rows(ll, g[None], h[None])
             check_start(ll)
-            general_linear_sweep(rng, rows_fn, pre, data, rules,
-                                 LinearRows(self.regcol, self.Z), self.lin, self.mix,
+            general_linear_sweep(rng, gk.RowLikelihood(rows_fn, pre, 0.0), data, rules,
+                                 LinearRows(self.regcol, self.Z), (self.lin, self.mix),
                                  f.arrays(), self.slope, self._scratch,
-                                 gk.RowState(fv, ll, g, h), bufs, proposed, accepted)
-        return acceptance_rates(accepted, proposed, (*MOVES, "leaf"))
+                                 gk.RowState(fv, ll, g, h), bufs, tally)
+        return acceptance_rates(tally[1], tally[0], (*MOVES, "leaf"))
 
     def gfr_sweep(self, rng: np.random.Generator, z: np.ndarray,
                   omega: np.ndarray) -> dict[str, float]:
