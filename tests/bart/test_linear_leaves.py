@@ -76,8 +76,8 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do_to_the_bit(
             for fv, fc, jn in [(1, int(f.ncut.max()) // 2, 1), (-1, 0, 2), (3, 0, -1)]:
                 r = rng.normal(size=n)
                 r_in = r.copy()
-                linear_pass(t, f.arrays(), fs.slope, reg, reg_prev, LinearRows(fs.regcol, Z), r,
-                            omega, oc, sums, (fa, fb, fv, fc, jn), XbT, fusion)
+                linear_pass(t, f.arrays(), fs.slope, (reg, reg_prev), LinearRows(fs.regcol, Z),
+                            r, omega, oc, sums, (fa, fb, fv, fc, jn), XbT, fusion)
                 # the residual after the pass, then the rows collected as the moves do
                 cnt = pair_rows(t, fa, fb, f.leaf_of_row, idx)
                 mid = cnt if fv < 0 else partition_rows(XbT, idx, 0, cnt, fv, fc, tmp)

@@ -29,8 +29,7 @@ def _random_tree(rng, n_splits):
         k = leaves[rng.integers(len(leaves))]
         kl, kr = f.n_nodes[0], f.n_nodes[0] + 1
         f.n_nodes[0] += 2
-        split_node(0, k, 0, 0, 1, kl, kr, f.var, f.cut, f.ncut, f.left, f.right, f.parent,
-                   f.depth)
+        split_node(0, k, 0, 0, 1, kl, kr, f.arrays())
     k = f.n_nodes[0]
     leaf = f.var[0, :k] == LEAF
     f.wavail[0, :k] = np.where(leaf & (rng.uniform(size=k) < 0.35), 0.0,

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ROW_INDEX", "SweepData", "TreeRules", "SweepScratch", "new_scratch",
+__all__ = ["ROW_INDEX", "SweepData", "TreeRules", "PseudoRows", "SweepScratch", "new_scratch",
            "read_only_rows"]
 
 # Row numbers in the sweeps' row lists (``idx``, ``tmp``): unsigned, so that numba indexes the
@@ -52,6 +52,19 @@ class TreeRules(NamedTuple):
     alpha: float
     beta: float
     prec0: float
+
+
+class PseudoRows(NamedTuple):
+    """What a conjugate sweep fits the trees to: pseudo-data ``z`` (offset removed) and row
+    precisions ``omega``, shape (n,) float64 each (:func:`read_only_rows`); ``omega_const``,
+    the common value of ``omega`` when every row has the same precision, else 0 (then
+    ``omega`` is read row by row); and ``offset``, added to the trees' sum the sweep
+    returns."""
+
+    z: np.ndarray
+    omega: np.ndarray
+    omega_const: float
+    offset: float
 
 
 class SweepScratch(NamedTuple):

@@ -18,6 +18,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from pymc_trees.bart.kernels.bundles import PseudoRows
 from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.nodes import draw_leaf_values, draw_levels, log_ml, log_psplit
 from pymc_trees.bart.kernels.conjugate_moves import (children_score, children_sums, fused_change,
@@ -240,22 +241,23 @@ def _leaf_sums(leaves):
 
 
 @numba.njit(cache=True)
-def cgm_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch, counts,
-              tally, offset, exact_values, sweeps):
+def cgm_sweep(rng, data, rules, move_cp, rows, fsum, forest, scratch, counts, tally,
+              exact_values, sweeps):
     """``sweeps`` Bayesian-backfitting sweeps over all trees (:func:`cgm_one_sweep`), against
-    the same pseudo-data: the trees' sum passes from one to the next in ``fsum`` without the
-    offset, which only the last adds.  ``tally`` (shape (2, 4), int64) receives the moves
+    the same pseudo-data ``rows`` (a :class:`PseudoRows`): the trees' sum passes from one to
+    the next in ``fsum`` without the offset, which only the last adds.  ``tally`` (shape (2, 4), int64) receives the moves
     proposed (row 0) and accepted (row 1) per move type, over all the sweeps.  The other
     parameters are :func:`cgm_one_sweep`'s; one sweep is the same call with the same random
     numbers."""
+    between = PseudoRows(rows.z, rows.omega, rows.omega_const, 0.0)
     for s in range(sweeps):
-        cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch,
-                      counts, tally, offset if s == sweeps - 1 else 0.0, exact_values)
+        cgm_one_sweep(rng, data, rules, move_cp, rows if s == sweeps - 1 else between, fsum,
+                      forest, scratch, counts, tally, exact_values)
 
 
 @numba.njit(cache=True)
-def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest, scratch,
-                  counts, tally, offset, exact_values):
+def cgm_one_sweep(rng, data, rules, move_cp, rows, fsum, forest, scratch, counts, tally,
+                  exact_values):
     """One Bayesian-backfitting sweep over all trees.
 
     Parameters
@@ -271,11 +273,11 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
         Buffers (see :func:`new_scratch`).
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change, swap.
-    z, omega : ndarray of shape (n,)
-        Pseudo-data target (offset removed) and precision of every row (docs/math.md section 1).
-    omega_const : float
-        The common value of ``omega`` when all rows have the same precision, else 0 (then
-        ``omega`` is read row by row).
+    rows : PseudoRows
+        ``z``, ``omega`` (shape (n,)): pseudo-data target (offset removed) and precision of
+        every row (docs/math.md section 1); ``omega_const``: the common value of ``omega``
+        when all rows have the same precision, else 0 (then ``omega`` is read row by row);
+        ``offset``: added to the trees' sum returned in ``fsum``.
     fsum : ndarray of shape (n,)
         Sum of all trees at the training rows on entry; on return, ``offset`` plus the new
         trees' values summed in tree order, the numbers :func:`forest_values` gives (each
@@ -288,8 +290,6 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
     tally : ndarray of shape (2, 4), dtype int64
         Moves proposed (row 0) and accepted (row 1), incremented per move type (impossible
         moves are not counted as proposed).
-    offset : float
-        Added to the trees' sum returned in ``fsum``.
     exact_values : bool
         With equal precisions, False returns ``fsum`` as ``offset + (z - r)`` from the
         residual ``r`` the sweep keeps against all trees, which equals the trees' sum up to
@@ -298,6 +298,7 @@ def cgm_one_sweep(rng, data, rules, move_cp, z, omega, omega_const, fsum, forest
     """
     Xb, XbT, ncuts, iscat, split_prior = data
     min_leaf, alpha, beta, prec0 = rules
+    z, omega, omega_const, offset = rows
     (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, free, n_free,
      leaf_of_row) = forest
     (r, idx, hist, lo, hi, W, S, nW, nS, nwav, nnc, seg_s, seg_e, stack, in_sub, tmp,

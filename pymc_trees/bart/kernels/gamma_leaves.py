@@ -276,8 +276,8 @@ def _leaf_sums(leaves):
 
 
 @numba.njit(cache=True)
-def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, scratch,
-                bufs, tally, sweeps):
+def gamma_sweep(rng, data, rules, move_cp, rows, prior, fsum, forest, scratch, bufs, tally,
+                sweeps):
     """``sweeps`` backfitting sweeps over all trees of a term with log-gamma leaves.
 
     Parameters
@@ -287,10 +287,10 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
         :class:`SweepScratch` of the conjugate sweeps.
     move_cp : ndarray of shape (4,)
         Cumulative probabilities of grow, prune, change and swap.
-    s, logt : ndarray of shape (n,)
+    rows : tuple ``(s, logt)`` of ndarray of shape (n,)
         Every row's shape ``s_i`` and ``log t_i + kappa (eta_i - f_i)``: its log rate with
         the term's trees at zero (module doc; ``-inf`` where ``t_i = 0``).
-    kappa, c, d : float
+    prior : tuple ``(kappa, c, d)`` of float
         The leaf's exponent and the prior ``exp(kappa mu) ~ Gamma(c, rate d)``.
     fsum : ndarray of shape (n,)
         The trees' sum at the rows on entry (read only; the rates follow it, tree by tree,
@@ -304,6 +304,8 @@ def gamma_sweep(rng, data, rules, move_cp, s, logt, kappa, c, d, fsum, forest, s
     var, value, n_nodes, leaf_of_row = (forest.var, forest.value, forest.n_nodes,
                                         forest.leaf_of_row)
     A, B, e = bufs
+    s, logt = rows
+    kappa, c, d = prior
     m, n = leaf_of_row.shape
     K = A.shape[0]
     pg = move_cp[0]

@@ -104,13 +104,16 @@ def _node_hists(Xb, idx, s, e, ncuts, r, omega, cnt, hW, hS):
 
 
 @numba.njit(cache=True)
-def _categorical_candidates(v, P, bv, cnt, hW, hS, Wn, Sn, n_node, min_leaf, prec0, logw,
-                            cand_v, cand_c, j):
-    """Candidates of categorical feature ``v`` (present levels ``P``): the present levels
-    ordered by their leaf posterior mean ``S / (W + prec0)`` and split after each prefix that
-    leaves ``min_leaf`` rows on each side (the subsets a sorted scan can reach, as in
-    LightGBM and XGBoost; the others are not proposed here, which a warm start may do).
-    Writes their log weights from ``logw[j]`` on and returns the next free index."""
+def _categorical_candidates(v, P, bv, hists, Wn, Sn, n_node, min_leaf, prec0, cands, j):
+    """Candidates of categorical feature ``v`` (present levels ``P``, the node's bin counts
+    and sums ``hists = (cnt, hW, hS)``): the present levels ordered by their leaf posterior
+    mean ``S / (W + prec0)`` and split after each prefix that leaves ``min_leaf`` rows on
+    each side (the subsets a sorted scan can reach, as in LightGBM and XGBoost; the others
+    are not proposed here, which a warm start may do).  Writes their log weights and rules
+    into ``cands = (logw, cand_v, cand_c)`` from index ``j`` on and returns the next free
+    index."""
+    cnt, hW, hS = hists
+    logw, cand_v, cand_c = cands
     nb = 0
     while (P >> nb) > 0:
         nb += 1
@@ -206,8 +209,8 @@ def gfr_tree(rng, t, data, rules, max_depth, r, omega, fsum, forest, sc):
             nc = hi[v] - lo[v] + 1
             bv = base + math.log(split_prior[v]) - math.log(nc)
             if lo[v] < 0:
-                j = _categorical_candidates(v, -lo[v], bv, cnt, hW, hS, Wn, Sn, e - s, min_leaf,
-                                            prec0, logw, cand_v, cand_c, j)
+                j = _categorical_candidates(v, -lo[v], bv, (cnt, hW, hS), Wn, Sn, e - s,
+                                            min_leaf, prec0, (logw, cand_v, cand_c), j)
                 continue
             WL = 0.0
             SL = 0.0
@@ -251,8 +254,7 @@ def gfr_tree(rng, t, data, rules, max_depth, r, omega, fsum, forest, sc):
                 mid += 1
         kl = alloc_node(t, var, n_nodes, free, n_free)
         kr = alloc_node(t, var, n_nodes, free, n_free)
-        split_node(t, k, v_new, c_new, nc_new, kl, kr, var, cut, ncut, left, right, parent,
-                   depth)
+        split_node(t, k, v_new, c_new, nc_new, kl, kr, forest)
         _stable_partition(Xb, idx, s, e, v_new, c_new, mid, tmp)
         seg_s[kl] = s
         seg_e[kl] = mid

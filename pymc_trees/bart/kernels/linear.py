@@ -148,12 +148,15 @@ def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, 
 
 
 @numba.njit(cache=True)
-def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, X,
-                            center, scale, offset, out):
+def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin,
+                            columns, offset, out):
     """:func:`linear_values` in the arithmetic of the packed forest's prediction
     (:func:`pymc_trees.core.packed.predict_packed`): per tree, the leaf's value, then its
     slope per unit of column j (``slope / scale[j]``) times ``x - center[j]`` where x is not
-    missing; so that ``pmt.predict`` at the training rows equals these values to the bit."""
+    missing, with ``columns = (X, center, scale)`` the raw columns (n, q) and their
+    standardisation; so that ``pmt.predict`` at the training rows equals these values to
+    the bit."""
+    X, center, scale = columns
     reg = np.empty(var.shape[1], np.int64)
     out[:] = offset
     for t in range(var.shape[0]):

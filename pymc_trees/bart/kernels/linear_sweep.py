@@ -168,8 +168,8 @@ P_PRUNE = 0.3
 
 
 @numba.njit(cache=True)
-def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slope, scratch,
-                 sums, proposed, accepted):
+def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scratch, sums,
+                 tally):
     """One backfitting sweep over all trees with linear leaves: per tree a grow, a prune
     (probability 0.3 each) or a change of the rule of a node whose children are leaves (0.4;
     an impossible move leaves the tree as it is); with ``mix``, the tree's kind from its
@@ -184,23 +184,25 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
         ``regcol`` (q,), the column of the slope under a split on sampler feature v (-1:
         categorical, no slope); ``Z`` (p, n), the standardised columns
         (:func:`standardize_columns`).
-    lin : uint8 ndarray of shape (m,)
-        Whether each tree's leaves are linear (1) or constant (0); updated with ``mix``.
-    mix : bool
-        ``response="mix"``: each tree's kind is a parameter with prior 1/2 each, drawn after
-        the tree's move with its coefficients integrated out
-        (``p(linear) / p(constant) = prod_leaves ML_linear / ML_constant``).
-    z, omega : float64 ndarray of shape (n,)
-        Pseudo-data (offset removed) and row precisions.
+    kinds : tuple ``(lin, mix)``
+        ``lin`` (uint8, shape (m,)): whether each tree's leaves are linear (1) or constant
+        (0), updated with ``mix``; ``mix`` (bool, ``response="mix"``): each tree's kind is a
+        parameter with prior 1/2 each, drawn after the tree's move with its coefficients
+        integrated out (``p(linear) / p(constant) = prod_leaves ML_linear / ML_constant``).
+    rows : tuple ``(z, omega)``
+        Pseudo-data (offset removed) and row precisions, float64 of shape (n,) each.
     fsum : float64 ndarray of shape (n,)
         The trees' sum at the training rows on entry; their new sum on return.
     slope : float64 ndarray of shape (m, K)
         The leaves' ``b1`` (0 at leaves without a slope), updated.
     sums : float64 ndarray of shape (5, K)
         Scratch for the per-leaf sums.
-    proposed, accepted : int64 ndarray of shape (3,)
-        Incremented for grow, prune and change.
+    tally : int64 ndarray of shape (2, 4)
+        Proposed (row 0) and accepted (row 1) grows, prunes and changes, incremented (the
+        last column, swap, is never proposed here).
     """
+    lin, mix = kinds
+    z, omega = rows
     prec0 = rules.prec0
     regcol, Z = lrows
     var, parent, value, n_nodes, leaf_of_row = (forest.var, forest.parent, forest.value,
@@ -261,7 +263,7 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
                 jn = regcol[c_v] if active else -1
         # one pass: take tree t - 1 (drawn last; its regressors in reg_prev) out of the
         # residual, put tree t back, and sum the statistics of tree t's leaves
-        linear_pass(t, forest, slope, reg, reg_prev, lrows, r, omega, oc, sums,
+        linear_pass(t, forest, slope, (reg, reg_prev), lrows, r, omega, oc, sums,
                     (fa, fb, fv, fc, jn), data.XbT, fusion)
         sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
         leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0, data.Xb, data.XbT,
@@ -276,8 +278,8 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
             res = _change(rng, t, (c_eta, c_kl, c_kr, c_v, c_c, c_nc, c_cnt, c_mid), data,
                           rules, active, lrows, omega, forest, scratch, sums_t, fusion)
         if res >= 0:
-            proposed[move] += 1
-            accepted[move] += res
+            tally[0, move] += 1
+            tally[1, move] += res
         if mix:
             _draw_kind(rng, t, forest, lrows, lin, one, r, omega, prec0, sums_t)
         for k in range(n_nodes[t]):
@@ -295,10 +297,10 @@ def linear_sweep(rng, data, rules, lrows, lin, mix, z, omega, fsum, forest, slop
 
 
 @numba.njit(cache=True)
-def linear_pass(t, forest, slope, reg, reg_prev, lrows, r, omega, oc, sums, proposal, XbT,
-                fusion):
+def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT, fusion):
     """The linear sweep's pass over the rows for tree t (:func:`linear_sweep`): tree t - 1
-    (leaf regressors ``reg_prev``) out of the residual ``r`` and tree t (``reg``) back in,
+    (leaf regressors ``reg_prev``) out of the residual ``r`` and tree t (``reg``) back in
+    (``regs = (reg, reg_prev)``),
     tree t's leaves' five sums into ``sums`` (5, K), and in ``fusion`` (``(fused, L, R)``,
     :class:`~pymc_trees.bart.kernels.linear.LinearLeaves`) the sums of the rows of the
     leaves the move proposes to make: ``proposal = (fa, fb, fv, fc, jn)``, the rows of leaves
@@ -308,6 +310,7 @@ def linear_pass(t, forest, slope, reg, reg_prev, lrows, r, omega, oc, sums, prop
     order, as :func:`~pymc_trees.bart.kernels.linear.rows_sums` over the collected and
     stably partitioned rows does: the same numbers to the bit."""
     leaf_of_row, value = forest.leaf_of_row, forest.value
+    reg, reg_prev = regs
     Z = lrows.Z
     fa, fb, fv, fc, jn = proposal
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]

@@ -441,9 +441,12 @@ def free_node(t, k, var, free, n_free):
 
 
 @numba.njit(cache=True, inline="always")
-def split_node(t, k, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth):
+def split_node(t, k, v, c, nc, kl, kr, forest):
     """Make node k of tree t internal with rule (v, c) (nc available cutpoints of v) and leaf
-    children in slots kl, kr."""
+    children in slots kl, kr (``forest`` a ``ForestArrays``)."""
+    var, cut, ncut, left, right, parent, depth = (forest.var, forest.cut, forest.ncut,
+                                                  forest.left, forest.right, forest.parent,
+                                                  forest.depth)
     d = depth[t, k]
     var[t, k] = v
     cut[t, k] = c

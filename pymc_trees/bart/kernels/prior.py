@@ -23,12 +23,13 @@ def max_tree_nodes(n: int, min_leaf: int) -> int:
 
 
 @numba.njit(cache=True)
-def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, rules, leaf_sd, forest, idx, hist,
-                      lo, hi, seg_s, seg_e):
+def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, rules, leaf_sd, forest, bufs):
     """Overwrite tree ``t`` of ``forest`` (a ``ForestArrays``) with a draw from the prior
     (``rules`` a ``TreeRules``, its ``prec0`` unused; leaf values ``Normal(0, leaf_sd^2)``);
-    slots are filled in breadth-first order.  ``idx`` (n,), ``hist``, ``lo``, ``hi`` and
-    ``seg_s``, ``seg_e`` (node capacity) are scratch."""
+    slots are filled in breadth-first order.  ``bufs = (idx, hist, lo, hi, seg_s, seg_e)``
+    are scratch: ``idx`` (n,), ``hist``, ``lo``, ``hi`` and ``seg_s``, ``seg_e`` (node
+    capacity)."""
+    idx, hist, lo, hi, seg_s, seg_e = bufs
     min_leaf, alpha, beta, _ = rules
     (var, cut, left, right, parent, depth, value, wavail, ncut, amask, n_nodes, _, n_free,
      leaf_of_row) = forest
@@ -60,7 +61,7 @@ def sample_prior_tree(rng, t, Xb, ncuts, iscat, split_prior, rules, leaf_sd, for
             kl = n_nodes[t]
             kr = kl + 1
             n_nodes[t] += 2
-            split_node(t, k, v, c, nc, kl, kr, var, cut, ncut, left, right, parent, depth)
+            split_node(t, k, v, c, nc, kl, kr, forest)
             seg_s[kl] = s
             seg_e[kl] = mid
             seg_s[kr] = mid
@@ -96,8 +97,8 @@ def sample_prior_forest(rng: np.random.Generator, Xb: np.ndarray, ncuts: np.ndar
     arrays = one.arrays()
     trees = []
     for _ in range(m):
-        sample_prior_tree(rng, 0, Xb, ncuts, iscat, split_prior, rules, leaf_sd, arrays, idx,
-                          hist, lo, hi, seg_s, seg_e)
+        sample_prior_tree(rng, 0, Xb, ncuts, iscat, split_prior, rules, leaf_sd, arrays,
+                          (idx, hist, lo, hi, seg_s, seg_e))
         trees.append(one.copy())
     cap = int(max(tr.n_nodes[0] for tr in trees))
     out = new_forest(m, n, 0.0, capacity=cap, root_mask=root_mask)

@@ -449,8 +449,7 @@ def split_leaf(t, ell, v, c, nc, wL, wR, forest, nmask, idx, mid, cnt):
     var, n_nodes, free, n_free = forest.var, forest.n_nodes, forest.free, forest.n_free
     kl = alloc_node(t, var, n_nodes, free, n_free)
     kr = alloc_node(t, var, n_nodes, free, n_free)
-    split_node(t, ell, v, c, nc, kl, kr, var, forest.cut, forest.ncut, forest.left,
-               forest.right, forest.parent, forest.depth)
+    split_node(t, ell, v, c, nc, kl, kr, forest)
     commit_children(t, kl, kr, wL, wR, forest.wavail, forest.amask, nmask, forest.leaf_of_row,
                     idx, mid, cnt)
     return kl, kr

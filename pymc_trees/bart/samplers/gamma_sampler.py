@@ -93,9 +93,9 @@ class GammaForestSampler(ForestSampler):
         rules = TreeRules(int(pr.min_leaf), float(pr.alpha), float(pr.beta), 0.0)
         self._load_tree_sums()  # the trees' sum at the rows (kept from values(), or summed)
         gamma_sweep(rng, data, rules, np.asarray(move_cumprobs, dtype=np.float64),
-                    read_only_rows(s), read_only_rows(logt), float(self.kappa), float(c),
-                    float(d), self._tree_sums.buf, f.arrays(), self._scratch, bufs, tally,
-                    int(sweeps))
+                    (read_only_rows(s), read_only_rows(logt)),
+                    (float(self.kappa), float(c), float(d)), self._tree_sums.buf, f.arrays(),
+                    self._scratch, bufs, tally, int(sweeps))
         self._tree_sums.forget()  # the trees moved: values() sums them anew
         return acceptance_rates(tally[1], tally[0], MOVES)
 

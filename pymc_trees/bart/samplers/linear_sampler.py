@@ -125,7 +125,7 @@ class LinearForestSampler(ForestSampler):
             self._sync()
             linear_values_as_packed(f.var, f.parent, f.n_nodes, f.value, self.slope,
                                     f.leaf_of_row, self.regcol, self.lin,
-                                    np.asarray(self.X, np.float64), self.center, self.scale,
+                                    (np.asarray(self.X, np.float64), self.center, self.scale),
                                     float(self.offset), out)
         else:
             self._linear_values(self.offset, out)
@@ -168,8 +168,7 @@ class LinearForestSampler(ForestSampler):
         ``move_cumprobs`` is not used: a user's ``move_probs`` is refused by
         :meth:`check_move_probs`) against pseudo-data ``z`` with row precisions ``omega``;
         returns acceptance rates over all of them (NaN for swap)."""
-        proposed = np.zeros(4, np.int64)
-        accepted = np.zeros(4, np.int64)
+        tally = np.zeros((2, 4), np.int64)
         z, omega = read_only_rows(z), read_only_rows(omega)
         sums = self._tree_sums
         for _ in range(int(sweeps)):
@@ -179,9 +178,9 @@ class LinearForestSampler(ForestSampler):
             data = SweepData(self.Xb, self._XbT, self.ncuts, self.iscat, self.split_prior)
             rules = TreeRules(int(self.prior.min_leaf), float(self.prior.alpha),
                               float(self.prior.beta), float(self.prec0))
-            linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z), self.lin,
-                         self.mix, z, omega, sums.buf, f.arrays(), self.slope,
-                         self._scratch, self._sums, proposed[:3], accepted[:3])
+            linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z),
+                         (self.lin, self.mix), (z, omega), sums.buf, f.arrays(), self.slope,
+                         self._scratch, self._sums, tally)
         # The sweep leaves the trees' sum as the pseudo-data minus its residual.  A term whose
         # values stay out of the trace (exact_values False) takes them from there, as the
         # constant sweep's do (a pass over m trees and n rows fewer an iteration), but every
@@ -199,7 +198,7 @@ class LinearForestSampler(ForestSampler):
             sums.buf += self.offset
             sums.swept(self._forest_key(), self.offset)
             sums.inexact += int(sweeps)
-        return acceptance_rates(accepted, proposed, MOVES)
+        return acceptance_rates(tally[1], tally[0], MOVES)
 
     def general_sweep(self, rng: np.random.Generator, loglik, move_cumprobs: np.ndarray,
                       compiled: tuple | None = None, defensive: float | None = None,

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_trees.bart.kernels.bundles import new_scratch, read_only_rows, SweepData, TreeRules
+from pymc_trees.bart.kernels.bundles import (new_scratch, PseudoRows, read_only_rows, SweepData,
+                                             TreeRules)
 from pymc_trees.bart.kernels.cgm import cgm_sweep, forest_summary
 from pymc_trees.bart.kernels.row_passes import leaf_counts
 from pymc_trees.bart.samplers.split_weights import SplitWeights
@@ -344,9 +345,10 @@ class ForestSampler(SplitWeights, GeneralSweeps):
         # EXACT_VALUES_EVERY - 1 such sweeps in a row
         sums = self._tree_sums
         exact = bool(self.exact_values) or sums.inexact >= EXACT_VALUES_EVERY - 1
-        cgm_sweep(rng, data, rules, move_cumprobs, read_only_rows(z),
-                  omega, float(omega[0]) if same else 0.0, sums.buf, f.arrays(),
-                  self._scratch, counts, tally, float(self.offset), exact, int(sweeps))
+        rows = PseudoRows(read_only_rows(z), omega, float(omega[0]) if same else 0.0,
+                          float(self.offset))
+        cgm_sweep(rng, data, rules, move_cumprobs, rows, sums.buf, f.arrays(), self._scratch,
+                  counts, tally, exact, int(sweeps))
         sums.inexact = 0 if exact or not same else sums.inexact + int(sweeps)
         # the buffer now holds the offset plus the trees' values in tree order: values()
         # takes them

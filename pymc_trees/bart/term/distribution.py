@@ -127,6 +127,10 @@ class BARTTreeRV(RandomVariable):
         return out[0] if self.outputs is None else out
 
 
+# the BARTTreeRV settings that rv_op takes after the prior, in dist's order
+_OP_SETTINGS = ("sampler", "columns", "link", "keep_values", "outputs", "schema", "missing")
+
+
 class BARTTree(Distribution):
     r"""Sum of m regression trees evaluated at the rows of X.
 
@@ -510,12 +514,15 @@ class BARTTree(Distribution):
                              outputs, plain, missing], **kwargs)
 
     @classmethod
-    def rv_op(cls, X, offset, leaf_sd, split_weights, prior, sampler=DEFAULT_SAMPLER,
-              columns=None, link=None, keep_values=None, outputs=None, schema=None,
-              missing=None, *, size=None, rng=None):
-        op = BARTTreeRV(prior=prior, sampler=sampler, columns=columns, link=link,
-                        keep_values=keep_values, outputs=outputs, schema=schema,
-                        missing=missing)
+    def rv_op(cls, X, offset, leaf_sd, split_weights, prior, *settings, size=None, rng=None):
+        """The term's random variable: ``dist``'s parameters in its order, the Op's
+        ``settings`` after the prior (``sampler, columns, link, keep_values, outputs,
+        schema, missing``, each optional from the right)."""
+        if len(settings) > len(_OP_SETTINGS):
+            raise TypeError(f"BARTTree.rv_op takes at most {len(_OP_SETTINGS)} settings after "
+                            f"the prior ({', '.join(_OP_SETTINGS)}); got {len(settings)}.")
+        op = BARTTreeRV(prior=prior, **{"sampler": DEFAULT_SAMPLER,
+                                        **dict(zip(_OP_SETTINGS, settings))})
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         sd = (pt.as_tensor_variable(leaf_sd, dtype="floatX") if isinstance(leaf_sd, Variable)

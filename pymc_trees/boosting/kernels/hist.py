@@ -158,12 +158,15 @@ def _subtract(P, S, out):
 
 
 @numba.njit(cache=True)
-def _best_split_hist(HIST, MC, ncuts, n_cat, colmask, feat_missing, Gt, Ht, mcw, lam, alpha,
-                     mds, onehot, cat_thr):
+def _best_split_hist(HIST, MC, ncuts, n_cat, colmask, feat_missing, Gt, Ht, mcw, reg, onehot,
+                     cat_thr):
     """Best (loss_chg, feature, bin, missing_left, cats, GL, HL) of a node from its histogram
     (``cats`` 0 for a numeric split; features with ``n_cat[v] > 0`` are categorical, their
-    bins the codes, see :func:`best_split_categorical`).  It takes loose arrays and floats:
-    it runs inside the parallel loop of :func:`_best_splits`, which unpacks the bundles."""
+    bins the codes, see :func:`best_split_categorical`); ``reg = (lam, alpha, mds)``, the
+    regularisation, a tuple of floats.  It takes loose arrays: it runs inside the parallel
+    loop of :func:`_best_splits`, which unpacks the bundles (numba loses writes to arrays
+    reached through a named tuple there; a tuple of floats is only read)."""
+    lam, alpha, mds = reg
     root = node_gain(Gt, Ht, lam, alpha, mds)
     best = 0.0
     bf = -1
@@ -432,7 +435,7 @@ def _best_splits(HIST, MC, data, colmask, nG, nH, level, params, out):
         k = level[j]
         (r_best[j], r_f[j], r_b[j], r_dl[j], r_cats[j], r_GL[j],
          r_HL[j]) = _best_split_hist(HIST[j], MC[j], ncuts, n_cat, colmask, feat_missing, nG[k],
-                                     nH[k], mcw, lam, alpha, mds, onehot, cat_thr)
+                                     nH[k], mcw, (lam, alpha, mds), onehot, cat_thr)
 
 
 @numba.njit(cache=True, parallel=True)
