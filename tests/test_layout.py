@@ -195,12 +195,14 @@ def test_a_trace_saved_by_the_flat_layout_loads_and_predicts_the_same():
     np.testing.assert_array_equal(got.values, want)
 
 
-# Size limits (issue 49): a function takes at most MAX_PARAMS parameters (``self`` and ``cls``
-# not counted) and a module has at most MAX_LINES lines.  The exceptions are user-facing
-# signatures whose parameters are the documented options: scikit-learn requires an
-# estimator's ``__init__`` to list its hyperparameters explicitly (``get_params`` reads them),
-# and ``BARTTree`` / ``compare`` take their options as keywords in the same way.
-MAX_PARAMS, MAX_LINES = 15, 800
+# Size limits: a function takes at most MAX_PARAMS parameters (``self`` and ``cls`` not
+# counted; a kernel takes named bundles, kernels/bundles.py) and a module has at most
+# MAX_LINES lines.  The exceptions are user-facing signatures whose parameters are the
+# documented options: scikit-learn requires an estimator's ``__init__`` to list its
+# hyperparameters explicitly (``get_params`` reads them), and ``BARTTree``, ``compare``,
+# ``sample_posterior_predictive`` and ``plot_partial_dependence_grid`` take their options as
+# keywords in the same way.
+MAX_PARAMS, MAX_LINES = 12, 800
 # bart/, in wings, is held to 600 lines a module: a module near that is a sign to move
 # something out
 MAX_LINES_BART = 600
@@ -209,6 +211,8 @@ PUBLIC_SIGNATURES = {
     ("bart/term/distribution.py", "__new__"),         # BARTTree(name, X, Y, m, alpha, ...)
     ("bart/term/distribution.py", "dist"),            # BARTTree.dist(X, Y, m, alpha, ...)
     ("comparison/run.py", "compare"),            # pmt.compare(data, learners, ...)
+    ("results/predictive.py", "sample_posterior_predictive"),  # its documented keywords
+    ("interpret/plots.py", "plot_partial_dependence_grid"),    # its documented keywords
 }
 
 
@@ -236,19 +240,19 @@ def _size_violations(package: Path) -> list[str]:
     return bad
 
 
-def test_no_function_takes_more_than_15_parameters_and_no_module_is_too_long():
+def test_no_function_takes_more_than_12_parameters_and_no_module_is_too_long():
     assert _size_violations(PACKAGE) == []
 
 
 def test_the_size_check_finds_a_long_signature_and_a_long_module(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    args = ", ".join(f"a{i}" for i in range(16))
+    args = ", ".join(f"a{i}" for i in range(MAX_PARAMS + 1))
     (pkg / "k.py").write_text(f"def kernel({args}):\n    pass\n"
-                              "class C:\n    def m(self, " + ", ".join(f"b{i}" for i in range(15))
-                              + "):\n        pass\n")
+                              "class C:\n    def m(self, "
+                              + ", ".join(f"b{i}" for i in range(MAX_PARAMS)) + "):\n        pass\n")
     (pkg / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
     bad = _size_violations(pkg)
     assert len(bad) == 2
-    assert any("kernel takes 16 parameters" in b for b in bad)
+    assert any(f"kernel takes {MAX_PARAMS + 1} parameters" in b for b in bad)
     assert any(b.startswith("long.py") for b in bad)
