@@ -6,7 +6,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
   ``SweepScratch``); ``nodes``: rules, availability, leaf draws; ``prior``: prior trees.
 - ``tree_edit``: editing a packed tree (node classes, a grow's proposal, partitions, the
   children's and a subtree's available rules, the commits), shared by every sweep;
-  ``row_sums``: the conjugate sweep's passes over the rows and leaf sums.
+  ``row_sums``: the conjugate sweep's passes over the rows and leaf sums; ``row_blocks``: the
+  passes in fixed blocks of rows on several threads.
 - One module per tree update: ``cgm`` (Chipman-George-McCulloch moves, constant leaves,
   conjugate), ``linear`` (linear leaves: their algebra and hooks) and ``linear_sweep``
   (their conjugate sweep), ``general`` (any likelihood: Newton
@@ -51,3 +52,10 @@ move per leaf form, measured", has these figures, and why the hooks are overload
 the linear form with no regressor (a constant leaf is one, at 2.2 times the sweep's time)
 nor a function passed as an argument (no disk cache).
 """
+
+import os as _os
+
+# OpenMP's threads (numba's threading layer here) spin between parallel regions unless told to
+# wait passively, on a core the sweeps' serial work needs: set before numba starts them
+# (docs/explanation/threads.md), unless the user set it.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

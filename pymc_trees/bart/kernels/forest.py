@@ -241,27 +241,53 @@ def forest_values(value, leaf_of_row, offset, out):
     The summation order is the one used by prediction from packed forests, so the two agree
     to the last bit.
     """
-    m, n = leaf_of_row.shape
+    n = leaf_of_row.shape[1]
     # in blocks of rows, so that a block's sums stay in the first-level cache while every
     # tree adds to them (one pass over ``out`` instead of m), and four trees at a time, so
     # that a row's sum is loaded and stored once per four trees (the rows of a block are
-    # independent chains of additions); each row's order of addition is unchanged
-    B = 2048
+    # independent chains of additions); each row's order of addition is unchanged, so the
+    # blocks may run on several threads (a table of more than VALUES_THREADED rows) with the
+    # same numbers
+    if n > VALUES_THREADED:
+        _values_blocks(value, leaf_of_row, offset, out)
+        return
+    for i0 in range(0, n, VALUES_BLOCK):
+        _values_block(value, leaf_of_row, offset, out, i0)
+
+
+# rows a block of forest_values, and the rows above which its blocks run on the threads (as
+# the sweeps' passes, kernels/row_blocks.py)
+VALUES_BLOCK = 2048
+VALUES_THREADED = 65_536
+
+
+@numba.njit(cache=True, inline="always")
+def _values_block(value, leaf_of_row, offset, out, i0):
+    """:func:`forest_values` at rows ``i0`` to ``i0 + VALUES_BLOCK`` (or the last row)."""
+    m, n = leaf_of_row.shape
     m4 = m - (m & 3)
-    for i0 in range(0, n, B):
-        i1 = min(i0 + B, n)
+    i1 = min(i0 + VALUES_BLOCK, n)
+    for i in range(i0, i1):
+        out[i] = offset
+    for t in range(0, m4, 4):
         for i in range(i0, i1):
-            out[i] = offset
-        for t in range(0, m4, 4):
-            for i in range(i0, i1):
-                o = out[i] + value[t, leaf_of_row[t, i]]
-                o += value[t + 1, leaf_of_row[t + 1, i]]
-                o += value[t + 2, leaf_of_row[t + 2, i]]
-                o += value[t + 3, leaf_of_row[t + 3, i]]
-                out[i] = o
-        for t in range(m4, m):
-            for i in range(i0, i1):
-                out[i] += value[t, leaf_of_row[t, i]]
+            o = out[i] + value[t, leaf_of_row[t, i]]
+            o += value[t + 1, leaf_of_row[t + 1, i]]
+            o += value[t + 2, leaf_of_row[t + 2, i]]
+            o += value[t + 3, leaf_of_row[t + 3, i]]
+            out[i] = o
+    for t in range(m4, m):
+        for i in range(i0, i1):
+            out[i] += value[t, leaf_of_row[t, i]]
+
+
+@numba.njit(cache=True, parallel=True)
+def _values_blocks(value, leaf_of_row, offset, out):
+    """:func:`forest_values`' blocks of rows spread over the threads (each row's sum is its
+    own: the same numbers for any number of threads)."""
+    n = leaf_of_row.shape[1]
+    for b in numba.prange((n + VALUES_BLOCK - 1) // VALUES_BLOCK):
+        _values_block(value, leaf_of_row, offset, out, b * VALUES_BLOCK)
 
 
 @numba.njit(cache=True)

@@ -28,6 +28,7 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             leaf_regressors, linear_log_ml, row_value,
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
+from pymc_trees.bart.kernels.row_blocks import linear_pass_blocks, n_blocks
 from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
 from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks, commit_children,
                                                count_nodes, pair_children_logr, pair_rows,
@@ -309,6 +310,13 @@ def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT
     every row's precision (``omega`` is not read).  Each sum adds its rows in increasing
     order, as :func:`~pymc_trees.bart.kernels.linear.rows_sums` over the collected and
     stably partitioned rows does: the same numbers to the bit."""
+    n = r.shape[0]
+    nb = n_blocks(n)
+    if nb > 1:  # blocks of rows on the threads (kernels/row_blocks.py)
+        _blocks_pass(t, forest, slope, regs, lrows.Z, (r, omega, oc), sums, proposal, XbT,
+                     fusion, nb)
+        return
+    # one block: the plain pass, written here (a call per block took a sixth longer)
     leaf_of_row, value = forest.leaf_of_row, forest.value
     reg, reg_prev = regs
     Z = lrows.Z
@@ -365,3 +373,31 @@ def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT
     fusion[0] = 1.0 if fa >= 0 else 0.0
     fusion[1], fusion[2], fusion[3], fusion[4], fusion[5] = lW, lWz, lWzz, lS, lSz
     fusion[6], fusion[7], fusion[8], fusion[9], fusion[10] = rW, rWz, rWzz, rS, rSz
+
+
+@numba.njit(cache=True)
+def _blocks_pass(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, nb):
+    """:func:`linear_pass` in ``nb`` blocks of rows (:func:`linear_pass_blocks`), the
+    blocks' sums added in block order."""
+    r, omega, oc = rows
+    W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
+    nk = forest.n_nodes[t]
+    for k in range(nk):
+        W[k] = 0.0
+        Wz[k] = 0.0
+        Wzz[k] = 0.0
+        S[k] = 0.0
+        Sz[k] = 0.0
+    fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
+    psums = np.empty((nb, 5, sums.shape[1]))
+    pfus = np.zeros((nb, 11))
+    linear_pass_blocks(t, forest, slope, regs, Z, r, omega, oc, proposal, XbT, psums, pfus)
+    for q in range(1, 11):
+        fusion[q] = 0.0
+    for b in range(nb):
+        for q in range(5):
+            sq, pq = sums[q], psums[b, q]
+            for k in range(nk):
+                sq[k] += pq[k]
+        for q in range(1, 11):
+            fusion[q] += pfus[b, q]

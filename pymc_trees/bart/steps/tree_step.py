@@ -34,6 +34,7 @@ from pymc_trees.bart.samplers.tree_prior import MOVES, move_cumulative_probs
 from pymc_trees.bart.steps.split_prior import (make_split_prior, split_concentration_rvs,
                                                split_prior_rvs)
 from pymc_trees.bart.steps.step_state import DEFAULT_BURN_IN, TreeStepState, forest_stat_name
+from pymc_trees.bart.steps.threads import check_threads, use_threads
 from pymc_trees.bart.steps.step_vars import (group_tree_vars, only_exact_steps, select_tree_vars,
                                              trees_owning)
 from pymc_trees.bart.likelihood.structure import TreeLikelihood
@@ -77,7 +78,9 @@ class _TreeStep(BlockedStep):
 
     def __init__(self, vars, model: Model | None = None, rng=None, initial_point=None,
                  compile_kwargs=None, blocked: bool = True, warm_start: int | None = None,
-                 burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1):
+                 burn_in: int | None = DEFAULT_BURN_IN, sweeps: int = 1,
+                 threads: int | None = None):
+        self.threads = check_threads(threads)
         self.sweeps = step_count(sweeps, "sweeps", 1, "a positive integer number of tree "
                                  "sweeps per iteration")
         self.warm_start = step_count(warm_start, "warm_start", 0, "None or a non-negative "
@@ -254,6 +257,7 @@ class _TreeStep(BlockedStep):
         raise NotImplementedError
 
     def _step(self, point):
+        use_threads(self.threads)  # this chain's threads, for every kernel call below
         if self.tune and self.burn_left is not None:
             if self.burn_left == 0:
                 return self._hold(point)
@@ -431,6 +435,12 @@ class CGMTreeStep(_TreeStep):
         "Sweeps per iteration").  The acceptance stats are the means over the k sweeps.  Warm-start
         iterations run one grow-from-root sweep.  In ``pm.sample``:
         ``pm.sample(..., cgm_tree={"sweeps": 5})``.
+    threads : int, optional
+        Threads of this chain's passes over the rows (a table of more than 65,536 rows;
+        docs/explanation/threads.md); the draws are the same for any number.  None (the
+        default): every core the process may use when the chains run one after the other
+        (``pm.sample(cores=1)`` or one chain), one when they run side by side in worker
+        processes.  In ``pm.sample``: ``pm.sample(..., cgm_tree={"threads": 2})``.
     model : pm.Model, optional
 
     Notes
@@ -466,12 +476,12 @@ class CGMTreeStep(_TreeStep):
     def __init__(self, vars, move_probs: dict[str, float] | None = None, model: Model | None = None,
                  rng=None, initial_point=None, compile_kwargs=None, blocked: bool = True,
                  warm_start: int | None = None, burn_in: int | None = DEFAULT_BURN_IN,
-                 sweeps: int = 1):
+                 sweeps: int = 1, threads: int | None = None):
         if move_probs is not None:
             move_cumulative_probs(move_probs)  # refused before the model is read
             self._move_probs_given = True
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
-                         sweeps=sweeps)
+                         sweeps=sweeps, threads=threads)
         if move_probs is not None:
             self.sampler.check_move_probs(move_probs)  # linear leaves have their own moves
         self.move_probs = (default_move_probs(self.sampler.n) if move_probs is None
@@ -512,6 +522,9 @@ class PGTreeStep(_TreeStep):
     sweeps : int, default 1
         Sweeps of the trees per iteration, as for :class:`CGMTreeStep`.  In ``pm.sample``:
         ``pm.sample(..., pg_tree={"sweeps": 5})``.
+    threads : int, optional
+        As for :class:`CGMTreeStep`.  In ``pm.sample``: ``pm.sample(..., pg_tree={"threads":
+        2})``.
     model : pm.Model, optional
 
     Notes
@@ -541,13 +554,13 @@ class PGTreeStep(_TreeStep):
     def __init__(self, vars, num_particles: int = 10, model: Model | None = None, rng=None,
                  initial_point=None, compile_kwargs=None, blocked: bool = True,
                  warm_start: int | None = None, burn_in: int | None = DEFAULT_BURN_IN,
-                 sweeps: int = 1):
+                 sweeps: int = 1, threads: int | None = None):
         # with one particle the conditional SMC keeps the reference tree: the trees never move
         self.num_particles = step_count(num_particles, "num_particles", 2, "an integer of at "
                                         "least 2 (with one particle Particle Gibbs always keeps "
                                         "the current tree)")
         super().__init__(vars, model=model, rng=rng, warm_start=warm_start, burn_in=burn_in,
-                         sweeps=sweeps)
+                         sweeps=sweeps, threads=threads)
 
     def _sweep(self, z, omega, smp, sweeps=1):
         return smp.pg_sweep(self.rng, z, omega, self.num_particles)  # sweeps: always 1

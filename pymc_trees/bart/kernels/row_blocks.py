@@ -1,0 +1,163 @@
+"""Passes over the rows in fixed blocks, on several threads, with the same numbers for any
+number of threads (docs/explanation/threads.md).
+
+The rows are cut into blocks of :data:`ROW_BLOCK` rows (the last one shorter), a cut that
+depends on the number of rows only.  Each block's pass runs on whichever thread takes it and
+writes its rows and its own partial sums; the caller then adds the blocks' partial sums in
+block order.  So a sum is the same sum of the same partial sums whatever the number of
+threads, and a run's draws are the same, bit for bit, with 1, 2 or any number of threads.
+A term of at most :data:`ROW_BLOCK` rows is one block: its pass is the plain pass over all
+rows, with the plain pass's numbers (and no thread is started).
+
+The thread count is numba's (``numba.set_num_threads``), which the samplers set from the
+tree step's ``threads`` option before each kernel call.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from pymc_trees.bart.kernels.linear import row_value
+
+__all__ = ["ROW_BLOCK", "n_blocks", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
+           "gamma_pass_blocks"]
+
+# Rows a block: a multiple of 8 (a pass may read eight one-byte leaf indices at a time).  At
+# 65,536 rows a block's pass takes about 0.3 ms, so that starting the threads (tens of
+# microseconds) is a small part of it; a smaller table is one block (docs/explanation/threads.md
+# has the measurements).
+ROW_BLOCK = 65_536
+
+
+@numba.njit(cache=True, inline="always")
+def n_blocks(n):
+    """The number of blocks of ``n`` rows."""
+    return (n + ROW_BLOCK - 1) // ROW_BLOCK
+
+
+@numba.njit(cache=True)
+def linear_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, span):
+    """The linear sweep's pass over rows ``span = (lo, hi)`` for tree t
+    (:func:`~pymc_trees.bart.kernels.linear_sweep.linear_pass`): tree t - 1 out of the
+    residual and tree t back in (``regs = (reg, reg_prev)``, their leaf regressors), tree t's
+    leaves' five sums added into ``sums`` (5, K), and the sums of the rows of the leaves the
+    move proposes (``proposal = (fa, fb, fv, fc, jn)``) into ``fusion[1:11]`` (left side
+    ``lW, lWz, lWzz, lS, lSz``, then the right side), each from 0 in increasing row order.
+    ``rows = (r, omega, oc)``: the residual (updated), the row precisions and their common
+    value (``oc > 0``: ``omega`` is not read)."""
+    leaf_of_row, value = forest.leaf_of_row, forest.value
+    reg, reg_prev = regs
+    r, omega, oc = rows
+    fa, fb, fv, fc, jn = proposal
+    lo, hi = span
+    W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
+    # the block's rows as views indexed from 0 (no wraparound check on each access)
+    lt, rb, Zb, Xv = leaf_of_row[t, lo:hi], r[lo:hi], Z[:, lo:hi], XbT[max(fv, 0), lo:hi]
+    lp = leaf_of_row[t - 1 if t > 0 else t, lo:hi]
+    wb = omega[lo:hi] if oc <= 0.0 else omega[:0]
+    lW = lWz = lWzz = lS = lSz = 0.0
+    rW = rWz = rWzz = rS = rSz = 0.0
+    for q in range(hi - lo):
+        k = lt[q]
+        j = reg[k]
+        ri = rb[q] + value[t, k]
+        zz = 0.0
+        if j >= 0:
+            zz = Zb[j, q]
+            ri += slope[t, k] * zz
+        if t > 0:
+            ri -= row_value(t - 1, lp[q], q, value, slope, reg_prev, Zb)
+        rb[q] = ri
+        w = oc if oc > 0.0 else wb[q]
+        wr = w * ri
+        W[k] += w
+        S[k] += wr
+        if j >= 0:
+            Wz[k] += w * zz
+            Wzz[k] += w * zz * zz
+            Sz[k] += wr * zz
+        if k == fa or k == fb:
+            # both sides take the row, the other side times 0: an exact 0 added, without a
+            # branch on the data (rows of a node go either way about as often)
+            gl = 1.0 if fv < 0 or Xv[q] <= fc else 0.0
+            gr = 1.0 - gl
+            lW += gl * w
+            lS += gl * wr
+            rW += gr * w
+            rS += gr * wr
+            if jn >= 0:
+                zn = Zb[jn, q]
+                wz = w * zn
+                wzz = wz * zn
+                wrz = wr * zn
+                lWz += gl * wz
+                lWzz += gl * wzz
+                lSz += gl * wrz
+                rWz += gr * wz
+                rWzz += gr * wzz
+                rSz += gr * wrz
+    fusion[1], fusion[2], fusion[3], fusion[4], fusion[5] = lW, lWz, lWzz, lS, lSz
+    fusion[6], fusion[7], fusion[8], fusion[9], fusion[10] = rW, rWz, rWzz, rS, rSz
+
+
+@numba.njit(cache=True, parallel=True)
+def linear_pass_blocks(t, forest, slope, regs, Z, r, omega, oc, proposal, XbT, psums, pfus):
+    """:func:`linear_pass_rows` of every block of rows, the blocks spread over the threads:
+    block b's sums into ``psums[b]`` (5, K) and ``pfus[b, 1:11]``, each from 0 (the caller
+    adds them in block order).  The arrays written are plain arguments: numba loses writes in
+    a parallel loop to arrays reached through a named tuple."""
+    n = r.shape[0]
+    nb = psums.shape[0]
+    for b in numba.prange(nb):
+        lo = b * ROW_BLOCK
+        hi = min(n, lo + ROW_BLOCK)
+        sb = psums[b]
+        fb = pfus[b]
+        for q in range(sb.shape[0]):
+            for k in range(sb.shape[1]):
+                sb[q, k] = 0.0
+        linear_pass_rows(t, forest, slope, regs, Z, (r, omega, oc), sb, proposal, XbT, fb,
+                         (lo, hi))
+
+
+@numba.njit(cache=True)
+def gamma_pass_rows(t, tp, leaf_of_row, e, reads, acc, K, span):
+    """The log-gamma sweep's pass over rows ``span = (lo, hi)`` for tree t
+    (:func:`~pymc_trees.bart.kernels.gamma_leaves.gamma_sweep`), ``reads = (s, out,
+    back)``: tree ``tp`` back into the rows' rates ``e`` (its leaves' factors ``back``) and
+    tree t out (``out``), and ``(A, B)`` per leaf added into ``acc`` (8K) in four lanes (rows
+    ``i mod 4``; the last ``n mod 4`` rows of the table in lane 0), so that consecutive rows
+    in the same leaf do not wait on each other's additions."""
+    s, out, back = reads
+    n = leaf_of_row.shape[1]
+    n4 = n - (n & 3)
+    lo, hi = span
+    for i0 in range(lo, min(hi, n4), 4):
+        for j in range(4):
+            i = i0 + j
+            k = leaf_of_row[t, i]
+            ei = e[i] * out[k] * back[leaf_of_row[tp, i]]
+            e[i] = ei
+            acc[2 * j * K + k] += s[i]
+            acc[(2 * j + 1) * K + k] += ei
+    for i in range(max(lo, n4), hi):
+        k = leaf_of_row[t, i]
+        ei = e[i] * out[k] * back[leaf_of_row[tp, i]]
+        e[i] = ei
+        acc[k] += s[i]
+        acc[K + k] += ei
+
+
+@numba.njit(cache=True, parallel=True)
+def gamma_pass_blocks(t, tp, leaf_of_row, e, reads, pacc, K):
+    """:func:`gamma_pass_rows` of every block of rows, the blocks spread over the threads:
+    block b's lanes into ``pacc[b]`` (8K), from 0 (the caller adds them in block order)."""
+    n = leaf_of_row.shape[1]
+    for b in numba.prange(pacc.shape[0]):
+        lo = b * ROW_BLOCK
+        hi = min(n, lo + ROW_BLOCK)
+        ab = pacc[b]
+        for q in range(ab.shape[0]):
+            ab[q] = 0.0
+        gamma_pass_rows(t, tp, leaf_of_row, e, reads, ab, K, (lo, hi))

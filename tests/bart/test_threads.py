@@ -1,0 +1,107 @@
+"""One chain on several threads (docs/explanation/threads.md): above 65,536 rows the sweeps'
+passes over the rows run in fixed blocks whose sums are added in block order, so a seed
+gives the same draws, bit for bit, with 1 and 2 threads; the thread option is checked and
+its default never oversubscribes the cores."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numba
+import numpy as np
+import pytest
+
+from pymc_trees.bart.kernels.forest import forest_values
+from pymc_trees.bart.kernels.row_blocks import ROW_BLOCK
+from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
+from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
+from pymc_trees.bart.steps.threads import chain_threads, check_threads, usable_cores
+
+N = 2 * ROW_BLOCK + 4_003  # three blocks, the last one short and not a multiple of 4
+
+
+def _rows(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(N, 3))
+    f = np.sin(3 * X[:, 0]) + X[:, 1]
+    return rng, X, f
+
+
+def _hash(*arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _linear_run(threads: int) -> str:
+    rng, X, f = _rows(1)
+    y = f + 0.3 * rng.normal(size=N)
+    smp = LinearForestSampler(X, TreePrior(m=4, response="linear"), 0.0, 0.3)
+    draw = np.random.default_rng(7)
+    numba.set_num_threads(threads)
+    try:
+        for _ in range(6):
+            smp.cgm_sweep(draw, y, np.full(N, 4.0), None, 1)
+    finally:
+        numba.set_num_threads(usable_cores())
+    f_ = smp.forest
+    return _hash(f_.var, f_.cut, f_.value, smp.slope, smp.values())
+
+
+def _gamma_run(threads: int) -> str:
+    rng, X, f = _rows(2)
+    counts = rng.poisson(np.exp(0.5 * f)).astype(np.float64)
+    smp = GammaForestSampler(X, TreePrior(m=4), 0.0, 0.5, kappa=1.0)
+    cp = move_cumulative_probs({"grow": 0.25, "prune": 0.25, "change": 0.4, "swap": 0.1})
+    draw = np.random.default_rng(8)
+    numba.set_num_threads(threads)
+    try:
+        for _ in range(6):
+            smp.gamma_sweep(draw, counts, np.zeros(N), cp, 1)
+    finally:
+        numba.set_num_threads(usable_cores())
+    f_ = smp.forest
+    return _hash(f_.var, f_.cut, f_.value, smp.values())
+
+
+needs_two = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                               reason="numba has one thread here (NUMBA_NUM_THREADS)")
+
+
+@pytest.mark.slow
+@needs_two
+@pytest.mark.parametrize("run", [_linear_run, _gamma_run], ids=["linear", "log-gamma"])
+def test_the_draws_are_the_same_with_one_and_two_threads(run):
+    assert run(1) == run(2)
+
+
+@needs_two
+def test_the_trees_sum_is_the_same_on_any_number_of_threads_and_the_serial_one():
+    rng = np.random.default_rng(3)
+    value = rng.normal(size=(7, 5))
+    leaf_of_row = rng.integers(0, 5, size=(7, N)).astype(np.uint8)
+    got = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        out = np.empty(N)
+        forest_values(value, leaf_of_row, 0.25, out)
+        got.append(out)
+    numba.set_num_threads(usable_cores())
+    want = 0.25 + np.zeros(N)
+    for t in range(7):  # tree order, as the packed prediction adds them
+        want = want + value[t, leaf_of_row[t]]
+    np.testing.assert_array_equal(got[0], got[1])
+    np.testing.assert_array_equal(got[0], want)
+
+
+def test_the_threads_option_is_checked_and_the_default_fits_the_cores():
+    assert check_threads(None) is None and check_threads(2) == 2
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="threads must be None"):
+            check_threads(bad)
+    cores = usable_cores()
+    assert chain_threads(None) == cores  # the main process: chains one after the other
+    assert chain_threads(1) == 1
+    assert chain_threads(10 * cores) == cores  # never more than the cores
