@@ -336,7 +336,8 @@ def gamma_sweep(rng, data, rules, move_cp, rows, prior, fsum, forest, scratch, b
             # summed in four lanes (rows i mod 4), so that consecutive rows in the same
             # leaf do not wait on each other's additions
             tp = t - 1 if t > 0 else m - 1
-            if nb <= 1:  # one block: the plain pass, written here (called, it took a sixth longer)
+            if nb <= 1:  # one block: the plain pass, written here (called, 37 against 32 ms a
+                # sweep at 60,000 rows on one thread)
                 for i0 in range(0, n4, 4):
                     for j in range(4):
                         i = i0 + j

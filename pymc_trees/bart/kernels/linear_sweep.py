@@ -28,7 +28,7 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             leaf_regressors, linear_log_ml, row_value,
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
-from pymc_trees.bart.kernels.row_blocks import linear_pass_blocks, n_blocks
+from pymc_trees.bart.kernels.row_blocks import linear_pass_blocks, linear_pass_rows, n_blocks
 from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
 from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks, commit_children,
                                                count_nodes, pair_children_logr, pair_rows,
@@ -310,76 +310,6 @@ def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT
     every row's precision (``omega`` is not read).  Each sum adds its rows in increasing
     order, as :func:`~pymc_trees.bart.kernels.linear.rows_sums` over the collected and
     stably partitioned rows does: the same numbers to the bit."""
-    n = r.shape[0]
-    nb = n_blocks(n)
-    if nb > 1:  # blocks of rows on the threads (kernels/row_blocks.py)
-        _blocks_pass(t, forest, slope, regs, lrows.Z, (r, omega, oc), sums, proposal, XbT,
-                     fusion, nb)
-        return
-    # one block: the plain pass, written here (a call per block took a sixth longer)
-    leaf_of_row, value = forest.leaf_of_row, forest.value
-    reg, reg_prev = regs
-    Z = lrows.Z
-    fa, fb, fv, fc, jn = proposal
-    W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
-    for k in range(forest.n_nodes[t]):
-        W[k] = 0.0
-        Wz[k] = 0.0
-        Wzz[k] = 0.0
-        S[k] = 0.0
-        Sz[k] = 0.0
-    lW = lWz = lWzz = lS = lSz = 0.0
-    rW = rWz = rWzz = rS = rSz = 0.0
-    n = leaf_of_row.shape[1]
-    for i in range(n):
-        k = leaf_of_row[t, i]
-        j = reg[k]
-        ri = r[i] + value[t, k]
-        zz = 0.0
-        if j >= 0:
-            zz = Z[j, i]
-            ri += slope[t, k] * zz
-        if t > 0:
-            ri -= row_value(t - 1, leaf_of_row[t - 1, i], i, value, slope, reg_prev, Z)
-        r[i] = ri
-        w = oc if oc > 0.0 else omega[i]
-        wr = w * ri
-        W[k] += w
-        S[k] += wr
-        if j >= 0:
-            Wz[k] += w * zz
-            Wzz[k] += w * zz * zz
-            Sz[k] += wr * zz
-        if k == fa or k == fb:
-            # both sides take the row, the other side times 0: an exact 0 added, without a
-            # branch on the data (rows of a node go either way about as often)
-            gl = 1.0 if fv < 0 or XbT[fv, i] <= fc else 0.0
-            gr = 1.0 - gl
-            lW += gl * w
-            lS += gl * wr
-            rW += gr * w
-            rS += gr * wr
-            if jn >= 0:
-                zn = Z[jn, i]
-                wz = w * zn
-                wzz = wz * zn
-                wrz = wr * zn
-                lWz += gl * wz
-                lWzz += gl * wzz
-                lSz += gl * wrz
-                rWz += gr * wz
-                rWzz += gr * wzz
-                rSz += gr * wrz
-    fusion[0] = 1.0 if fa >= 0 else 0.0
-    fusion[1], fusion[2], fusion[3], fusion[4], fusion[5] = lW, lWz, lWzz, lS, lSz
-    fusion[6], fusion[7], fusion[8], fusion[9], fusion[10] = rW, rWz, rWzz, rS, rSz
-
-
-@numba.njit(cache=True)
-def _blocks_pass(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, nb):
-    """:func:`linear_pass` in ``nb`` blocks of rows (:func:`linear_pass_blocks`), the
-    blocks' sums added in block order."""
-    r, omega, oc = rows
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     nk = forest.n_nodes[t]
     for k in range(nk):
@@ -389,9 +319,17 @@ def _blocks_pass(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, n
         S[k] = 0.0
         Sz[k] = 0.0
     fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
+    n = r.shape[0]
+    nb = n_blocks(n)
+    if nb <= 1:  # one block: the plain pass over all rows
+        linear_pass_rows(t, forest, slope, regs, lrows.Z, (r, omega, oc), sums, proposal, XbT,
+                         fusion, (0, n))
+        return
+    # blocks of rows on the threads (kernels/row_blocks.py), their sums added in block order
     psums = np.empty((nb, 5, sums.shape[1]))
     pfus = np.zeros((nb, 11))
-    linear_pass_blocks(t, forest, slope, regs, Z, r, omega, oc, proposal, XbT, psums, pfus)
+    linear_pass_blocks(t, forest, slope, regs, lrows.Z, r, omega, oc, proposal, XbT, psums,
+                       pfus)
     for q in range(1, 11):
         fusion[q] = 0.0
     for b in range(nb):
