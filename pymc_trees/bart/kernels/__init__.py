@@ -7,7 +7,8 @@ update.  Arrays in and out, the rng passed in, nothing of PyMC.
 - ``tree_edit``: editing a packed tree (node classes, a grow's proposal, partitions, the
   children's and a subtree's available rules, the commits), shared by every sweep;
   ``row_sums``: the conjugate sweep's passes over the rows and leaf sums; ``row_blocks``: the
-  passes in fixed blocks of rows on several threads.
+  passes in fixed blocks of rows on several threads; ``small_pass``: the linear leaves' pass
+  when the trees have at most two leaves, on vector registers.
 - One module per tree update: ``cgm`` (Chipman-George-McCulloch moves, constant leaves,
   conjugate), ``linear`` (linear leaves: their algebra and hooks) and ``linear_sweep``
   (their conjugate sweep), ``general`` (any likelihood: Newton

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.linear import row_value
+from pymc_trees.bart.kernels.small_pass import small_pass_rows, two_leaves
 
 __all__ = ["ROW_BLOCK", "n_blocks", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
            "gamma_pass_blocks"]
@@ -46,6 +47,9 @@ def linear_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusio
     ``lW, lWz, lWzz, lS, lSz``, then the right side), each from 0 in increasing row order.
     ``rows = (r, omega, oc)``: the residual (updated), the row precisions and their common
     value (``oc > 0``: ``omega`` is not read)."""
+    if two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0):
+        small_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, span)
+        return
     leaf_of_row, value = forest.leaf_of_row, forest.value
     reg, reg_prev = regs
     r, omega, oc = rows
