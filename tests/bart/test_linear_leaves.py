@@ -107,6 +107,28 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do(equal_precisi
     assert checked[True] >= 12 and checked[False] >= 12, checked
 
 
+def test_the_values_are_the_packed_forests_predictions_to_the_bit():
+    """The values at the training rows (a traced term's) equal the packed forest's
+    predictions to the bit, for trees of at most two leaves (read as a choice between two
+    lines) and larger ones, with gaps in a regressor column."""
+    from pymc_trees.bart.kernels.small_pass import two_leaves
+    from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior
+
+    rng = np.random.default_rng(21)
+    n = 400
+    X = rng.uniform(size=(n, 3))
+    X[rng.random(n) < 0.1, 1] = np.nan
+    z = np.sin(3 * X[:, 0]) + np.nan_to_num(X[:, 1]) + 0.3 * rng.normal(size=n)
+    fs = LinearForestSampler(X, TreePrior(m=16, response="linear"), 0.1, 0.3)
+    for _ in range(25):
+        fs.cgm_sweep(rng, z - 0.1, np.full(n, 4.0), None)
+    f = fs.forest.arrays()
+    small = sum(two_leaves(f, t)[0] >= 0 for t in range(16))
+    assert 3 <= small <= 13, small  # both kinds of tree
+    np.testing.assert_array_equal(fs.pack().predict(X), fs.values())
+
+
 # --- the leaf's marginal likelihood ------------------------------------------------------------
 
 

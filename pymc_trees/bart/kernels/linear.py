@@ -148,6 +148,41 @@ def linear_values(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin, 
 
 
 @numba.njit(cache=True)
+def _small_tree_values(t, var, n_nodes, value, slope, lt, reg, columns, out):
+    """:func:`linear_values_as_packed`'s step for tree t when it has at most two leaves (then
+    returns True): a row's leaf is one of two, read as a choice between two values and two
+    slopes instead of a lookup by leaf, which the compiler runs on vector registers; each
+    row's arithmetic is the same, so the values are the same to the bit."""
+    a = -1
+    b = -1
+    for k in range(n_nodes[t]):
+        if var[t, k] == LEAF:
+            if a < 0:
+                a = k
+            elif b < 0:
+                b = k
+            else:
+                return False
+    if b < 0:
+        b = a
+    va = value[t, a]
+    vb = value[t, b]
+    for i in range(lt.shape[0]):
+        out[i] += va if lt[i] == a else vb
+    j = reg[a]  # both leaves of a stump have the root's column
+    if j >= 0:
+        X, center, scale = columns
+        sa = slope[t, a] / scale[j]
+        sb = slope[t, b] / scale[j]
+        c = center[j]
+        for i in range(lt.shape[0]):
+            x = X[i, j]
+            if x == x:
+                out[i] += (sa if lt[i] == a else sb) * (x - c)
+    return True
+
+
+@numba.njit(cache=True)
 def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, regcol, lin,
                             columns, offset, out):
     """:func:`linear_values` in the arithmetic of the packed forest's prediction
@@ -161,6 +196,9 @@ def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, reg
     out[:] = offset
     for t in range(var.shape[0]):
         leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
+        if _small_tree_values(t, var, n_nodes, value, slope, leaf_of_row[t], reg, columns,
+                              out):
+            continue
         for i in range(leaf_of_row.shape[1]):
             out[i] += value[t, leaf_of_row[t, i]]
         if not lin[t]:
