@@ -20,7 +20,7 @@ import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF
 
-__all__ = ["two_leaves", "small_pass_rows"]
+__all__ = ["two_leaves", "small_pass_rows", "proposal_sums"]
 
 # reassociation lets the compiler add the sums in vector lanes; contraction, a * b + c in one
 # rounding
@@ -153,3 +153,61 @@ def small_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion
         sums[s, a] = out[s]
     for s in range(10):
         fusion[1 + s] = out[10 + s]
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _proposal_rows(lt, rb, cols, wb, oc, prop, out):
+    """The loop of :func:`proposal_sums`: ``cols = (zn, xv)``, ``prop = (fa, fb, all_left,
+    fc)``; ``out`` (10,) the left side's ``W, Wz, Wzz, S, Sz``, then the right side's."""
+    zn, xv = cols
+    fa, fb, all_left, fc = prop
+    L0 = L1 = L2 = L3 = L4 = 0.0
+    R0 = R1 = R2 = R3 = R4 = 0.0
+    uniform = oc > 0.0
+    for q in range(rb.shape[0]):
+        k = lt[q]
+        g = 1.0 if (k == fa or k == fb) else 0.0
+        gl = g if (all_left or xv[q] <= fc) else 0.0
+        gr = g - gl
+        w = oc if uniform else wb[q]
+        wr = w * rb[q]
+        u = zn[q]
+        wu = w * u
+        wuu = wu * u
+        wru = wr * u
+        L0 += gl * w
+        L1 += gl * wu
+        L2 += gl * wuu
+        L3 += gl * wr
+        L4 += gl * wru
+        R0 += gr * w
+        R1 += gr * wu
+        R2 += gr * wuu
+        R3 += gr * wr
+        R4 += gr * wru
+    out[0], out[1], out[2], out[3], out[4] = L0, L1, L2, L3, L4
+    out[5], out[6], out[7], out[8], out[9] = R0, R1, R2, R3, R4
+
+
+@numba.njit(cache=True)
+def proposal_sums(lt, rb, cols, weights, proposal, fusion):
+    """The sums of the rows of the leaves a move proposes, for the plain pass
+    (:func:`~pymc_trees.bart.kernels.row_blocks.linear_pass_rows`), over a block's rows (views
+    from 0) after its residual ``rb`` is updated: ``proposal = (fa, fb, fv, fc, jn)`` as
+    there, ``cols = (zn, xv)`` the rows' values of column ``jn`` (any column when ``jn <
+    0``) and bins of feature ``fv``, ``weights = (wb, oc)``; into ``fusion[1:11]`` (left
+    side, then right side), 0 without a proposal.  A loop of its own on vector registers,
+    the sums reassociated as in :func:`small_pass_rows`."""
+    fa, fb, fv, fc, jn = proposal
+    if fa < 0:
+        for q in range(1, 11):
+            fusion[q] = 0.0
+        return
+    wb, oc = weights
+    out = np.empty(10)
+    b = fb if fb >= 0 else fa
+    _proposal_rows(lt, rb, cols, wb, oc, (np.uint8(fa), np.uint8(b), fv < 0, fc), out)
+    if jn < 0:
+        out[1] = out[2] = out[4] = out[6] = out[7] = out[9] = 0.0
+    for q in range(10):
+        fusion[1 + q] = out[q]
