@@ -1,9 +1,9 @@
-"""The linear sweep's pass over the rows when tree t and tree t - 1 have at most two leaves
-each, as most trees of linear leaves do (a leaf, or a stump: 1.5 to 1.7 leaves a tree on
-Friedman #1 from 10,000 to 1,000,000 rows), written so that the compiler can run it on
-vector registers (docs/explanation/linear-leaves.md, "The pass of small trees").
+"""The linear sweep's loops over the rows that run on vector registers
+(docs/explanation/linear-leaves.md, "The pass of small trees"): the whole pass when tree t and
+tree t - 1 have at most two leaves each, as many trees of linear leaves do (a leaf, or a
+stump), and the proposal's sums of the plain pass (:func:`proposal_sums`).
 
-A row's leaf is then one of two, and both leaves of a stump read the same regressor column
+With trees that small a row's leaf is one of two, and both leaves of a stump read one column
 (the column of the root's rule), so the pass needs no gather: a tree's value at a row is a
 select between two lines in one column, and the leaves' sums are the rows' terms times 0 or
 1.  The sums are reassociated (``fastmath={"reassoc", "contract"}``): added in vector lanes
