@@ -8,11 +8,10 @@ Every tree takes one pass over the rows (:func:`linear_pass`): tree t - 1 out of
 residual, tree t back in, tree t's leaves' five sums, and the sums of the leaves the move
 proposes (a grow's or a change's children under a numeric rule, a prune's merged leaf).  The
 part of a proposal that the tree alone decides is drawn before the pass, with the random
-numbers in the order the moves drew them after it; the pass sums each leaf's rows in
-increasing order, as collecting the rows and summing them does, so the draws are those of
-a sweep that collects every proposal's rows (``docs/explanation/linear-leaves.md``, "The linear
-sweep at
-scale").
+numbers in the order the moves drew them after it; the pass sums each leaf's rows as
+collecting the rows and summing them does, up to the order of the additions, so the chain
+is that of a sweep that collects every proposal's rows (``docs/explanation/linear-leaves.md``,
+"The linear sweep at scale" and "The pass of small trees").
 """
 
 from __future__ import annotations
@@ -232,7 +231,7 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
         # pass draws no random numbers, so they are the numbers drawn after it before.  The
         # pass then sums the rows of the leaves the proposal makes (fa, fb: a grow's leaf or
         # a change's two leaves split by a numeric rule (fv, fc); a prune's two leaves merged)
-        # with their regressor jn, in increasing row order as a collection of the rows would.
+        # with their regressor jn, as a collection of the rows would (up to rounding).
         u = rng.random()
         fa = fb = fv = jn = -1
         fc = 0
@@ -307,9 +306,10 @@ def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT
     leaves the move proposes to make: ``proposal = (fa, fb, fv, fc, jn)``, the rows of leaves
     ``fa``, ``fb`` (-1: none) with regressor column ``jn`` (-1: none), to the left side ``L``
     where ``XbT[fv, i] <= fc`` (or everywhere when ``fv < 0``), else to ``R``.  ``oc > 0``:
-    every row's precision (``omega`` is not read).  Each sum adds its rows in increasing
-    order, as :func:`~pymc_trees.bart.kernels.linear.rows_sums` over the collected and
-    stably partitioned rows does: the same numbers to the bit."""
+    every row's precision (``omega`` is not read).  The sums are those
+    :func:`~pymc_trees.bart.kernels.linear.rows_sums` takes over the collected and stably
+    partitioned rows, up to the order of the additions (the loops on vector registers of
+    :mod:`~pymc_trees.bart.kernels.small_pass` add in lanes)."""
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     nk = forest.n_nodes[t]
     for k in range(nk):
