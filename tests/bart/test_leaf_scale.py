@@ -259,6 +259,23 @@ def test_interweaving_draw_matches_its_conditional_by_quadrature():
     assert d < 1.95 / np.sqrt(ess), (d, ess)
 
 
+def test_the_interweaving_products_are_the_row_order_sums():
+    """The two products the non-centred update reads (``weighted_products``) against a
+    Python loop in row order, to the bit, with row precisions and with a common one (the
+    Gaussian case, broadcast as the update passes it)."""
+    from pymc_trees.bart.kernels.row_passes import weighted_products
+
+    rng = np.random.default_rng(5)
+    # magnitudes over 12 orders, so that another order of the additions rounds differently
+    g, z = rng.normal(size=257) * 10.0 ** rng.uniform(-6, 6, 257), rng.normal(size=257)
+    for omega in (rng.gamma(2.0, size=257), np.broadcast_to(np.float64(4.0), (257,))):
+        a = b = 0.0
+        for i in range(257):
+            a += omega[i] * g[i] * g[i]
+            b += omega[i] * g[i] * z[i]
+        assert weighted_products(omega, g, z) == (a, b)
+
+
 def test_learned_scale_with_interweaving_matches_enumeration_through_pm_sample():
     """A Gaussian term on 10 rows of one column, m = 1, ``leaf_sd="learned"``: the exact joint
     posterior of the partition and the leaf sd (partitions enumerated, the leaf values

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 __all__ = ["pass_left_sums", "values_two", "pass_one", "pass_pair", "leaf_counts",
-           "wide_rows", "leaf_words"]
+           "wide_rows", "leaf_words", "weighted_products"]
 
 # The passes over the rows read one-byte leaf indices eight at a time, as one little-endian
 # 64-bit word whose byte j is row i0 + j's leaf (a load each eight rows instead of one a row:
@@ -199,3 +199,19 @@ def leaf_counts(leaf_of_row, counts):
             counts[t, k] = 0.0
         for i in range(n):
             counts[t, leaf_of_row[t, i]] += 1.0
+
+
+@numba.njit(cache=True)
+def weighted_products(omega, g, z):
+    """``(sum omega g^2, sum omega z g)`` over the rows, in row order on the calling thread:
+    the learned leaf scale's non-centred update reads them after every sweep.  (``np.dot``
+    hands vectors of more than 10,000 rows to OpenBLAS's threads, whose waiting then takes a
+    core from the sweep's own threads, and whose order of addition follows the number of
+    cores; docs/explanation/threads.md, "Waiting between the passes".)"""
+    a = 0.0
+    b = 0.0
+    for i in range(g.shape[0]):
+        wg = omega[i] * g[i]
+        a += wg * g[i]
+        b += wg * z[i]
+    return a, b

@@ -40,6 +40,7 @@ from scipy import special
 from pytensor.graph.traversal import ancestors
 
 from pymc_trees.bart.term.distribution import term_inputs
+from pymc_trees.bart.kernels.row_passes import weighted_products
 from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
 from pymc_trees.bart.samplers.leaf_priors import (learned_gamma_scale_logpdf, learned_scale_draw,
                                                   learned_scale_prior, learned_scale_prior_draw,
@@ -187,7 +188,9 @@ class LearnedLeafScale(FixedLeafScale):
             return  # log-gamma leaves, outputs that share their trees: the centred draw only
         tau = float(sampler.leaf_sd)
         g = sampler.current_sums()
-        A, B = float(np.dot(omega * g, g)) / tau**2, float(np.dot(omega * z, g)) / tau
+        wgg, wzg = weighted_products(np.broadcast_to(np.asarray(omega, np.float64), g.shape), g,
+                                     np.asarray(z, np.float64))
+        A, B = wgg / tau**2, wzg / tau
         new = interweaving_draw(rng, tau, A, B, self.sd0)
         sampler.scale_leaves(new / tau)
         sampler.leaf_sd = new
