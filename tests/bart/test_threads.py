@@ -6,6 +6,9 @@ its default never oversubscribes the cores."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -16,7 +19,7 @@ from pymc_trees.bart.kernels.row_blocks import ROW_BLOCK
 from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
 from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
 from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
-from pymc_trees.bart.steps.threads import chain_threads, check_threads, usable_cores
+from pymc_trees.bart.steps.threads import chain_threads, check_threads, usable_cores, use_threads
 
 N = 2 * ROW_BLOCK + 4_003  # three blocks, the last one short and not a multiple of 4
 
@@ -105,3 +108,35 @@ def test_the_threads_option_is_checked_and_the_default_fits_the_cores():
     assert chain_threads(None) == cores  # the main process: chains one after the other
     assert chain_threads(1) == 1
     assert chain_threads(10 * cores) == cores  # never more than the cores
+
+
+def test_a_chain_on_several_threads_takes_blas_to_one_thread_and_gives_it_back():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    use_threads(1)  # a chain on one thread: BLAS with its own counts
+    before = blas_threads()
+    try:
+        assert use_threads(2) == min(2, usable_cores())
+        if usable_cores() > 1:
+            assert blas_threads() == [1] * len(before)
+        assert use_threads(1) == 1
+        assert blas_threads() == before
+    finally:
+        use_threads(1)
+        numba.set_num_threads(usable_cores())
+
+
+def test_the_package_sets_a_short_spin_only_when_the_user_chose_no_wait_policy():
+    code = ("import os, pymc_trees.bart.kernels; "
+            "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["10000", "None"]
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "PASSIVE"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["None", "PASSIVE"]

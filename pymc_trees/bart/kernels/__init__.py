@@ -56,7 +56,10 @@ nor a function passed as an argument (no disk cache).
 
 import os as _os
 
-# OpenMP's threads (numba's threading layer here) spin between parallel regions unless told to
-# wait passively, on a core the sweeps' serial work needs: set before numba starts them
-# (docs/explanation/threads.md), unless the user set it.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP's threads (numba's threading layer here) wait between the passes of a sweep by
+# spinning for 10,000 turns (tens of microseconds), then sleep: enough for the gaps between
+# one tree's pass and the next, short enough that idle threads do not hold the cores for
+# long.  Set before numba starts them (docs/explanation/threads.md, "Waiting between the
+# passes"), unless the user chose a wait policy or a spin count.
+if "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ.setdefault("GOMP_SPINCOUNT", "10000")

@@ -54,13 +54,30 @@ def use_threads(threads: int | None) -> int:
     """Set numba's thread count for this thread's kernel calls to :func:`chain_threads`
     and return it.
 
-    Before numba starts its threads, ``OMP_WAIT_POLICY`` is set to ``PASSIVE`` unless it is
-    set already: OpenMP's threads otherwise spin between the passes, on a core the sweep's
-    serial work needs (the README's model at 100,000 rows took 0.13 s an iteration on two
-    threads against 0.09 on one; 0.09 on two with passive threads, and the same at a million
-    rows either way)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    A chain on more than one thread also takes the BLAS libraries (OpenBLAS, MKL) down to
+    one thread, and gives them back their own count when a chain runs on one thread again:
+    a BLAS call on more than 10,000 rows (a linear term's product in NUTS, say) otherwise
+    leaves BLAS's threads spinning for a while on the cores the sweep's threads run on.  With
+    a linear term sampled by NUTS beside the trees at 100,000 rows, two threads took 0.129 s
+    an iteration against 0.053 on one; with BLAS on one thread, 0.038
+    (docs/explanation/threads.md, "Waiting between the passes")."""
     k = chain_threads(threads)
     if numba.get_num_threads() != k:
         numba.set_num_threads(k)
+    _blas_on_one_thread(k > 1)
     return k
+
+
+_BLAS = {"limiter": None}
+
+
+def _blas_on_one_thread(on: bool) -> None:
+    """Limit the BLAS libraries to one thread (``on``), or restore the limits they had."""
+    limiter = _BLAS["limiter"]
+    if on and limiter is None:
+        from threadpoolctl import threadpool_limits  # only for a chain on several threads
+
+        _BLAS["limiter"] = threadpool_limits(limits=1, user_api="blas")
+    elif not on and limiter is not None:
+        limiter.restore_original_limits()
+        _BLAS["limiter"] = None
