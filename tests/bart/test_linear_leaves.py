@@ -44,7 +44,7 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do(equal_precisi
     from pymc_trees.bart.kernels.forest import LEAF
     from pymc_trees.bart.kernels.linear import leaf_regressors, rows_sums
     from pymc_trees.bart.kernels.linear import LinearRows
-    from pymc_trees.bart.kernels.linear_sweep import linear_pass
+    from pymc_trees.bart.kernels.linear_sweep import linear_pass, new_pass_cache
     from pymc_trees.bart.kernels.small_pass import two_leaves
     from pymc_trees.bart.kernels.tree_edit import pair_rows, partition_rows
     from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
@@ -79,7 +79,8 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do(equal_precisi
                 r = rng.normal(size=n)
                 r_in = r.copy()
                 linear_pass(t, f.arrays(), fs.slope, (reg, reg_prev), LinearRows(fs.regcol, Z),
-                            r, omega, oc, sums, (fa, fb, fv, fc, jn), XbT, fusion)
+                            (r, omega, oc), sums, new_pass_cache(f.m, K), (fa, fb, fv, fc, jn),
+                            XbT, fusion)
                 # the residual after the pass, then the rows collected as the moves do
                 cnt = pair_rows(t, fa, fb, f.leaf_of_row, idx)
                 mid = cnt if fv < 0 else partition_rows(XbT, idx, 0, cnt, fv, fc, tmp)
@@ -105,6 +106,43 @@ def test_the_pass_sums_a_proposals_leaves_as_the_collected_rows_do(equal_precisi
                 np.testing.assert_allclose(r, r_in + vals[1] - vals[0], rtol=1e-12, atol=1e-12)
                 checked[small] += 1
     assert checked[True] >= 12 and checked[False] >= 12, checked
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_the_counts_a_tree_keeps_give_the_draws_of_counting_afresh(mix):
+    """The plain pass takes a tree's counts and moments from the cache while the tree's
+    nodes and leaf regressors are those they were stored with (kernels/linear_sweep.py):
+    sweeps with the cache kept draw the same forests, to the bit, as sweeps with the cache
+    emptied before each, with trees that grow, are pruned, change their rules and (with
+    ``response="mix"``) their kind.  A key that misses a rule's cut or a leaf's regressor
+    makes them differ."""
+    from pymc_trees.bart.kernels.forest import LEAF
+    from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
+    from pymc_trees.bart.samplers.tree_prior import TreePrior
+
+    rng = np.random.default_rng(11)
+    n = 400
+    X = rng.uniform(size=(n, 4))
+    y = np.sin(4 * X[:, 0]) + 2 * X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=n)
+    omega = np.full(n, 1 / 0.09)
+    runs = []
+    for keep in (True, False):
+        fs = LinearForestSampler(X, TreePrior(m=8, response="mix" if mix else "linear"), 0.0,
+                                 0.3)
+        draw = np.random.default_rng(3)
+        kept = 0
+        for _ in range(40):
+            if not keep:
+                fs._pass_cache = None
+            fs.cgm_sweep(draw, y, omega, None, 1)
+            kept = max(kept, int((fs._pass_cache[2] >= 0).sum()))
+        f = fs.forest
+        leaves = [(f.var[t, :f.n_nodes[t]] == LEAF).sum() for t in range(f.m)]
+        runs.append((f.var.copy(), f.cut.copy(), f.value.copy(), fs.slope.copy(), fs.lin.copy()))
+        if keep:
+            assert kept >= 3 and max(leaves) >= 3, (kept, leaves)  # the cache was used
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_the_values_are_the_packed_forests_predictions_to_the_bit():

@@ -28,12 +28,13 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
 from pymc_trees.bart.kernels.row_blocks import linear_pass_blocks, linear_pass_rows, n_blocks
+from pymc_trees.bart.kernels.small_pass import two_leaves
 from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
 from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks, commit_children,
                                                count_nodes, pair_children_logr, pair_rows,
                                                partition_rows, pick_node, pick_prune)
 
-__all__ = ["linear_sweep", "linear_pass", "P_GROW", "P_PRUNE"]
+__all__ = ["linear_sweep", "linear_pass", "new_pass_cache", "P_GROW", "P_PRUNE"]
 
 
 @numba.njit(cache=True)
@@ -195,8 +196,10 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
         The trees' sum at the training rows on entry; their new sum on return.
     slope : float64 ndarray of shape (m, K)
         The leaves' ``b1`` (0 at leaves without a slope), updated.
-    sums : float64 ndarray of shape (5, K)
-        Scratch for the per-leaf sums.
+    sums : tuple ``(acc, cache)``
+        ``acc`` (float64, shape (5, K)), scratch for the per-leaf sums; ``cache``, the plain
+        pass's counts and moments of the trees (:func:`new_pass_cache`), kept between
+        sweeps.
     tally : int64 ndarray of shape (2, 4)
         Proposed (row 0) and accepted (row 1) grows, prunes and changes, incremented (the
         last column, swap, is never proposed here).
@@ -209,6 +212,7 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
                                                 forest.n_nodes, forest.leaf_of_row)
     lo, hi = scratch.lo, scratch.hi
     r = scratch.r
+    sums, cache = sums
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     m, n = leaf_of_row.shape
     K = var.shape[1]
@@ -263,7 +267,7 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
                 jn = regcol[c_v] if active else -1
         # one pass: take tree t - 1 (drawn last; its regressors in reg_prev) out of the
         # residual, put tree t back, and sum the statistics of tree t's leaves
-        linear_pass(t, forest, slope, (reg, reg_prev), lrows, r, omega, oc, sums,
+        linear_pass(t, forest, slope, (reg, reg_prev), lrows, (r, omega, oc), sums, cache,
                     (fa, fb, fv, fc, jn), data.XbT, fusion)
         sums_t = LinearSums(W, Wz, Wzz, S, Sz, reg)
         leaves = LinearLeaves(sums_t, lrows, r, omega, active, prec0, data.Xb, data.XbT,
@@ -296,20 +300,69 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
         fsum[i] = z[i] - r[i]
 
 
+def new_pass_cache(m, K):
+    """An empty cache of the plain pass's counts and moments (:func:`linear_pass`) for m trees
+    of K node slots: ``(moments (m, 3, K), keys (m, 5, K), n_keyed (m,))``, no tree kept."""
+    return (np.zeros((m, 3, K)), np.zeros((m, 5, K), np.int64), np.full(m, -1, np.int64))
+
+
 @numba.njit(cache=True)
-def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT, fusion):
+def _kept(t, forest, reg, cache):
+    """Whether ``cache`` holds tree t's counts and moments: its nodes' rules, children and
+    leaf regressors are those they were stored with (the tree's rows per leaf, and the
+    column each leaf reads, are then the same)."""
+    moments, keys, n_keyed = cache
+    nk = forest.n_nodes[t]
+    if n_keyed[t] != nk:
+        return False
+    var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
+    for k in range(nk):
+        leaf_reg = reg[k] if var[t, k] == LEAF else -2
+        if (keys[t, 0, k] != var[t, k] or keys[t, 1, k] != cut[t, k]
+                or keys[t, 2, k] != left[t, k] or keys[t, 3, k] != right[t, k]
+                or keys[t, 4, k] != leaf_reg):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _keep(t, forest, reg, cache, sums):
+    """Store tree t's counts and moments (``sums[:3]``, unweighted) in ``cache``, keyed."""
+    moments, keys, n_keyed = cache
+    var = forest.var
+    nk = forest.n_nodes[t]
+    for k in range(nk):
+        for q in range(3):
+            moments[t, q, k] = sums[q, k]
+        keys[t, 0, k] = var[t, k]
+        keys[t, 1, k] = forest.cut[t, k]
+        keys[t, 2, k] = forest.left[t, k]
+        keys[t, 3, k] = forest.right[t, k]
+        keys[t, 4, k] = reg[k] if var[t, k] == LEAF else -2
+    n_keyed[t] = nk
+
+
+@numba.njit(cache=True)
+def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT, fusion):
     """The linear sweep's pass over the rows for tree t (:func:`linear_sweep`): tree t - 1
-    (leaf regressors ``reg_prev``) out of the residual ``r`` and tree t (``reg``) back in
-    (``regs = (reg, reg_prev)``),
-    tree t's leaves' five sums into ``sums`` (5, K), and in ``fusion`` (``(fused, L, R)``,
-    :class:`~pymc_trees.bart.kernels.linear.LinearLeaves`) the sums of the rows of the
-    leaves the move proposes to make: ``proposal = (fa, fb, fv, fc, jn)``, the rows of leaves
-    ``fa``, ``fb`` (-1: none) with regressor column ``jn`` (-1: none), to the left side ``L``
-    where ``XbT[fv, i] <= fc`` (or everywhere when ``fv < 0``), else to ``R``.  ``oc > 0``:
-    every row's precision (``omega`` is not read).  The sums are those
-    :func:`~pymc_trees.bart.kernels.linear.rows_sums` takes over the collected and stably
-    partitioned rows, up to the order of the additions (the loops on vector registers of
-    :mod:`~pymc_trees.bart.kernels.small_pass` add in lanes)."""
+    (leaf regressors ``reg_prev``) out of the residual and tree t (``reg``) back in
+    (``regs = (reg, reg_prev)``), tree t's leaves' five sums into ``sums`` (5, K), and in
+    ``fusion`` (``(fused, L, R)``, :class:`~pymc_trees.bart.kernels.linear.LinearLeaves`) the
+    sums of the rows of the leaves the move proposes to make: ``proposal = (fa, fb, fv, fc,
+    jn)``, the rows of leaves ``fa``, ``fb`` (-1: none) with regressor column ``jn`` (-1:
+    none), to the left side ``L`` where ``XbT[fv, i] <= fc`` (or everywhere when ``fv <
+    0``), else to ``R``.  ``rows = (r, omega, oc)``: the residual (updated), the row
+    precisions and their common value (``oc > 0``: ``omega`` is not read).  The sums are
+    those :func:`~pymc_trees.bart.kernels.linear.rows_sums` takes over the collected and
+    stably partitioned rows, up to the order of the additions (the loops on vector registers
+    of :mod:`~pymc_trees.bart.kernels.small_pass` add in lanes).
+
+    With a common precision, a leaf's ``W, Wz, Wzz`` are ``oc`` times its rows' count and
+    moments of its regressor, which change only with the tree: the plain pass (trees of
+    more than two leaves) takes them from ``cache`` (:func:`new_pass_cache`) when it holds
+    the tree as it is, else sums them and stores them, and leaves two sums of five to the
+    rows (docs/explanation/linear-leaves.md, "The counts a tree keeps")."""
+    r, omega, oc = rows
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     nk = forest.n_nodes[t]
     for k in range(nk):
@@ -319,23 +372,39 @@ def linear_pass(t, forest, slope, regs, lrows, r, omega, oc, sums, proposal, XbT
         S[k] = 0.0
         Sz[k] = 0.0
     fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
+    small = two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0)
+    counted = oc > 0.0 and not small  # the plain pass's counts and moments, unweighted
+    kept = counted and _kept(t, forest, regs[0], cache)
+    weights = (omega, oc, kept)
     n = r.shape[0]
     nb = n_blocks(n)
     if nb <= 1:  # one block: the plain pass over all rows
-        linear_pass_rows(t, forest, slope, regs, lrows.Z, (r, omega, oc), sums, proposal, XbT,
+        linear_pass_rows(t, forest, slope, regs, lrows.Z, r, weights, sums, proposal, XbT,
                          fusion, (0, n))
-        return
-    # blocks of rows on the threads (kernels/row_blocks.py), their sums added in block order
-    psums = np.empty((nb, 5, sums.shape[1]))
-    pfus = np.zeros((nb, 11))
-    linear_pass_blocks(t, forest, slope, regs, lrows.Z, r, omega, oc, proposal, XbT, psums,
-                       pfus)
-    for q in range(1, 11):
-        fusion[q] = 0.0
-    for b in range(nb):
-        for q in range(5):
-            sq, pq = sums[q], psums[b, q]
-            for k in range(nk):
-                sq[k] += pq[k]
+    else:
+        # blocks of rows on the threads (kernels/row_blocks.py), their sums added in block
+        # order
+        psums = np.empty((nb, 5, sums.shape[1]))
+        pfus = np.zeros((nb, 11))
+        linear_pass_blocks(t, forest, slope, regs, lrows.Z, r, weights, proposal, XbT, psums,
+                           pfus)
         for q in range(1, 11):
-            fusion[q] += pfus[b, q]
+            fusion[q] = 0.0
+        for b in range(nb):
+            for q in range(5):
+                sq, pq = sums[q], psums[b, q]
+                for k in range(nk):
+                    sq[k] += pq[k]
+            for q in range(1, 11):
+                fusion[q] += pfus[b, q]
+    if not counted:
+        return
+    moments = cache[0]
+    if kept:
+        for q in range(3):
+            sums[q, :nk] = moments[t, q, :nk]
+    else:
+        _keep(t, forest, regs[0], cache, sums)
+    for q in range(3):
+        for k in range(nk):
+            sums[q, k] *= oc

@@ -38,22 +38,26 @@ def n_blocks(n):
 
 
 @numba.njit(cache=True)
-def linear_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, span):
+def linear_pass_rows(t, forest, slope, regs, Z, r, weights, sums, proposal, XbT, fusion, span):
     """The linear sweep's pass over rows ``span = (lo, hi)`` for tree t
     (:func:`~pymc_trees.bart.kernels.linear_sweep.linear_pass`): tree t - 1 out of the
-    residual and tree t back in (``regs = (reg, reg_prev)``, their leaf regressors), tree t's
-    leaves' five sums added into ``sums`` (5, K), each in increasing row order, and the sums
-    of the rows of the leaves the move proposes (``proposal = (fa, fb, fv, fc, jn)``) into
-    ``fusion[1:11]`` (left side ``lW, lWz, lWzz, lS, lSz``, then the right side;
+    residual ``r`` and tree t back in (``regs = (reg, reg_prev)``, their leaf regressors),
+    tree t's leaves' five sums added into ``sums`` (5, K), each in increasing row order, and
+    the sums of the rows of the leaves the move proposes (``proposal = (fa, fb, fv, fc,
+    jn)``) into ``fusion[1:11]`` (left side ``lW, lWz, lWzz, lS, lSz``, then the right side;
     :func:`~pymc_trees.bart.kernels.small_pass.proposal_sums`).
-    ``rows = (r, omega, oc)``: the residual (updated), the row precisions and their common
-    value (``oc > 0``: ``omega`` is not read)."""
+    ``weights = (omega, oc, kept)``: the row precisions, their common value (``oc > 0``:
+    ``omega`` is not read) and whether tree t's leaves' ``W, Wz, Wzz`` are known already.
+    With a common precision the plain pass adds ``1, z, z^2`` into them, the counts and
+    moments of the tree's rows that do not change while the tree does not (the caller
+    multiplies them by ``oc``); with ``kept`` it leaves them out."""
+    omega, oc, kept = weights
     if two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0):
-        small_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, span)
+        small_pass_rows(t, forest, slope, regs, Z, (r, omega, oc), sums, proposal, XbT, fusion,
+                        span)
         return
     leaf_of_row, value = forest.leaf_of_row, forest.value
     reg, reg_prev = regs
-    r, omega, oc = rows
     fv, jn = proposal[2], proposal[4]
     lo, hi = span
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
@@ -74,12 +78,15 @@ def linear_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusio
         rb[q] = ri
         w = oc if oc > 0.0 else wb[q]
         wr = w * ri
-        W[k] += w
         S[k] += wr
         if j >= 0:
-            Wz[k] += w * zz
-            Wzz[k] += w * zz * zz
             Sz[k] += wr * zz
+        if not kept:
+            u = 1.0 if oc > 0.0 else w  # a common precision: the rows' counts and moments
+            W[k] += u
+            if j >= 0:
+                Wz[k] += u * zz
+                Wzz[k] += u * zz * zz
     # the proposal's sums over the updated residual, in a loop of their own on vector
     # registers (summed in the loop above, they took 4.5 to 5 ms more a tree at a million
     # rows, now about 1); its column is a row of Z sliced from Z itself, contiguous to the
@@ -88,7 +95,7 @@ def linear_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusio
 
 
 @numba.njit(cache=True, parallel=True)
-def linear_pass_blocks(t, forest, slope, regs, Z, r, omega, oc, proposal, XbT, psums, pfus):
+def linear_pass_blocks(t, forest, slope, regs, Z, r, weights, proposal, XbT, psums, pfus):
     """:func:`linear_pass_rows` of every block of rows, the blocks spread over the threads:
     block b's sums into ``psums[b]`` (5, K) and ``pfus[b, 1:11]``, each from 0 (the caller
     adds them in block order).  The arrays written are plain arguments: numba loses writes in
@@ -103,7 +110,7 @@ def linear_pass_blocks(t, forest, slope, regs, Z, r, omega, oc, proposal, XbT, p
         for q in range(sb.shape[0]):
             for k in range(sb.shape[1]):
                 sb[q, k] = 0.0
-        linear_pass_rows(t, forest, slope, regs, Z, (r, omega, oc), sb, proposal, XbT, fb,
+        linear_pass_rows(t, forest, slope, regs, Z, r, weights, sb, proposal, XbT, fb,
                          (lo, hi))
 
 

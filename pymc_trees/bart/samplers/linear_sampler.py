@@ -17,7 +17,7 @@ from pymc_trees.bart.kernels.linear import (LinearRows, linear_leaf_stats, linea
                                             pack_linear_leaves, standardize_columns)
 from pymc_trees.bart.kernels import general as gk
 from pymc_trees.bart.kernels.general_linear import general_linear_sweep, new_linear_buffers
-from pymc_trees.bart.kernels.linear_sweep import linear_sweep
+from pymc_trees.bart.kernels.linear_sweep import linear_sweep, new_pass_cache
 from pymc_trees.bart.samplers.general_loop import MOVES, acceptance_rates, check_start
 from pymc_trees.bart.samplers.sampler import EXACT_VALUES_EVERY, ForestSampler
 from pymc_trees.bart.samplers.tree_prior import TreePrior
@@ -99,6 +99,12 @@ class LinearForestSampler(ForestSampler):
             self.slope = slope
         if self._sums.shape[1] != K:
             self._sums = np.zeros((5, K))
+        cache = getattr(self, "_pass_cache", None)
+        m = self.forest.var.shape[0]
+        if cache is None or cache[0].shape != (m, 3, K):
+            # the plain pass's counts and moments of the trees, keyed by each tree's nodes
+            # (kernels/linear_sweep.linear_pass); a tree changed anywhere is summed afresh
+            self._pass_cache = new_pass_cache(m, K)
 
     def _linear_values(self, offset: float, out: np.ndarray) -> None:
         f = self.ensure_rows()
@@ -180,7 +186,7 @@ class LinearForestSampler(ForestSampler):
                               float(self.prior.beta), float(self.prec0))
             linear_sweep(rng, data, rules, LinearRows(self.regcol, self.Z),
                          (self.lin, self.mix), (z, omega), sums.buf, f.arrays(), self.slope,
-                         self._scratch, self._sums, tally)
+                         self._scratch, (self._sums, self._pass_cache), tally)
         # The sweep leaves the trees' sum as the pseudo-data minus its residual.  A term whose
         # values stay out of the trace (exact_values False) takes them from there, as the
         # constant sweep's do (a pass over m trees and n rows fewer an iteration), but every
