@@ -192,24 +192,33 @@ def linear_values_as_packed(var, parent, n_nodes, value, slope, leaf_of_row, reg
     standardisation; so that ``pmt.predict`` at the training rows equals these values to
     the bit."""
     X, center, scale = columns
-    reg = np.empty(var.shape[1], np.int64)
+    K = var.shape[1]
+    reg = np.empty(K, np.int64)
+    per_unit = np.empty(K)  # a leaf's slope per unit of its column, and the column's centre
+    centre = np.empty(K)
     out[:] = offset
     for t in range(var.shape[0]):
         leaf_regressors(t, var, parent, n_nodes, regcol, lin, reg)
         if _small_tree_values(t, var, n_nodes, value, slope, leaf_of_row[t], reg, columns,
                               out):
             continue
-        for i in range(leaf_of_row.shape[1]):
-            out[i] += value[t, leaf_of_row[t, i]]
-        if not lin[t]:
-            continue
-        for i in range(leaf_of_row.shape[1]):
-            k = leaf_of_row[t, i]
+        for k in range(n_nodes[t]):
+            j = reg[k] if lin[t] else -1
+            reg[k] = j
+            if j >= 0:
+                per_unit[k] = slope[t, k] / scale[j]
+                centre[k] = center[j]
+        # one loop: the leaf's value, then its slope's term (the same two additions a row)
+        lt = leaf_of_row[t]
+        for i in range(lt.shape[0]):
+            k = lt[i]
+            o = out[i] + value[t, k]
             j = reg[k]
             if j >= 0:
                 x = X[i, j]
                 if x == x:
-                    out[i] += (slope[t, k] / scale[j]) * (x - center[j])
+                    o += per_unit[k] * (x - centre[k])
+            out[i] = o
 
 
 @numba.njit(cache=True)
