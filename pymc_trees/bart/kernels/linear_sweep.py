@@ -28,7 +28,7 @@ from pymc_trees.bart.kernels.linear import (LinearLeaves, LinearSums, draw_linea
                                             rows_sums)
 from pymc_trees.bart.kernels.nodes import draw_levels, draw_rule, log_1m_psplit
 from pymc_trees.bart.kernels.row_blocks import linear_pass_blocks, linear_pass_rows, n_blocks
-from pymc_trees.bart.kernels.small_pass import two_leaves
+from pymc_trees.bart.kernels.small_pass import small_pair
 from pymc_trees.bart.kernels.moves import CHANGE, GROW, PRUNE
 from pymc_trees.bart.kernels.tree_edit import (PRUNABLE, accept_u, children_masks, commit_children,
                                                count_nodes, pair_children_logr, pair_rows,
@@ -372,8 +372,8 @@ def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT,
         S[k] = 0.0
         Sz[k] = 0.0
     fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
-    small = two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0)
-    counted = oc > 0.0 and not small  # the plain pass's counts and moments, unweighted
+    # the plain pass's counts and moments, unweighted
+    counted = oc > 0.0 and not small_pair(forest, t)
     kept = counted and _kept(t, forest, regs[0], cache)
     weights = (omega, oc, kept)
     n = r.shape[0]

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.linear import row_value
-from pymc_trees.bart.kernels.small_pass import proposal_sums, small_pass_rows, two_leaves
+from pymc_trees.bart.kernels.small_pass import proposal_sums, small_pair, small_pass_rows
 
 __all__ = ["ROW_BLOCK", "n_blocks", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
            "gamma_pass_blocks"]
@@ -52,7 +52,7 @@ def linear_pass_rows(t, forest, slope, regs, Z, r, weights, sums, proposal, XbT,
     moments of the tree's rows that do not change while the tree does not (the caller
     multiplies them by ``oc``); with ``kept`` it leaves them out."""
     omega, oc, kept = weights
-    if two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0):
+    if small_pair(forest, t):
         small_pass_rows(t, forest, slope, regs, Z, (r, omega, oc), sums, proposal, XbT, fusion,
                         span)
         return

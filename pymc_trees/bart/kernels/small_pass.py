@@ -20,7 +20,7 @@ import numpy as np
 
 from pymc_trees.bart.kernels.forest import LEAF
 
-__all__ = ["two_leaves", "small_pass_rows", "proposal_sums"]
+__all__ = ["two_leaves", "small_pair", "small_pass_rows", "proposal_sums"]
 
 # reassociation lets the compiler add the sums in vector lanes; contraction, a * b + c in one
 # rounding
@@ -39,6 +39,13 @@ def two_leaves(forest, t):
     if var[t, a] == LEAF and var[t, b] == LEAF:
         return a, b
     return -1, -1
+
+
+@numba.njit(cache=True, inline="always")
+def small_pair(forest, t):
+    """Whether tree t and tree t - 1 have at most two leaves each: the pass of tree t is then
+    :func:`small_pass_rows`."""
+    return two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0)
 
 
 @numba.njit(cache=True, fastmath=FAST)
