@@ -15,13 +15,28 @@ import numpy as np
 import pytest
 
 from pymc_trees.bart.kernels.forest import forest_values
-from pymc_trees.bart.kernels.row_blocks import ROW_BLOCK
+from pymc_trees.bart.kernels.row_blocks import ROW_BLOCK, block_span, n_blocks
 from pymc_trees.bart.samplers.gamma_sampler import GammaForestSampler
 from pymc_trees.bart.samplers.linear_sampler import LinearForestSampler
 from pymc_trees.bart.samplers.tree_prior import TreePrior, move_cumulative_probs
 from pymc_trees.bart.steps.threads import chain_threads, check_threads, usable_cores, use_threads
 
 N = 2 * ROW_BLOCK + 4_003  # three blocks, the last one short and not a multiple of 4
+
+
+@pytest.mark.parametrize("n", [1, 8, 13, ROW_BLOCK, ROW_BLOCK + 1, 100_000, N, 1_000_000,
+                               3_000_017])
+def test_the_row_blocks_cover_the_rows_in_equal_blocks_of_a_multiple_of_8(n):
+    nb = n_blocks(n)
+    spans = [block_span(b, n) for b in range(nb)]
+    assert nb == -(-n // ROW_BLOCK)
+    assert spans[0][0] == 0 and spans[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    sizes = [hi - lo for lo, hi in spans]
+    assert min(sizes) > 0 and max(sizes) <= ROW_BLOCK
+    assert all(s % 8 == 0 for s in sizes[:-1])
+    # equal shares: at 100,000 rows two blocks of 50,000, not 65,536 and 34,464
+    assert max(sizes) - min(sizes) <= 8 * nb
 
 
 def _rows(seed=0):

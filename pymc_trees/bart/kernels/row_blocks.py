@@ -1,8 +1,10 @@
 """Passes over the rows in fixed blocks, on several threads, with the same numbers for any
 number of threads (docs/explanation/threads.md).
 
-The rows are cut into blocks of :data:`ROW_BLOCK` rows (the last one shorter), a cut that
-depends on the number of rows only.  Each block's pass runs on whichever thread takes it and
+The rows are cut into ``ceil(n / ROW_BLOCK)`` blocks of equal length (a multiple of 8, the
+last one the rest, at most 8 rows a block shorter; :func:`block_span`), a cut that depends on the number of
+rows only, and equal so that two threads take equal shares of 100,000 rows (two blocks of
+50,000, where blocks of 65,536 and 34,464 rows left one thread idle a third of the pass).  Each block's pass runs on whichever thread takes it and
 writes its rows and its own partial sums; the caller then adds the blocks' partial sums in
 block order.  So a sum is the same sum of the same partial sums whatever the number of
 threads, and a run's draws are the same, bit for bit, with 1, 2 or any number of threads.
@@ -21,20 +23,31 @@ import numpy as np
 from pymc_trees.bart.kernels.linear import row_value
 from pymc_trees.bart.kernels.small_pass import proposal_sums, small_pair, small_pass_rows
 
-__all__ = ["ROW_BLOCK", "n_blocks", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
+__all__ = ["ROW_BLOCK", "n_blocks", "block_span", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
            "gamma_pass_blocks"]
 
-# Rows a block: a multiple of 8 (a pass may read eight one-byte leaf indices at a time).  At
-# 65,536 rows a block's pass takes about 0.3 ms, so that starting the threads (tens of
-# microseconds) is a small part of it; a smaller table is one block (docs/explanation/threads.md
-# has the measurements).
+# The most rows a block.  At 65,536 rows a block's pass takes about 0.3 ms, so that starting
+# the threads (tens of microseconds) is a small part of it; a smaller table is one block
+# (docs/explanation/threads.md has the measurements).
 ROW_BLOCK = 65_536
 
 
 @numba.njit(cache=True, inline="always")
 def n_blocks(n):
-    """The number of blocks of ``n`` rows."""
+    """The number of blocks of ``n`` rows, ``ceil(n / ROW_BLOCK)``."""
     return (n + ROW_BLOCK - 1) // ROW_BLOCK
+
+
+@numba.njit(cache=True, inline="always")
+def block_span(b, n):
+    """Rows ``(lo, hi)`` of block b of ``n`` rows: :func:`n_blocks` blocks of ``ceil(n /
+    n_blocks)`` rows rounded up to a multiple of 8 (a pass may read eight one-byte leaf
+    indices at a time, and the log-gamma pass's lanes follow the row number mod 4), the
+    last one the rest."""
+    nb = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    size = ((n + nb - 1) // nb + 7) // 8 * 8
+    lo = b * size
+    return lo, min(n, lo + size)
 
 
 @numba.njit(cache=True)
@@ -103,8 +116,7 @@ def linear_pass_blocks(t, forest, slope, regs, Z, r, weights, proposal, XbT, psu
     n = r.shape[0]
     nb = psums.shape[0]
     for b in numba.prange(nb):
-        lo = b * ROW_BLOCK
-        hi = min(n, lo + ROW_BLOCK)
+        lo, hi = block_span(b, n)
         sb = psums[b]
         fb = pfus[b]
         for q in range(sb.shape[0]):
@@ -148,8 +160,7 @@ def gamma_pass_blocks(t, tp, leaf_of_row, e, reads, pacc, K):
     block b's lanes into ``pacc[b]`` (8K), from 0 (the caller adds them in block order)."""
     n = leaf_of_row.shape[1]
     for b in numba.prange(pacc.shape[0]):
-        lo = b * ROW_BLOCK
-        hi = min(n, lo + ROW_BLOCK)
+        lo, hi = block_span(b, n)
         ab = pacc[b]
         for q in range(ab.shape[0]):
             ab[q] = 0.0
