@@ -45,7 +45,7 @@ from pymc_trees.bart.kernels.forest import LEAF
 from pymc_trees.bart.kernels.nodes import draw_levels, log_psplit
 from pymc_trees.bart.kernels.moves import GROW, PRUNE, SWAP, draw_move
 from pymc_trees.bart.kernels.tree_edit import leaf_rows, partition_rows, route_segments
-from pymc_trees.bart.kernels.row_blocks import gamma_pass_blocks, n_blocks
+from pymc_trees.bart.kernels.row_blocks import gamma_grow_rows, gamma_pass_blocks, n_blocks
 
 __all__ = ["GammaLeaves", "gamma_log_ml", "gamma_sweep"]
 
@@ -59,7 +59,10 @@ class GammaLeaves(NamedTuple):
     """The log-gamma leaves' form of the conjugate moves: every leaf's ``A`` (sum of its
     rows' shapes) and ``B`` (sum of their rates given the other trees), shape (K,); the
     prior's ``c``, ``d``; the rows' ``s`` and ``e`` (n,); and the arrays the hooks read
-    (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``, ``lo``, ``tmp``)."""
+    (``Xb``, ``XbT``, ``leaf_of_row``, the sweep's ``idx``, ``lo``, ``tmp``); ``fusion`` (5,):
+    ``fusion[0] != 0`` when the pass over the rows summed the children of the grow being
+    decided, ``(A_left, B_left, A_right, B_right)`` in ``fusion[1:5]`` (its rows are then
+    collected only once the bound of the ratio does not reject, as for linear leaves)."""
 
     A: np.ndarray
     B: np.ndarray
@@ -73,6 +76,7 @@ class GammaLeaves(NamedTuple):
     idx: np.ndarray
     lo: np.ndarray
     tmp: np.ndarray
+    fusion: np.ndarray
 
 
 def _gamma(leaves) -> bool:
@@ -128,6 +132,9 @@ def _children_sums(leaves, rng, t, ell, v, c, min_leaf):
         return None
 
     def impl(leaves, rng, t, ell, v, c, min_leaf):
+        fu = leaves.fusion
+        if fu[0] != 0.0:  # the pass summed the children (a numeric rule)
+            return (fu[1], fu[2], fu[3], fu[4]), 0, -1, c
         idx, lo = leaves.idx, leaves.lo
         cnt = leaf_rows(t, ell, leaves.leaf_of_row, idx)
         rule = c
@@ -155,7 +162,9 @@ def _partitioned_rows(leaves, t, ell, cnt, mid, v, c):
         return None
 
     def impl(leaves, t, ell, cnt, mid, v, c):
-        # idx[:cnt] still holds the leaf's rows (children_sums collected them)
+        if leaves.fusion[0] != 0.0:  # the rows, collected now that the move may be accepted
+            cnt = leaf_rows(t, ell, leaves.leaf_of_row, leaves.idx)
+        # else idx[:cnt] still holds the leaf's rows (children_sums collected them)
         return cnt, partition_rows(leaves.XbT, leaves.idx, 0, cnt, v, c, leaves.tmp)
     return impl
 
@@ -313,14 +322,16 @@ def gamma_sweep(rng, data, rules, move_cp, rows, prior, fsum, forest, scratch, b
     pg = move_cp[0]
     pp = move_cp[1] - move_cp[0]
     lo, hi = scratch.lo, scratch.hi
+    fusion = np.zeros(5)
     leaves = GammaLeaves(A, B, c, d, s, e, data.Xb, data.XbT, leaf_of_row, scratch.idx, lo,
-                         scratch.tmp)
+                         scratch.tmp, fusion)
     back = np.ones(K)  # exp(kappa mu) of the tree updated last, to put it back (none yet)
     out = np.zeros(K)  # exp(-kappa mu) of the tree to take out
     acc = np.zeros(8 * K)  # (A, B) per leaf in four interleaved partial sums
     n4 = n - (n & 3)
     nb = n_blocks(n)
-    pacc = np.zeros((nb if nb > 1 else 0, 8 * K))  # the blocks' lanes (kernels/row_blocks.py)
+    # the blocks' lanes and a grow's children's sums (kernels/row_blocks.py)
+    pacc = np.zeros((nb if nb > 1 else 0, 8 * K + 4))
     # the rates against all trees, from the trees' sum the sampler holds
     for i in range(n):
         e[i] = math.exp(logt[i] + kappa * fsum[i])
@@ -328,6 +339,18 @@ def gamma_sweep(rng, data, rules, move_cp, rows, prior, fsum, forest, scratch, b
         for t in range(m):
             u = rng.random()
             move = draw_move(u, move_cp)
+            # A grow's proposal is drawn before the pass (the pass draws no random numbers,
+            # so they are the numbers drawn after it before); under a numeric rule the pass
+            # sums its children's rows (fusion), and the leaf's rows are collected only when
+            # the bound of the ratio does not reject (conjugate_moves.grow).
+            fusion[0] = 0.0
+            g_ell = g_b = g_w = g_v = g_c = g_nc = -1
+            fused = False
+            if move == GROW:
+                g_ell, g_b, g_w, g_v, g_c, g_nc = grow_proposal(rng, t, data.split_prior,
+                                                                forest, lo, hi)
+                fused = g_ell >= 0 and lo[g_v] >= 0
+                fusion[0] = 1.0 if fused else 0.0
             nk = n_nodes[t]
             for k in range(nk):
                 out[k] = math.exp(-kappa * value[t, k]) if var[t, k] == LEAF else 0.0
@@ -353,18 +376,28 @@ def gamma_sweep(rng, data, rules, move_cp, rows, prior, fsum, forest, scratch, b
                     e[i] = ei
                     acc[k] += s[i]
                     acc[K + k] += ei
-            else:  # blocks of rows on the threads, their lanes added in block order
-                gamma_pass_blocks(t, tp, leaf_of_row, e, (s, out, back), pacc, K)
+                if fused:
+                    gamma_grow_rows(leaf_of_row[t], data.XbT[g_v], s, e, g_ell, g_c,
+                                    fusion[1:])
+            else:  # blocks of rows on the threads, their sums added in block order
+                gamma_pass_blocks(t, tp, leaf_of_row, e, (s, out, back), pacc, K,
+                                  (g_ell if fused else -1, max(g_v, 0), g_c,
+                                   data.XbT[max(g_v, 0)]))
+                for q in range(1, 5):
+                    fusion[q] = 0.0
                 for b in range(nb):
                     for j in range(8):
                         for k in range(nk):
                             acc[j * K + k] += pacc[b, j * K + k]
+                    if fused:
+                        for q in range(4):
+                            fusion[1 + q] += pacc[b, 8 * K + q]
             for k in range(nk):
                 A[k] = (acc[k] + acc[2 * K + k]) + (acc[4 * K + k] + acc[6 * K + k])
                 B[k] = (acc[K + k] + acc[3 * K + k]) + (acc[5 * K + k] + acc[7 * K + k])
             if move == GROW:
-                proposal = grow_proposal(rng, t, data.split_prior, forest, lo, hi)
-                res = grow(rng, t, proposal, leaves, data, rules, pg, pp, forest, scratch)
+                res = grow(rng, t, (g_ell, g_b, g_w, g_v, g_c, g_nc), leaves, data, rules, pg,
+                           pp, forest, scratch)
             elif move == PRUNE:
                 res = prune(rng, t, leaves, rules, pg, pp, forest, scratch)
             else:

@@ -21,10 +21,10 @@ import numba
 import numpy as np
 
 from pymc_trees.bart.kernels.linear import row_value
-from pymc_trees.bart.kernels.small_pass import proposal_sums, small_pair, small_pass_rows
+from pymc_trees.bart.kernels.small_pass import FAST, proposal_sums, small_pair, small_pass_rows
 
 __all__ = ["ROW_BLOCK", "n_blocks", "block_span", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
-           "gamma_pass_blocks"]
+           "gamma_pass_blocks", "gamma_grow_rows"]
 
 # The most rows a block.  At 65,536 rows a block's pass takes about 0.3 ms, so that starting
 # the threads (tens of microseconds) is a small part of it; a smaller table is one block
@@ -154,14 +154,48 @@ def gamma_pass_rows(t, tp, leaf_of_row, e, reads, acc, K, span):
         acc[K + k] += ei
 
 
+@numba.njit(cache=True, fastmath=FAST)
+def gamma_grow_rows(lt, xv, s, e, ell, c, out):
+    """The log-gamma sweep's sums of a grow's children over rows ``lt``, ``xv``, ``s``, ``e``
+    (views of a block's rows after its pass): ``(A_left, B_left, A_right, B_right)`` of the
+    rows in leaf ``ell`` (``lt == ell``) split by the numeric rule ``xv <= c``, into
+    ``out[:4]``.  Every row adds to each sum, 0.0 where it is not on that side (selects,
+    not branches on the data), in a loop on vector registers (the sums reassociated into
+    lanes, as :func:`~pymc_trees.bart.kernels.small_pass.proposal_sums`)."""
+    al = bl = ar = br = 0.0
+    for q in range(lt.shape[0]):
+        inl = lt[q] == ell
+        go = xv[q] <= c
+        si = s[q]
+        ei = e[q]
+        left = inl and go
+        right = inl and not go
+        al += si if left else 0.0
+        bl += ei if left else 0.0
+        ar += si if right else 0.0
+        br += ei if right else 0.0
+    out[0] = al
+    out[1] = bl
+    out[2] = ar
+    out[3] = br
+
+
 @numba.njit(cache=True, parallel=True)
-def gamma_pass_blocks(t, tp, leaf_of_row, e, reads, pacc, K):
+def gamma_pass_blocks(t, tp, leaf_of_row, e, reads, pacc, K, grow):
     """:func:`gamma_pass_rows` of every block of rows, the blocks spread over the threads:
-    block b's lanes into ``pacc[b]`` (8K), from 0 (the caller adds them in block order)."""
+    block b's lanes into ``pacc[b, :8K]``, from 0, and with ``grow = (ell, v, c, xv)`` (``ell
+    >= 0``: a grow of leaf ell under the numeric rule of feature v, ``xv`` its bins) the
+    children's sums of :func:`gamma_grow_rows` into ``pacc[b, 8K:8K + 4]`` (the caller adds
+    them in block order)."""
     n = leaf_of_row.shape[1]
+    s = reads[0]
+    ell, v, c, xv = grow
     for b in numba.prange(pacc.shape[0]):
         lo, hi = block_span(b, n)
         ab = pacc[b]
         for q in range(ab.shape[0]):
             ab[q] = 0.0
         gamma_pass_rows(t, tp, leaf_of_row, e, reads, ab, K, (lo, hi))
+        if ell >= 0:
+            gamma_grow_rows(leaf_of_row[t, lo:hi], xv[lo:hi], s[lo:hi], e[lo:hi],
+                            ell, c, ab[8 * K:])
