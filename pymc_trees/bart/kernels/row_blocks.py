@@ -2,14 +2,15 @@
 number of threads (docs/explanation/threads.md).
 
 The rows are cut into ``ceil(n / ROW_BLOCK)`` blocks of equal length (a multiple of 8, the
-last one the rest, at most 8 rows a block shorter; :func:`block_span`), a cut that depends on the number of
-rows only, and equal so that two threads take equal shares of 100,000 rows (two blocks of
-50,000, where blocks of 65,536 and 34,464 rows left one thread idle a third of the pass).  Each block's pass runs on whichever thread takes it and
-writes its rows and its own partial sums; the caller then adds the blocks' partial sums in
-block order.  So a sum is the same sum of the same partial sums whatever the number of
-threads, and a run's draws are the same, bit for bit, with 1, 2 or any number of threads.
-A term of at most :data:`ROW_BLOCK` rows is one block: its pass is the plain pass over all
-rows, with the plain pass's numbers (and no thread is started).
+last one the rest, at most 8 rows a block shorter; :func:`block_span`), a cut that depends
+on the number of rows only, and equal so that two threads take equal shares of 100,000
+rows (two blocks of 50,000, where blocks of 65,536 and 34,464 rows left one thread idle a
+third of the pass).  Each block's pass runs on whichever thread takes it and writes its
+rows and its own partial sums; the caller then adds the blocks' partial sums in block
+order.  So a sum is the same sum of the same partial sums whatever the number of threads,
+and a run's draws are the same, bit for bit, with 1, 2 or any number of threads.  A term
+of at most :data:`ROW_BLOCK` rows is one block: its pass is the plain pass over all rows,
+with the plain pass's numbers (and no thread is started).
 
 The thread count is numba's (``numba.set_num_threads``), which the samplers set from the
 tree step's ``threads`` option before each kernel call.
@@ -23,8 +24,8 @@ import numpy as np
 from pymc_trees.bart.kernels.linear import row_value
 from pymc_trees.bart.kernels.small_pass import FAST, proposal_sums, small_pair, small_pass_rows
 
-__all__ = ["ROW_BLOCK", "n_blocks", "block_span", "linear_pass_rows", "linear_pass_blocks", "gamma_pass_rows",
-           "gamma_pass_blocks", "gamma_grow_rows"]
+__all__ = ["ROW_BLOCK", "n_blocks", "block_span", "linear_pass_rows", "linear_pass_blocks",
+           "gamma_pass_rows", "gamma_pass_blocks", "gamma_grow_rows"]
 
 # The most rows a block.  At 65,536 rows a block's pass takes about 0.3 ms, so that starting
 # the threads (tens of microseconds) is a small part of it; a smaller table is one block
