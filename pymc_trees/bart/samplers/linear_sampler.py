@@ -123,7 +123,7 @@ class LinearForestSampler(ForestSampler):
         if out is None and not self.exact_values and self._tree_sums.holds(key) == "sums":
             out = self._tree_sums.buf + self.offset  # rescaled leaves' sums, up to rounding
         if out is not None:
-            self._remember_values(out)
+            self._remember_values(out, key)
             return out
         out = np.empty(self.n)
         if self.exact_values:
@@ -135,7 +135,7 @@ class LinearForestSampler(ForestSampler):
                                     float(self.offset), out)
         else:
             self._linear_values(self.offset, out)
-        self._remember_values(out)
+        self._remember_values(out, key)
         return out
 
     def _raw_columns(self) -> np.ndarray:

@@ -224,7 +224,7 @@ class ForestSampler(SplitWeights, GeneralSweeps):
         if out is None:
             out = np.empty(self.n)
             forest_values(self.forest.value, self.forest.leaf_of_row, float(self.offset), out)
-        self._remember_values(out)
+        self._remember_values(out, key)
         return out
 
     def current_sums(self) -> np.ndarray:
@@ -252,11 +252,12 @@ class ForestSampler(SplitWeights, GeneralSweeps):
         f = self.forest
         f.value[f.var == LEAF] *= c
 
-    def _remember_values(self, out: np.ndarray) -> None:
+    def _remember_values(self, out: np.ndarray, key: tuple | None = None) -> None:
         """Keep the trees' sum at the training rows, ``out`` minus the offset, for the next
         sweep (:class:`~pymc_trees.bart.samplers.tree_sums.TreeSums`: the step asks for the values
-        after every sweep, so that sweep need not sum m trees over n rows again)."""
-        self._tree_sums.keep(out, float(self.offset), self._forest_key())
+        after every sweep, so that sweep need not sum m trees over n rows again); ``key``, the
+        forest's key when the caller has it (:meth:`_forest_key`, unchanged since)."""
+        self._tree_sums.keep(out, float(self.offset), self._forest_key() if key is None else key)
 
     def __getstate__(self) -> dict:
         """Pickled (PyMC sends the step to each worker process) without the per-row arrays
