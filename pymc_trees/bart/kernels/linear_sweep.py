@@ -301,19 +301,26 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
 
 
 def new_pass_cache(m, K):
-    """An empty cache of the plain pass's counts and moments (:func:`linear_pass`) for m trees
-    of K node slots: ``(moments (m, 3, K), keys (m, 5, K), n_keyed (m,))``, no tree kept."""
+    """An empty cache of the passes' counts and moments (:func:`linear_pass`) for m trees of
+    K node slots: ``(moments (m, 3, K), keys (m, 5, K), n_keyed (m,))``, no tree kept."""
     return (np.zeros((m, 3, K)), np.zeros((m, 5, K), np.int64), np.full(m, -1, np.int64))
 
 
+# added to a tree's number of nodes in the cache's n_keyed when the pass of small trees
+# summed its counts and moments (in vector lanes, so to other last bits than the plain
+# pass's): a tree that moves between the two passes is summed afresh
+_SMALL_KEY = 1 << 20
+
+
 @numba.njit(cache=True)
-def _kept(t, forest, reg, cache):
-    """Whether ``cache`` holds tree t's counts and moments: its nodes' rules, children and
-    leaf regressors are those they were stored with (the tree's rows per leaf, and the
-    column each leaf reads, are then the same)."""
+def _kept(t, forest, reg, cache, small):
+    """Whether ``cache`` holds tree t's counts and moments as the pass of this kind
+    (``small``: :func:`~pymc_trees.bart.kernels.small_pass.small_pair`) sums them: its nodes'
+    rules, children and leaf regressors are those they were stored with (the tree's rows per
+    leaf, and the column each leaf reads, are then the same)."""
     moments, keys, n_keyed = cache
     nk = forest.n_nodes[t]
-    if n_keyed[t] != nk:
+    if n_keyed[t] != nk + (_SMALL_KEY if small else 0):
         return False
     var, cut, left, right = forest.var, forest.cut, forest.left, forest.right
     for k in range(nk):
@@ -326,8 +333,9 @@ def _kept(t, forest, reg, cache):
 
 
 @numba.njit(cache=True)
-def _keep(t, forest, reg, cache, sums):
-    """Store tree t's counts and moments (``sums[:3]``, unweighted) in ``cache``, keyed."""
+def _keep(t, forest, reg, cache, sums, small):
+    """Store tree t's counts and moments (``sums[:3]``, unweighted) in ``cache``, keyed (and
+    marked as the ``small`` pass's or the plain pass's)."""
     moments, keys, n_keyed = cache
     var = forest.var
     nk = forest.n_nodes[t]
@@ -339,7 +347,7 @@ def _keep(t, forest, reg, cache, sums):
         keys[t, 2, k] = forest.left[t, k]
         keys[t, 3, k] = forest.right[t, k]
         keys[t, 4, k] = reg[k] if var[t, k] == LEAF else -2
-    n_keyed[t] = nk
+    n_keyed[t] = nk + (_SMALL_KEY if small else 0)
 
 
 @numba.njit(cache=True)
@@ -358,10 +366,11 @@ def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT,
     of :mod:`~pymc_trees.bart.kernels.small_pass` add in lanes).
 
     With a common precision, a leaf's ``W, Wz, Wzz`` are ``oc`` times its rows' count and
-    moments of its regressor, which change only with the tree: the plain pass (trees of
-    more than two leaves) takes them from ``cache`` (:func:`new_pass_cache`) when it holds
-    the tree as it is, else sums them and stores them, and leaves two sums of five to the
-    rows (docs/explanation/linear-leaves.md, "The counts a tree keeps")."""
+    moments of its regressor, which change only with the tree: the pass takes them from
+    ``cache`` (:func:`new_pass_cache`) when it holds the tree as it is (summed by a pass of
+    the same kind), else sums them and stores them, and leaves two sums of five to the rows
+    in the plain pass, 14 of 20 in the pass of small trees
+    (docs/explanation/linear-leaves.md, "The counts a tree keeps")."""
     r, omega, oc = rows
     W, Wz, Wzz, S, Sz = sums[0], sums[1], sums[2], sums[3], sums[4]
     nk = forest.n_nodes[t]
@@ -373,8 +382,9 @@ def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT,
         Sz[k] = 0.0
     fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
     # the plain pass's counts and moments, unweighted
-    counted = oc > 0.0 and not small_pair(forest, t)
-    kept = counted and _kept(t, forest, regs[0], cache)
+    counted = oc > 0.0
+    small = small_pair(forest, t)
+    kept = counted and _kept(t, forest, regs[0], cache, small)
     weights = (omega, oc, kept)
     n = r.shape[0]
     nb = n_blocks(n)
@@ -404,7 +414,7 @@ def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT,
         for q in range(3):
             sums[q, :nk] = moments[t, q, :nk]
     else:
-        _keep(t, forest, regs[0], cache, sums)
+        _keep(t, forest, regs[0], cache, sums, small)
     for q in range(3):
         for k in range(nk):
             sums[q, k] *= oc

@@ -67,8 +67,8 @@ def linear_pass_rows(t, forest, slope, regs, Z, r, weights, sums, proposal, XbT,
     multiplies them by ``oc``); with ``kept`` it leaves them out."""
     omega, oc, kept = weights
     if small_pair(forest, t):
-        small_pass_rows(t, forest, slope, regs, Z, (r, omega, oc), sums, proposal, XbT, fusion,
-                        span)
+        small_pass_rows(t, forest, slope, regs, Z, (r, omega, oc, kept), sums, proposal, XbT,
+                        fusion, span)
         return
     leaf_of_row, value = forest.leaf_of_row, forest.value
     reg, reg_prev = regs

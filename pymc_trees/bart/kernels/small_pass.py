@@ -48,15 +48,18 @@ def small_pair(forest, t):
     return two_leaves(forest, t)[0] >= 0 and (t == 0 or two_leaves(forest, t - 1)[0] >= 0)
 
 
-@numba.njit(cache=True, fastmath=FAST)
-def _small_rows(lt, lp, rb, cols, wb, oc, cur, prev, prop, out):
+@numba.njit(cache=True, fastmath=FAST, inline="always")
+def _small_body(lt, lp, rb, cols, wb, oc, cur, prev, prop, out, moments):
     """The loop of :func:`small_pass_rows` over one block's rows (views from 0): ``cols =
     (zt, zp, zn, xv)`` the columns of tree t's, tree t - 1's and the proposal's regressors and
     of the proposal's rule; ``cur = (a, va, sa, vb, sb)`` tree t's leaf a and the lines of
     its two leaves, ``prev = (pa, pva, psa, pvb, psb)`` the same of tree t - 1, ``prop =
     (ina, inb, all_left, fc)`` whether leaf a's and leaf b's rows are the proposal's and its
     rule; ``out`` (20,) the sums of leaf a, leaf b, the proposal's left and right side, five
-    each (``W, Wz, Wzz, S, Sz``)."""
+    each (``W, Wz, Wzz, S, Sz``).  Under a common precision (``oc > 0``) the leaves' ``W,
+    Wz, Wzz`` are the rows' counts and moments, unweighted (the caller multiplies them by
+    ``oc``), and with ``moments`` False, known already, they are not summed (``out`` keeps
+    0 there).  Inlined into its two callers, where ``moments`` is a constant."""
     zt, zp, zn, xv = cols
     a, va, sa, vb, sb = cur
     pa, pva, psa, pvb, psb = prev
@@ -78,17 +81,19 @@ def _small_rows(lt, lp, rb, cols, wb, oc, cur, prev, prop, out):
         ga = 1.0 if is_a else 0.0
         gb = 1.0 - ga
         wr = w * ri
-        wz = w * z
-        wzz = wz * z
         wrz = wr * z
-        A0 += ga * w
-        A1 += ga * wz
-        A2 += ga * wzz
+        if moments:
+            m = 1.0 if uniform else w
+            mz = m * z
+            mzz = mz * z
+            A0 += ga * m
+            A1 += ga * mz
+            A2 += ga * mzz
+            B0 += gb * m
+            B1 += gb * mz
+            B2 += gb * mzz
         A3 += ga * wr
         A4 += ga * wrz
-        B0 += gb * w
-        B1 += gb * wz
-        B2 += gb * wzz
         B3 += gb * wr
         B4 += gb * wrz
         g = ina if is_a else inb
@@ -114,14 +119,29 @@ def _small_rows(lt, lp, rb, cols, wb, oc, cur, prev, prop, out):
     out[15], out[16], out[17], out[18], out[19] = R0, R1, R2, R3, R4
 
 
+@numba.njit(cache=True, fastmath=FAST)
+def _small_rows(lt, lp, rb, cols, wb, oc, cur, prev, prop, out):
+    """:func:`_small_body` with the leaves' counts and moments summed."""
+    _small_body(lt, lp, rb, cols, wb, oc, cur, prev, prop, out, True)
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def _small_rows_kept(lt, lp, rb, cols, wb, oc, cur, prev, prop, out):
+    """:func:`_small_body` with the leaves' counts and moments known already (14 sums a row
+    instead of 20: 3.1 against 4.0 ns a row in the loop alone)."""
+    _small_body(lt, lp, rb, cols, wb, oc, cur, prev, prop, out, False)
+
+
 @numba.njit(cache=True)
 def small_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion, span):
-    """:func:`~pymc_trees.bart.kernels.row_blocks.linear_pass_rows` (same arguments, same
-    results up to the order of the additions) when tree t and tree t - 1 have at most two
-    leaves each (:func:`two_leaves`)."""
+    """:func:`~pymc_trees.bart.kernels.row_blocks.linear_pass_rows` (same arguments but
+    ``rows = (r, omega, oc, kept)``, same results up to the order of the additions) when
+    tree t and tree t - 1 have at most two leaves each (:func:`two_leaves`); with a common
+    precision the leaves' ``W, Wz, Wzz`` are unweighted as there, and with ``kept`` left
+    out."""
     value = forest.value
     reg, reg_prev = regs
-    r, omega, oc = rows
+    r, omega, oc, kept = rows
     fa, fb, fv, fc, jn = proposal
     lo, hi = span
     a, b = two_leaves(forest, t)
@@ -148,8 +168,12 @@ def small_pass_rows(t, forest, slope, regs, Z, rows, sums, proposal, XbT, fusion
     inb = 1.0 if b != a and (b == fa or b == fb) else 0.0
     wb = omega[lo:hi] if oc <= 0.0 else omega[:0]
     out = np.empty(20)
-    _small_rows(lt, lp, r[lo:hi], (zt, zp, zn, xv), wb, oc, cur, prev, (ina, inb, fv < 0, fc),
-                out)
+    cols = (zt, zp, zn, xv)
+    prop = (ina, inb, fv < 0, fc)
+    if kept:
+        _small_rows_kept(lt, lp, r[lo:hi], cols, wb, oc, cur, prev, prop, out)
+    else:
+        _small_rows(lt, lp, r[lo:hi], cols, wb, oc, cur, prev, prop, out)
     if jt < 0:  # constant leaves: no slope sums
         out[1] = out[2] = out[4] = out[6] = out[7] = out[9] = 0.0
     if jn < 0:
