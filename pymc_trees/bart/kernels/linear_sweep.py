@@ -197,8 +197,8 @@ def linear_sweep(rng, data, rules, lrows, kinds, rows, fsum, forest, slope, scra
     slope : float64 ndarray of shape (m, K)
         The leaves' ``b1`` (0 at leaves without a slope), updated.
     sums : tuple ``(acc, cache)``
-        ``acc`` (float64, shape (5, K)), scratch for the per-leaf sums; ``cache``, the plain
-        pass's counts and moments of the trees (:func:`new_pass_cache`), kept between
+        ``acc`` (float64, shape (5, K)), scratch for the per-leaf sums; ``cache``, the
+        passes' counts and moments of the trees (:func:`new_pass_cache`), kept between
         sweeps.
     tally : int64 ndarray of shape (2, 4)
         Proposed (row 0) and accepted (row 1) grows, prunes and changes, incremented (the
@@ -381,7 +381,8 @@ def linear_pass(t, forest, slope, regs, lrows, rows, sums, cache, proposal, XbT,
         S[k] = 0.0
         Sz[k] = 0.0
     fusion[0] = 1.0 if proposal[0] >= 0 else 0.0
-    # the plain pass's counts and moments, unweighted
+    # under a common precision the passes sum the counts and moments unweighted (or take
+    # them from the cache); the weighted W, Wz, Wzz follow below
     counted = oc > 0.0
     small = small_pair(forest, t)
     kept = counted and _kept(t, forest, regs[0], cache, small)
